@@ -1,0 +1,244 @@
+package io.switchml.appliance.engine;
+
+import io.switchml.protocol.DataHeaderFlyweight;
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+
+import java.nio.ByteOrder;
+
+import static io.switchml.protocol.DataHeaderFlyweight.FLAG_EXPONENT_ONLY;
+import static io.switchml.protocol.DataHeaderFlyweight.FLAG_POOL_VERSION;
+import static io.switchml.protocol.DataHeaderFlyweight.FLAG_RETRANSMIT;
+import static io.switchml.protocol.DataHeaderFlyweight.LANE_BYTES;
+import static io.switchml.protocol.DataHeaderFlyweight.PAYLOAD_OFFSET;
+
+/**
+ * The aggregation state of one job: s slots of k int32 lanes, in two pool versions (the shadow
+ * copies), with per-version seen bitmaps, counts and look-ahead exponents. This is Algorithm 3 of
+ * the SwitchML paper ("switch logic with packet loss recovery"), plus consistency checks that a
+ * switch cannot afford but a software appliance can: every contribution to a slot version must
+ * carry the same chunk sequence number, element count, scale exponent and exponent-only flag as the
+ * first one, otherwise it is rejected without touching state.
+ * <p>
+ * Pure logic: no sockets, no clock, no allocation after construction. One thread owns an instance.
+ */
+public final class SlotPool
+{
+    /** The update was aggregated and the slot still waits for other workers: send nothing. */
+    public static final int ABSORBED = 0;
+    /** The update completed the slot: the result packet was written, send it to every worker. */
+    public static final int COMPLETED = 1;
+    /** A retransmission into a completed slot: the result was written, send it to the sender only. */
+    public static final int SHADOW_RESULT = 2;
+    /** A duplicate of an update already aggregated into a slot that is still incomplete: drop. */
+    public static final int DUPLICATE = 3;
+    /** The update disagrees with the slot's chunk, element count, or exponent: drop and count. */
+    public static final int MISMATCH = 4;
+
+    private static final ByteOrder ORDER = ByteOrder.BIG_ENDIAN;
+    private static final int WORDS_PER_BITMAP = DataHeaderFlyweight.MAX_WORKERS / 64;
+
+    private final int worldSize;
+    private final int slotCount;
+    private final int lanesPerSlot;
+
+    private final int[] lanes;
+    private final long[] seen;
+    private final int[] count;
+    private final long[] chunkSequence;
+    private final int[] elementCount;
+    private final short[] scaleExponent;
+    private final short[] lookaheadExponent;
+    private final boolean[] exponentOnly;
+    private final long[] firstArrivalNs;
+
+    private long lastCompletionLatencyNs;
+
+    /**
+     * @param worldSize    number of workers n, 1 to 256.
+     * @param slotCount    pool size s.
+     * @param lanesPerSlot lanes per slot k.
+     */
+    public SlotPool(final int worldSize, final int slotCount, final int lanesPerSlot)
+    {
+        if (worldSize < 1 || worldSize > DataHeaderFlyweight.MAX_WORKERS)
+        {
+            throw new IllegalArgumentException("worldSize must be in 1.." + DataHeaderFlyweight.MAX_WORKERS + ": " + worldSize);
+        }
+        if (slotCount < 1)
+        {
+            throw new IllegalArgumentException("slotCount must be positive: " + slotCount);
+        }
+        if (lanesPerSlot < 1 || lanesPerSlot > DataHeaderFlyweight.MAX_ELEMENTS)
+        {
+            throw new IllegalArgumentException("lanesPerSlot must be in 1.." + DataHeaderFlyweight.MAX_ELEMENTS + ": " + lanesPerSlot);
+        }
+        this.worldSize = worldSize;
+        this.slotCount = slotCount;
+        this.lanesPerSlot = lanesPerSlot;
+
+        final int cells = 2 * slotCount;
+        lanes = new int[Math.multiplyExact(cells, lanesPerSlot)];
+        seen = new long[cells * WORDS_PER_BITMAP];
+        count = new int[cells];
+        chunkSequence = new long[cells];
+        elementCount = new int[cells];
+        scaleExponent = new short[cells];
+        lookaheadExponent = new short[cells];
+        exponentOnly = new boolean[cells];
+        firstArrivalNs = new long[cells];
+    }
+
+    public int worldSize()
+    {
+        return worldSize;
+    }
+
+    public int slotCount()
+    {
+        return slotCount;
+    }
+
+    public int lanesPerSlot()
+    {
+        return lanesPerSlot;
+    }
+
+    /**
+     * Bytes of aggregator memory this pool holds, for admission control.
+     *
+     * @return lane and bookkeeping bytes.
+     */
+    public static long memoryBytes(final int slotCount, final int lanesPerSlot)
+    {
+        return 2L * slotCount * ((long)lanesPerSlot * Integer.BYTES + WORDS_PER_BITMAP * Long.BYTES + 32);
+    }
+
+    /**
+     * @return nanoseconds from the first contribution to completion of the slot completed last.
+     */
+    public long lastCompletionLatencyNs()
+    {
+        return lastCompletionLatencyNs;
+    }
+
+    /**
+     * Apply one update packet (Algorithm 3). The caller has validated the packet with
+     * {@link DataHeaderFlyweight#validate} and checked that rank &lt; n, slot &lt; s and count &lt;= k.
+     *
+     * @param update       the received update packet.
+     * @param resultBuffer where a result packet is written on {@link #COMPLETED} or
+     *                     {@link #SHADOW_RESULT}; must hold header plus k lanes.
+     * @param resultOffset offset of the result packet in resultBuffer.
+     * @param nowNs        time of arrival, only used for the completion latency.
+     * @return one of {@link #ABSORBED}, {@link #COMPLETED}, {@link #SHADOW_RESULT},
+     * {@link #DUPLICATE}, {@link #MISMATCH}.
+     */
+    public int onUpdate(
+        final DataHeaderFlyweight update,
+        final MutableDirectBuffer resultBuffer,
+        final int resultOffset,
+        final long nowNs)
+    {
+        final DirectBuffer buffer = update.buffer();
+        final int offset = update.offset();
+        final int flags = update.flags();
+        final int version = flags & FLAG_POOL_VERSION;
+        final int slot = update.slotIndex();
+        final int rank = update.workerRank();
+        final int cell = version * slotCount + slot;
+        final int otherCell = (version ^ 1) * slotCount + slot;
+        final long sequence = update.chunkSequence();
+        final int elements = update.elementCount();
+        final boolean isExponentOnly = (flags & FLAG_EXPONENT_ONLY) != 0;
+
+        final int word = rank >>> 6;
+        final long bit = 1L << (rank & 63);
+        final int seenIndex = cell * WORDS_PER_BITMAP + word;
+
+        if ((seen[seenIndex] & bit) == 0)
+        {
+            final boolean first = count[cell] == 0;
+            if (!first && (chunkSequence[cell] != sequence ||
+                elementCount[cell] != elements ||
+                scaleExponent[cell] != update.scaleExponent() ||
+                exponentOnly[cell] != isExponentOnly))
+            {
+                return MISMATCH;
+            }
+
+            seen[seenIndex] |= bit;
+            seen[otherCell * WORDS_PER_BITMAP + word] &= ~bit;
+
+            final int laneBase = cell * lanesPerSlot;
+            final int payload = offset + PAYLOAD_OFFSET;
+            if (first)
+            {
+                chunkSequence[cell] = sequence;
+                elementCount[cell] = elements;
+                scaleExponent[cell] = update.scaleExponent();
+                exponentOnly[cell] = isExponentOnly;
+                lookaheadExponent[cell] = update.lookaheadExponent();
+                firstArrivalNs[cell] = nowNs;
+                for (int i = 0; i < elements; i++)
+                {
+                    lanes[laneBase + i] = buffer.getInt(payload + i * LANE_BYTES, ORDER);
+                }
+            }
+            else
+            {
+                lookaheadExponent[cell] = (short)Math.max(lookaheadExponent[cell], update.lookaheadExponent());
+                for (int i = 0; i < elements; i++)
+                {
+                    lanes[laneBase + i] += buffer.getInt(payload + i * LANE_BYTES, ORDER);
+                }
+            }
+
+            final int newCount = count[cell] + 1;
+            if (newCount == worldSize)
+            {
+                count[cell] = 0;
+                lastCompletionLatencyNs = nowNs - firstArrivalNs[cell];
+                writeResult(update, cell, flags & ~FLAG_RETRANSMIT, resultBuffer, resultOffset);
+                return COMPLETED;
+            }
+            count[cell] = newCount;
+            return ABSORBED;
+        }
+
+        if (count[cell] == 0)
+        {
+            if (chunkSequence[cell] != sequence || exponentOnly[cell] != isExponentOnly)
+            {
+                return MISMATCH;
+            }
+            writeResult(update, cell, flags | FLAG_RETRANSMIT, resultBuffer, resultOffset);
+            return SHADOW_RESULT;
+        }
+        return DUPLICATE;
+    }
+
+    private void writeResult(
+        final DataHeaderFlyweight update,
+        final int cell,
+        final int flags,
+        final MutableDirectBuffer resultBuffer,
+        final int resultOffset)
+    {
+        final int elements = elementCount[cell];
+        resultBuffer.putBytes(resultOffset, update.buffer(), update.offset(), PAYLOAD_OFFSET);
+        final int laneBase = cell * lanesPerSlot;
+        final int payload = resultOffset + PAYLOAD_OFFSET;
+        for (int i = 0; i < elements; i++)
+        {
+            resultBuffer.putInt(payload + i * LANE_BYTES, lanes[laneBase + i], ORDER);
+        }
+        resultBuffer.putByte(resultOffset + DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_RESULT);
+        resultBuffer.putByte(resultOffset + DataHeaderFlyweight.FLAGS_OFFSET, (byte)flags);
+        resultBuffer.putShort(resultOffset + DataHeaderFlyweight.SCALE_EXPONENT_OFFSET, scaleExponent[cell], ORDER);
+        resultBuffer.putShort(resultOffset + DataHeaderFlyweight.LOOKAHEAD_EXPONENT_OFFSET, lookaheadExponent[cell], ORDER);
+        resultBuffer.putLong(resultOffset + DataHeaderFlyweight.CHUNK_SEQUENCE_OFFSET, chunkSequence[cell], ORDER);
+        resultBuffer.putShort(resultOffset + DataHeaderFlyweight.ELEMENT_COUNT_OFFSET, (short)elements, ORDER);
+        resultBuffer.putLong(resultOffset + DataHeaderFlyweight.MAC_OFFSET, 0L, ORDER);
+    }
+}

@@ -1,0 +1,364 @@
+package io.switchml.protocol;
+
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+
+import java.nio.ByteOrder;
+
+/**
+ * Flyweight over a SwitchML v1 data packet: a fixed 40-byte header followed by the payload.
+ * <p>
+ * Every field has a fixed size and offset so that a switch pipeline (Tofino) can parse the header
+ * without variable-length logic. All fields and payload lanes are in network byte order.
+ * <pre>
+ *   0                   1                   2                   3
+ *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ *  +-------------------------------+---------------+---------------+
+ *  |         Magic 0x534D          |    Version    |     Type      |
+ *  +-------------------------------+---------------+---------------+
+ *  |                            Job Id                             |
+ *  +-------------------------------+---------------+---------------+
+ *  |          Worker Rank          |     Flags     | Element Type  |
+ *  +-------------------------------+---------------+---------------+
+ *  |                          Slot Index                           |
+ *  +---------------------------------------------------------------+
+ *  |                                                               |
+ *  +                     Chunk Sequence Number                     +
+ *  |                                                               |
+ *  +-------------------------------+-------------------------------+
+ *  |         Element Count         |       Reserved (zero)         |
+ *  +-------------------------------+-------------------------------+
+ *  |        Scale Exponent         |     Look-ahead Exponent       |
+ *  +-------------------------------+-------------------------------+
+ *  |                                                               |
+ *  +                  MAC (SipHash-2-4, 0 when off)                +
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |              Payload: Element Count lanes ...                ...
+ *  +---------------------------------------------------------------+
+ * </pre>
+ * <ul>
+ *   <li><b>Type</b>: {@link #TYPE_UPDATE} from a worker, {@link #TYPE_RESULT} from the aggregator.</li>
+ *   <li><b>Flags</b>: bit 0 is the pool version (shadow copy selector), bit 1 marks an exponent-only
+ *   packet (no payload, used for the first look-ahead round of a tensor), bit 2 marks a
+ *   retransmission (informational).</li>
+ *   <li><b>Chunk Sequence Number</b>: position of the chunk in the job's stream; it must agree among
+ *   all contributions to a slot version.</li>
+ *   <li><b>Scale Exponent</b>: the block exponent m the payload was quantized with
+ *   (f = (2^31-1)/(n*2^m)), {@link #NO_EXPONENT} for integer data or an all-zero block.</li>
+ *   <li><b>Look-ahead Exponent</b>: in an update, the sender's exponent of the next chunk that will use
+ *   the same slot; in a result, the maximum of those over all workers.</li>
+ * </ul>
+ * 32-bit element types carry one int32 lane per element; payload length is exactly
+ * {@code 4 * elementCount} bytes.
+ */
+public final class DataHeaderFlyweight
+{
+    public static final short MAGIC = 0x534D;
+    public static final byte CURRENT_VERSION = 1;
+
+    public static final byte TYPE_UPDATE = 1;
+    public static final byte TYPE_RESULT = 2;
+
+    public static final int FLAG_POOL_VERSION = 0x01;
+    public static final int FLAG_EXPONENT_ONLY = 0x02;
+    public static final int FLAG_RETRANSMIT = 0x04;
+    public static final int KNOWN_FLAGS = FLAG_POOL_VERSION | FLAG_EXPONENT_ONLY | FLAG_RETRANSMIT;
+
+    /** Exponent value meaning "none": an all-zero block, integer data, or no next chunk on the slot. */
+    public static final short NO_EXPONENT = Short.MIN_VALUE;
+
+    public static final int MAGIC_OFFSET = 0;
+    public static final int VERSION_OFFSET = 2;
+    public static final int TYPE_OFFSET = 3;
+    public static final int JOB_ID_OFFSET = 4;
+    public static final int WORKER_RANK_OFFSET = 8;
+    public static final int FLAGS_OFFSET = 10;
+    public static final int ELEMENT_TYPE_OFFSET = 11;
+    public static final int SLOT_INDEX_OFFSET = 12;
+    public static final int CHUNK_SEQUENCE_OFFSET = 16;
+    public static final int ELEMENT_COUNT_OFFSET = 24;
+    public static final int RESERVED_OFFSET = 26;
+    public static final int SCALE_EXPONENT_OFFSET = 28;
+    public static final int LOOKAHEAD_EXPONENT_OFFSET = 30;
+    public static final int MAC_OFFSET = 32;
+    public static final int HEADER_LENGTH = 40;
+    public static final int PAYLOAD_OFFSET = HEADER_LENGTH;
+
+    /** Bytes of a lane on the wire. */
+    public static final int LANE_BYTES = 4;
+
+    /** Largest UDP payload over IPv4. */
+    public static final int MAX_UDP_PAYLOAD = 65_507;
+    /** Largest element count that fits one UDP datagram (loopback: MTU 65536). */
+    public static final int MAX_ELEMENTS = (MAX_UDP_PAYLOAD - HEADER_LENGTH) / LANE_BYTES;
+    /** Largest element count that fits a 9000-byte jumbo frame (IPv4 20 + UDP 8). */
+    public static final int MAX_ELEMENTS_JUMBO = (9000 - 28 - HEADER_LENGTH) / LANE_BYTES;
+    /** Largest element count that fits a 1500-byte frame. */
+    public static final int MAX_ELEMENTS_STANDARD = (1500 - 28 - HEADER_LENGTH) / LANE_BYTES;
+
+    /** Highest number of workers in one job; ranks are 0 .. MAX_WORKERS-1. */
+    public static final int MAX_WORKERS = 256;
+
+    private static final ByteOrder ORDER = ByteOrder.BIG_ENDIAN;
+
+    private MutableDirectBuffer buffer;
+    private int offset;
+
+    /**
+     * Wrap a buffer at an offset for reading and writing.
+     *
+     * @param buffer to wrap.
+     * @param offset of the header in the buffer.
+     * @return this for a fluent API.
+     */
+    public DataHeaderFlyweight wrap(final MutableDirectBuffer buffer, final int offset)
+    {
+        this.buffer = buffer;
+        this.offset = offset;
+        return this;
+    }
+
+    public MutableDirectBuffer buffer()
+    {
+        return buffer;
+    }
+
+    public int offset()
+    {
+        return offset;
+    }
+
+    /**
+     * Check a received packet before any field is trusted.
+     *
+     * @param buffer holding the packet.
+     * @param offset of the packet in the buffer.
+     * @param length of the packet in bytes.
+     * @return {@link DropReason#NONE} when the packet is well formed, else the reason to drop it.
+     */
+    public static DropReason validate(final DirectBuffer buffer, final int offset, final int length)
+    {
+        if (length < HEADER_LENGTH || buffer.capacity() - offset < length)
+        {
+            return DropReason.TRUNCATED;
+        }
+        if (buffer.getShort(offset + MAGIC_OFFSET, ORDER) != MAGIC)
+        {
+            return DropReason.BAD_MAGIC;
+        }
+        if (buffer.getByte(offset + VERSION_OFFSET) != CURRENT_VERSION)
+        {
+            return DropReason.BAD_VERSION;
+        }
+        final byte type = buffer.getByte(offset + TYPE_OFFSET);
+        if (type != TYPE_UPDATE && type != TYPE_RESULT)
+        {
+            return DropReason.BAD_TYPE;
+        }
+        final int flags = buffer.getByte(offset + FLAGS_OFFSET) & 0xFF;
+        if ((flags & ~KNOWN_FLAGS) != 0 || buffer.getShort(offset + RESERVED_OFFSET, ORDER) != 0)
+        {
+            return DropReason.BAD_FLAGS;
+        }
+        if ((buffer.getShort(offset + WORKER_RANK_OFFSET, ORDER) & 0xFFFF) >= MAX_WORKERS)
+        {
+            return DropReason.BAD_RANK;
+        }
+        if (!ElementType.isValid(buffer.getByte(offset + ELEMENT_TYPE_OFFSET)))
+        {
+            return DropReason.BAD_ELEMENT_TYPE;
+        }
+        final int elementCount = buffer.getShort(offset + ELEMENT_COUNT_OFFSET, ORDER) & 0xFFFF;
+        final boolean exponentOnly = (flags & FLAG_EXPONENT_ONLY) != 0;
+        if (exponentOnly ? elementCount != 0 : (elementCount == 0 || elementCount > MAX_ELEMENTS))
+        {
+            return DropReason.BAD_ELEMENT_COUNT;
+        }
+        if (length != HEADER_LENGTH + elementCount * LANE_BYTES)
+        {
+            return DropReason.LENGTH_MISMATCH;
+        }
+        if (buffer.getInt(offset + SLOT_INDEX_OFFSET, ORDER) < 0 || buffer.getLong(offset + CHUNK_SEQUENCE_OFFSET, ORDER) < 0)
+        {
+            return DropReason.BAD_SLOT;
+        }
+        return DropReason.NONE;
+    }
+
+    /**
+     * Length in bytes of a packet carrying a number of elements.
+     *
+     * @param elementCount lanes in the payload.
+     * @return header plus payload length.
+     */
+    public static int packetLength(final int elementCount)
+    {
+        return HEADER_LENGTH + elementCount * LANE_BYTES;
+    }
+
+    /**
+     * Write the fixed fields of a header with magic and version, zero reserved and MAC fields.
+     *
+     * @return this for a fluent API.
+     */
+    public DataHeaderFlyweight writeHeader(
+        final byte type,
+        final int jobId,
+        final int workerRank,
+        final int flags,
+        final byte elementType,
+        final int slotIndex,
+        final long chunkSequence,
+        final int elementCount,
+        final int scaleExponent,
+        final int lookaheadExponent)
+    {
+        buffer.putShort(offset + MAGIC_OFFSET, MAGIC, ORDER);
+        buffer.putByte(offset + VERSION_OFFSET, CURRENT_VERSION);
+        buffer.putByte(offset + TYPE_OFFSET, type);
+        buffer.putInt(offset + JOB_ID_OFFSET, jobId, ORDER);
+        buffer.putShort(offset + WORKER_RANK_OFFSET, (short)workerRank, ORDER);
+        buffer.putByte(offset + FLAGS_OFFSET, (byte)flags);
+        buffer.putByte(offset + ELEMENT_TYPE_OFFSET, elementType);
+        buffer.putInt(offset + SLOT_INDEX_OFFSET, slotIndex, ORDER);
+        buffer.putLong(offset + CHUNK_SEQUENCE_OFFSET, chunkSequence, ORDER);
+        buffer.putShort(offset + ELEMENT_COUNT_OFFSET, (short)elementCount, ORDER);
+        buffer.putShort(offset + RESERVED_OFFSET, (short)0, ORDER);
+        buffer.putShort(offset + SCALE_EXPONENT_OFFSET, (short)scaleExponent, ORDER);
+        buffer.putShort(offset + LOOKAHEAD_EXPONENT_OFFSET, (short)lookaheadExponent, ORDER);
+        buffer.putLong(offset + MAC_OFFSET, 0L, ORDER);
+        return this;
+    }
+
+    public byte type()
+    {
+        return buffer.getByte(offset + TYPE_OFFSET);
+    }
+
+    public DataHeaderFlyweight type(final byte type)
+    {
+        buffer.putByte(offset + TYPE_OFFSET, type);
+        return this;
+    }
+
+    public int jobId()
+    {
+        return buffer.getInt(offset + JOB_ID_OFFSET, ORDER);
+    }
+
+    public DataHeaderFlyweight jobId(final int jobId)
+    {
+        buffer.putInt(offset + JOB_ID_OFFSET, jobId, ORDER);
+        return this;
+    }
+
+    public int workerRank()
+    {
+        return buffer.getShort(offset + WORKER_RANK_OFFSET, ORDER) & 0xFFFF;
+    }
+
+    public DataHeaderFlyweight workerRank(final int rank)
+    {
+        buffer.putShort(offset + WORKER_RANK_OFFSET, (short)rank, ORDER);
+        return this;
+    }
+
+    public int flags()
+    {
+        return buffer.getByte(offset + FLAGS_OFFSET) & 0xFF;
+    }
+
+    public DataHeaderFlyweight flags(final int flags)
+    {
+        buffer.putByte(offset + FLAGS_OFFSET, (byte)flags);
+        return this;
+    }
+
+    /**
+     * @return the pool version bit, 0 or 1.
+     */
+    public int poolVersion()
+    {
+        return flags() & FLAG_POOL_VERSION;
+    }
+
+    public boolean isExponentOnly()
+    {
+        return (flags() & FLAG_EXPONENT_ONLY) != 0;
+    }
+
+    public byte elementType()
+    {
+        return buffer.getByte(offset + ELEMENT_TYPE_OFFSET);
+    }
+
+    public int slotIndex()
+    {
+        return buffer.getInt(offset + SLOT_INDEX_OFFSET, ORDER);
+    }
+
+    public DataHeaderFlyweight slotIndex(final int slotIndex)
+    {
+        buffer.putInt(offset + SLOT_INDEX_OFFSET, slotIndex, ORDER);
+        return this;
+    }
+
+    public long chunkSequence()
+    {
+        return buffer.getLong(offset + CHUNK_SEQUENCE_OFFSET, ORDER);
+    }
+
+    public int elementCount()
+    {
+        return buffer.getShort(offset + ELEMENT_COUNT_OFFSET, ORDER) & 0xFFFF;
+    }
+
+    public short scaleExponent()
+    {
+        return buffer.getShort(offset + SCALE_EXPONENT_OFFSET, ORDER);
+    }
+
+    public DataHeaderFlyweight scaleExponent(final int exponent)
+    {
+        buffer.putShort(offset + SCALE_EXPONENT_OFFSET, (short)exponent, ORDER);
+        return this;
+    }
+
+    public short lookaheadExponent()
+    {
+        return buffer.getShort(offset + LOOKAHEAD_EXPONENT_OFFSET, ORDER);
+    }
+
+    public DataHeaderFlyweight lookaheadExponent(final int exponent)
+    {
+        buffer.putShort(offset + LOOKAHEAD_EXPONENT_OFFSET, (short)exponent, ORDER);
+        return this;
+    }
+
+    public long mac()
+    {
+        return buffer.getLong(offset + MAC_OFFSET, ORDER);
+    }
+
+    public DataHeaderFlyweight mac(final long mac)
+    {
+        buffer.putLong(offset + MAC_OFFSET, mac, ORDER);
+        return this;
+    }
+
+    /**
+     * @param index of the lane.
+     * @return the int32 lane at an index of the payload.
+     */
+    public int lane(final int index)
+    {
+        return buffer.getInt(offset + PAYLOAD_OFFSET + index * LANE_BYTES, ORDER);
+    }
+
+    public DataHeaderFlyweight lane(final int index, final int value)
+    {
+        buffer.putInt(offset + PAYLOAD_OFFSET + index * LANE_BYTES, value, ORDER);
+        return this;
+    }
+}

@@ -1,0 +1,179 @@
+package io.switchml.protocol.quant;
+
+import io.switchml.protocol.DataHeaderFlyweight;
+
+/**
+ * Block floating point quantization of float32 chunks to int32 lanes (SwitchML section 4.4 and
+ * appendix E).
+ * <p>
+ * A chunk's <em>block exponent</em> m is the smallest integer with |x| &lt; 2^m for every element x
+ * of the chunk. All workers agree on the maximum m of a chunk through the look-ahead exchange and
+ * scale by f = (2^31-1) / (n * 2^m). Every quantized lane is clamped to
+ * floor((2^31-1)/n) in magnitude, so the sum of n lanes never overflows int32 even when rounding goes
+ * up at the extreme value. The error of the dequantized sum against the exact real sum is at most
+ * n/f (Theorem 1): rounding contributes at most 1/(2f) per worker and the clamp at most 1/f.
+ * Converting the double result back to float32 adds at most half an ulp of the result.
+ * <p>
+ * NaN and infinities cannot be represented: {@link #maxExponent} reports them with
+ * {@link #NON_FINITE} and callers fail the all-reduce naming the tensor and offset.
+ */
+public final class BlockFloatingPoint
+{
+    /** Exponent of an all-zero chunk. */
+    public static final int NO_EXPONENT = DataHeaderFlyweight.NO_EXPONENT;
+    /** Result of {@link #maxExponent} for a chunk holding a NaN or an infinity. */
+    public static final int NON_FINITE = Integer.MAX_VALUE;
+
+    private static final double INT32_MAX = Integer.MAX_VALUE;
+    private static final int ABS_MASK = 0x7FFF_FFFF;
+    private static final int INFINITY_BITS = 0x7F80_0000;
+
+    private BlockFloatingPoint()
+    {
+    }
+
+    /**
+     * Block exponent of a chunk: the smallest m with |x| &lt; 2^m for every element.
+     *
+     * @param src    values.
+     * @param from   first index.
+     * @param count  number of elements.
+     * @return m in [-126, 128], {@link #NO_EXPONENT} when all elements are (signed) zero, or
+     * {@link #NON_FINITE} when any is NaN or infinite.
+     */
+    public static int maxExponent(final float[] src, final int from, final int count)
+    {
+        int maxBits = 0;
+        for (int i = from, end = from + count; i < end; i++)
+        {
+            maxBits = Math.max(maxBits, Float.floatToRawIntBits(src[i]) & ABS_MASK);
+        }
+        return exponentOfMagnitudeBits(maxBits);
+    }
+
+    /**
+     * Block exponent from the largest absolute bit pattern of a chunk.
+     *
+     * @param maxAbsBits largest {@code floatToRawIntBits(x) & 0x7FFFFFFF} in the chunk.
+     * @return as {@link #maxExponent(float[], int, int)}.
+     */
+    public static int exponentOfMagnitudeBits(final int maxAbsBits)
+    {
+        if (maxAbsBits == 0)
+        {
+            return NO_EXPONENT;
+        }
+        if (maxAbsBits >= INFINITY_BITS)
+        {
+            return NON_FINITE;
+        }
+        return Math.getExponent(Float.intBitsToFloat(maxAbsBits)) + 1;
+    }
+
+    /**
+     * Index of the first NaN or infinite element, for error messages.
+     *
+     * @return the index, or -1 when every element is finite.
+     */
+    public static int firstNonFinite(final float[] src, final int from, final int count)
+    {
+        for (int i = from, end = from + count; i < end; i++)
+        {
+            if (!Float.isFinite(src[i]))
+            {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * Combine two exponents, treating {@link #NO_EXPONENT} as absent.
+     *
+     * @return the larger exponent.
+     */
+    public static int maxOf(final int a, final int b)
+    {
+        return Math.max(a, b); // NO_EXPONENT is the smallest short, so max() already ignores it
+    }
+
+    /**
+     * Scale factor f = (2^31-1) / (n * 2^m).
+     *
+     * @param exponent   agreed block exponent m, or {@link #NO_EXPONENT} for an all-zero chunk.
+     * @param worldSize  number of workers n.
+     * @return f; 1.0 for an all-zero chunk, where any scale quantizes to zero.
+     */
+    public static double scale(final int exponent, final int worldSize)
+    {
+        if (exponent == NO_EXPONENT)
+        {
+            return 1.0;
+        }
+        return Math.scalb(INT32_MAX / worldSize, -exponent);
+    }
+
+    /**
+     * Largest magnitude a quantized lane may take so that the sum of n lanes fits int32.
+     *
+     * @param worldSize number of workers n.
+     * @return floor((2^31-1)/n).
+     */
+    public static int laneLimit(final int worldSize)
+    {
+        return Integer.MAX_VALUE / worldSize;
+    }
+
+    /**
+     * Bound on the absolute error of one dequantized summed element against the exact sum, before
+     * the final conversion to float32 (Theorem 1).
+     *
+     * @return n / f.
+     */
+    public static double errorBound(final int exponent, final int worldSize)
+    {
+        if (exponent == NO_EXPONENT)
+        {
+            return 0.0;
+        }
+        return worldSize / scale(exponent, worldSize);
+    }
+
+    /**
+     * Quantize a chunk: dst[i] = clamp(rint(src[i] * scale), -limit, limit).
+     *
+     * @param src     values, all finite with |x| &lt; 2^m for the m that produced scale.
+     * @param from    first index in src.
+     * @param count   number of elements.
+     * @param scale   f from {@link #scale(int, int)}.
+     * @param limit   from {@link #laneLimit(int)}.
+     * @param dst     lanes.
+     * @param dstFrom first index in dst.
+     */
+    public static void quantize(
+        final float[] src, final int from, final int count, final double scale, final int limit,
+        final int[] dst, final int dstFrom)
+    {
+        final double max = limit;
+        final double min = -limit;
+        for (int i = 0; i < count; i++)
+        {
+            final double scaled = Math.rint(src[from + i] * scale);
+            dst[dstFrom + i] = (int)Math.max(min, Math.min(max, scaled));
+        }
+    }
+
+    /**
+     * Dequantize summed lanes: dst[i] = (float)(src[i] * multiplier), with multiplier 1/f for a sum
+     * or 1/(n*f) for an average.
+     */
+    public static void dequantize(
+        final int[] src, final int from, final int count, final double multiplier,
+        final float[] dst, final int dstFrom)
+    {
+        for (int i = 0; i < count; i++)
+        {
+            dst[dstFrom + i] = (float)(src[from + i] * multiplier);
+        }
+    }
+}
