@@ -45,9 +45,11 @@ import java.nio.ByteOrder;
  *   <li><b>Chunk Sequence Number</b>: position of the chunk in the job's stream; it must agree among
  *   all contributions to a slot version.</li>
  *   <li><b>Scale Exponent</b>: the block exponent m the payload was quantized with
- *   (f = (2^31-1)/(n*2^m)), {@link #NO_EXPONENT} for integer data or an all-zero block.</li>
+ *   (f = (2^31-1)/(n*2^m)), within [-126, 128], or {@link #NO_EXPONENT} for integer data or an all-zero
+ *   block.</li>
  *   <li><b>Look-ahead Exponent</b>: in an update, the sender's exponent of the next chunk that will use
- *   the same slot; in a result, the maximum of those over all workers.</li>
+ *   the same slot; in a result, the maximum of those over all workers. {@link #NO_EXPONENT} when there is
+ *   none; always {@link #NO_EXPONENT} for integer data.</li>
  * </ul>
  * 32-bit element types carry one int32 lane per element; payload length is exactly
  * {@code 4 * elementCount} bytes.
@@ -67,6 +69,10 @@ public final class DataHeaderFlyweight
 
     /** Exponent value meaning "none": an all-zero block, integer data, or no next chunk on the slot. */
     public static final short NO_EXPONENT = Short.MIN_VALUE;
+    /** Smallest block exponent of a float32 chunk (subnormals). */
+    public static final short MIN_EXPONENT = -126;
+    /** Largest block exponent of a float32 chunk (values up to Float.MAX_VALUE &lt; 2^128). */
+    public static final short MAX_EXPONENT = 128;
 
     public static final int MAGIC_OFFSET = 0;
     public static final int VERSION_OFFSET = 2;
@@ -179,11 +185,31 @@ public final class DataHeaderFlyweight
         {
             return DropReason.LENGTH_MISMATCH;
         }
+        final short scaleExponent = buffer.getShort(offset + SCALE_EXPONENT_OFFSET, ORDER);
+        final short lookaheadExponent = buffer.getShort(offset + LOOKAHEAD_EXPONENT_OFFSET, ORDER);
+        if (!isValidExponent(scaleExponent) || !isValidExponent(lookaheadExponent) ||
+            (buffer.getByte(offset + ELEMENT_TYPE_OFFSET) == ElementType.INT32 &&
+            (scaleExponent != NO_EXPONENT || lookaheadExponent != NO_EXPONENT)))
+        {
+            return DropReason.BAD_EXPONENT;
+        }
         if (buffer.getInt(offset + SLOT_INDEX_OFFSET, ORDER) < 0 || buffer.getLong(offset + CHUNK_SEQUENCE_OFFSET, ORDER) < 0)
         {
             return DropReason.BAD_SLOT;
         }
         return DropReason.NONE;
+    }
+
+    /**
+     * A block exponent on the wire is {@link #NO_EXPONENT} or within the range of float32 block
+     * exponents, [{@link #MIN_EXPONENT}, {@link #MAX_EXPONENT}].
+     *
+     * @param exponent from a scale or look-ahead field.
+     * @return true when the value may be trusted.
+     */
+    public static boolean isValidExponent(final short exponent)
+    {
+        return exponent == NO_EXPONENT || (exponent >= MIN_EXPONENT && exponent <= MAX_EXPONENT);
     }
 
     /**

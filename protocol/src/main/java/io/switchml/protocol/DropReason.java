@@ -16,6 +16,7 @@ public enum DropReason
     BAD_ELEMENT_TYPE("unknown element type"),
     BAD_ELEMENT_COUNT("element count out of range"),
     LENGTH_MISMATCH("length does not match element count"),
+    BAD_EXPONENT("block exponent out of range or set for integer data"),
     BAD_SLOT("negative slot index or chunk sequence"),
     UNKNOWN_JOB("unknown job id"),
     NOT_MEMBER("rank not a member of the job or wrong source address"),

@@ -7,11 +7,14 @@ import io.switchml.protocol.DataHeaderFlyweight;
  * appendix E).
  * <p>
  * A chunk's <em>block exponent</em> m is the smallest integer with |x| &lt; 2^m for every element x
- * of the chunk. All workers agree on the maximum m of a chunk through the look-ahead exchange and
+ * of the chunk, but never below -126: all subnormal chunks share m = -126. All workers agree on the maximum m of a chunk through the look-ahead exchange and
  * scale by f = (2^31-1) / (n * 2^m). Every quantized lane is clamped to
  * floor((2^31-1)/n) in magnitude, so the sum of n lanes never overflows int32 even when rounding goes
  * up at the extreme value. The error of the dequantized sum against the exact real sum is at most
- * n/f (Theorem 1): rounding contributes at most 1/(2f) per worker and the clamp at most 1/f.
+ * n/f (Theorem 1). In fact float32 has 24 significant bits, so |x| &lt; 2^m keeps x*f at least 128/n below
+ * the lane limit for n &lt;= 256 and the clamp never engages for inputs that respect their exponent;
+ * the actual error is at most n/(2f) from round-to-nearest. The clamp guards against an exponent that
+ * is too small (a protocol violation), turning it into a bounded error instead of an int32 overflow.
  * Converting the double result back to float32 adds at most half an ulp of the result.
  * <p>
  * NaN and infinities cannot be represented: {@link #maxExponent} reports them with

@@ -1,0 +1,132 @@
+package io.switchml.appliance;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Properties;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * {@code switchml appliance}: run the aggregation service until SIGTERM.
+ */
+@Command(name = "appliance", mixinStandardHelpOptions = true,
+    description = "Run the SwitchML aggregation appliance (UDP data plane, TCP control endpoint) until SIGTERM.")
+public final class ApplianceCommand implements Callable<Integer>
+{
+    @Option(names = "--config", paramLabel = "FILE",
+        description = "Properties file with switchml.appliance.* options; command-line options override it.")
+    private Path config;
+
+    @Option(names = "--bind", description = "Address to bind (default " + ApplianceContext.BIND_ADDRESS_DEFAULT + ").")
+    private String bind;
+
+    @Option(names = "--data-port", description = "UDP data port, 0 for any (default " + ApplianceContext.DATA_PORT_DEFAULT + ").")
+    private Integer dataPort;
+
+    @Option(names = "--control-port", description = "TCP control port, 0 for any (default " + ApplianceContext.CONTROL_PORT_DEFAULT + ").")
+    private Integer controlPort;
+
+    @Option(names = "--transport", description = "auto, epoll or nio (default auto).")
+    private String transport;
+
+    @Option(names = "--join-timeout-ms", description = "How long a job waits for all ranks (default " + ApplianceContext.JOIN_TIMEOUT_MS_DEFAULT + ").")
+    private Long joinTimeoutMs;
+
+    @Option(names = "--loss-rate", description = "Drop this fraction of data packets in each direction, for tests (default 0).")
+    private Double lossRate;
+
+    @Option(names = "--loss-seed", description = "Seed of the loss generator (default 1).")
+    private Long lossSeed;
+
+    @Option(names = "--print-config", description = "Print the resolved configuration and exit.")
+    private boolean printConfig;
+
+    @Override
+    public Integer call() throws IOException, InterruptedException
+    {
+        final ApplianceContext context = new ApplianceContext();
+        try
+        {
+            configure(context);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            System.err.println("switchml appliance: bad configuration: " + ex.getMessage());
+            return 2;
+        }
+        if (printConfig)
+        {
+            context.print(System.out);
+            return 0;
+        }
+
+        final Appliance appliance = Appliance.launch(context);
+        final CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+        {
+            appliance.close("appliance received a termination signal");
+            stopped.countDown();
+        }, "switchml-shutdown"));
+        System.out.println("switchml appliance ready: data udp " + context.resolvedBindAddress().getHostAddress() + ":" +
+            appliance.dataPort() + " (" + appliance.transportName() + "), control tcp " +
+            context.resolvedBindAddress().getHostAddress() + ":" + appliance.controlPort());
+        System.out.flush();
+        stopped.await();
+        return 0;
+    }
+
+    private void configure(final ApplianceContext context) throws IOException
+    {
+        if (config != null)
+        {
+            final Properties properties = new Properties();
+            try (Reader reader = Files.newBufferedReader(config, StandardCharsets.UTF_8))
+            {
+                properties.load(reader);
+            }
+            context.apply(properties);
+        }
+        context.apply(System.getProperties());
+        if (bind != null)
+        {
+            context.bindAddress(bind);
+        }
+        if (dataPort != null)
+        {
+            context.dataPort(dataPort);
+        }
+        if (controlPort != null)
+        {
+            context.controlPort(controlPort);
+        }
+        if (transport != null)
+        {
+            context.transport(transport);
+        }
+        if (joinTimeoutMs != null)
+        {
+            context.joinTimeoutMs(joinTimeoutMs);
+        }
+        if (lossRate != null)
+        {
+            context.lossRate(lossRate);
+        }
+        if (lossSeed != null)
+        {
+            context.lossSeed(lossSeed);
+        }
+        context.conclude();
+    }
+
+    public static void main(final String[] args)
+    {
+        System.exit(new CommandLine(new ApplianceCommand()).execute(args));
+    }
+}

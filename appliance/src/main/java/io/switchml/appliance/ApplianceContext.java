@@ -1,0 +1,270 @@
+package io.switchml.appliance;
+
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.util.Locale;
+import java.util.Properties;
+
+/**
+ * Configuration of an appliance: each option has a property name, a default and a line of doc in
+ * this class; {@link #conclude()} validates everything once at start-up and fails naming the option.
+ */
+public final class ApplianceContext
+{
+    /** Address the data and control endpoints bind to. Loopback unless configured otherwise. */
+    public static final String BIND_ADDRESS_PROP = "switchml.appliance.bind";
+    public static final String BIND_ADDRESS_DEFAULT = "127.0.0.1";
+
+    /** UDP port of the data plane; 0 picks a free port. */
+    public static final String DATA_PORT_PROP = "switchml.appliance.data.port";
+    public static final int DATA_PORT_DEFAULT = 7471;
+
+    /** TCP port of the control endpoint (join, leave, jobs); 0 picks a free port. */
+    public static final String CONTROL_PORT_PROP = "switchml.appliance.control.port";
+    public static final int CONTROL_PORT_DEFAULT = 7470;
+
+    /** UDP transport: auto (epoll when available, else nio), epoll or nio. */
+    public static final String TRANSPORT_PROP = "switchml.appliance.transport";
+    public static final String TRANSPORT_DEFAULT = "auto";
+
+    /** How long a job waits for all its ranks to join before the joiners are refused. */
+    public static final String JOIN_TIMEOUT_MS_PROP = "switchml.appliance.join.timeout.ms";
+    public static final long JOIN_TIMEOUT_MS_DEFAULT = 30_000;
+
+    /** Aggregator memory all jobs together may hold (lanes of both pool versions plus bitmaps). */
+    public static final String MEMORY_BUDGET_BYTES_PROP = "switchml.appliance.memory.budget.bytes";
+    public static final long MEMORY_BUDGET_BYTES_DEFAULT = 1L << 30;
+
+    /** Requested SO_RCVBUF and SO_SNDBUF of the data socket (the kernel caps it at net.core.rmem_max). */
+    public static final String SOCKET_BUFFER_BYTES_PROP = "switchml.appliance.socket.buffer.bytes";
+    public static final int SOCKET_BUFFER_BYTES_DEFAULT = 4 << 20;
+
+    /** Probability of dropping each received and each sent data packet, for loss tests. */
+    public static final String LOSS_RATE_PROP = "switchml.appliance.loss.rate";
+    public static final double LOSS_RATE_DEFAULT = 0.0;
+
+    /** Seed of the loss generator. */
+    public static final String LOSS_SEED_PROP = "switchml.appliance.loss.seed";
+    public static final long LOSS_SEED_DEFAULT = 1;
+
+    private String bindAddress = BIND_ADDRESS_DEFAULT;
+    private int dataPort = DATA_PORT_DEFAULT;
+    private int controlPort = CONTROL_PORT_DEFAULT;
+    private String transport = TRANSPORT_DEFAULT;
+    private long joinTimeoutMs = JOIN_TIMEOUT_MS_DEFAULT;
+    private long memoryBudgetBytes = MEMORY_BUDGET_BYTES_DEFAULT;
+    private int socketBufferBytes = SOCKET_BUFFER_BYTES_DEFAULT;
+    private double lossRate = LOSS_RATE_DEFAULT;
+    private long lossSeed = LOSS_SEED_DEFAULT;
+
+    private InetAddress resolvedBindAddress;
+
+    /**
+     * Apply options from properties (a file or system properties); unknown switchml.appliance.*
+     * keys are an error so that a typo does not silently fall back to a default.
+     *
+     * @param properties to read.
+     * @return this for a fluent API.
+     */
+    public ApplianceContext apply(final Properties properties)
+    {
+        for (final String key : properties.stringPropertyNames())
+        {
+            final String value = properties.getProperty(key).strip();
+            if (!key.startsWith("switchml.appliance."))
+            {
+                continue;
+            }
+            try
+            {
+                switch (key)
+                {
+                    case BIND_ADDRESS_PROP -> bindAddress = value;
+                    case DATA_PORT_PROP -> dataPort = Integer.parseInt(value);
+                    case CONTROL_PORT_PROP -> controlPort = Integer.parseInt(value);
+                    case TRANSPORT_PROP -> transport = value;
+                    case JOIN_TIMEOUT_MS_PROP -> joinTimeoutMs = Long.parseLong(value);
+                    case MEMORY_BUDGET_BYTES_PROP -> memoryBudgetBytes = Long.parseLong(value);
+                    case SOCKET_BUFFER_BYTES_PROP -> socketBufferBytes = Integer.parseInt(value);
+                    case LOSS_RATE_PROP -> lossRate = Double.parseDouble(value);
+                    case LOSS_SEED_PROP -> lossSeed = Long.parseLong(value);
+                    default -> throw new IllegalArgumentException("unknown option " + key);
+                }
+            }
+            catch (final NumberFormatException ex)
+            {
+                throw new IllegalArgumentException("option " + key + " is not a number: '" + value + "'", ex);
+            }
+        }
+        return this;
+    }
+
+    /**
+     * Validate all options and resolve derived values.
+     *
+     * @return this for a fluent API.
+     * @throws IllegalArgumentException naming the first bad option.
+     */
+    public ApplianceContext conclude()
+    {
+        requirePort(DATA_PORT_PROP, dataPort);
+        requirePort(CONTROL_PORT_PROP, controlPort);
+        final String t = transport.toLowerCase(Locale.ROOT);
+        if (!t.equals("auto") && !t.equals("epoll") && !t.equals("nio"))
+        {
+            throw new IllegalArgumentException(TRANSPORT_PROP + " must be auto, epoll or nio: '" + transport + "'");
+        }
+        transport = t;
+        if (joinTimeoutMs <= 0)
+        {
+            throw new IllegalArgumentException(JOIN_TIMEOUT_MS_PROP + " must be positive: " + joinTimeoutMs);
+        }
+        if (memoryBudgetBytes <= 0)
+        {
+            throw new IllegalArgumentException(MEMORY_BUDGET_BYTES_PROP + " must be positive: " + memoryBudgetBytes);
+        }
+        if (socketBufferBytes < 65_536)
+        {
+            throw new IllegalArgumentException(SOCKET_BUFFER_BYTES_PROP + " must be at least 65536: " + socketBufferBytes);
+        }
+        if (!(lossRate >= 0.0 && lossRate < 1.0))
+        {
+            throw new IllegalArgumentException(LOSS_RATE_PROP + " must be within [0, 1): " + lossRate);
+        }
+        try
+        {
+            resolvedBindAddress = InetAddress.getByName(bindAddress);
+        }
+        catch (final UnknownHostException ex)
+        {
+            throw new IllegalArgumentException(BIND_ADDRESS_PROP + " cannot be resolved: '" + bindAddress + "'", ex);
+        }
+        return this;
+    }
+
+    private static void requirePort(final String name, final int port)
+    {
+        if (port < 0 || port > 65_535)
+        {
+            throw new IllegalArgumentException(name + " must be within 0..65535: " + port);
+        }
+    }
+
+    /**
+     * Print the resolved configuration, one property per line, in properties-file syntax.
+     *
+     * @param out to print to.
+     */
+    public void print(final PrintStream out)
+    {
+        out.println(BIND_ADDRESS_PROP + "=" + bindAddress);
+        out.println(DATA_PORT_PROP + "=" + dataPort);
+        out.println(CONTROL_PORT_PROP + "=" + controlPort);
+        out.println(TRANSPORT_PROP + "=" + transport);
+        out.println(JOIN_TIMEOUT_MS_PROP + "=" + joinTimeoutMs);
+        out.println(MEMORY_BUDGET_BYTES_PROP + "=" + memoryBudgetBytes);
+        out.println(SOCKET_BUFFER_BYTES_PROP + "=" + socketBufferBytes);
+        out.println(LOSS_RATE_PROP + "=" + lossRate);
+        out.println(LOSS_SEED_PROP + "=" + lossSeed);
+    }
+
+    public ApplianceContext bindAddress(final String bindAddress)
+    {
+        this.bindAddress = bindAddress;
+        return this;
+    }
+
+    public InetAddress resolvedBindAddress()
+    {
+        return resolvedBindAddress;
+    }
+
+    public ApplianceContext dataPort(final int dataPort)
+    {
+        this.dataPort = dataPort;
+        return this;
+    }
+
+    public int dataPort()
+    {
+        return dataPort;
+    }
+
+    public ApplianceContext controlPort(final int controlPort)
+    {
+        this.controlPort = controlPort;
+        return this;
+    }
+
+    public int controlPort()
+    {
+        return controlPort;
+    }
+
+    public ApplianceContext transport(final String transport)
+    {
+        this.transport = transport;
+        return this;
+    }
+
+    public String transport()
+    {
+        return transport;
+    }
+
+    public ApplianceContext joinTimeoutMs(final long joinTimeoutMs)
+    {
+        this.joinTimeoutMs = joinTimeoutMs;
+        return this;
+    }
+
+    public long joinTimeoutMs()
+    {
+        return joinTimeoutMs;
+    }
+
+    public ApplianceContext memoryBudgetBytes(final long memoryBudgetBytes)
+    {
+        this.memoryBudgetBytes = memoryBudgetBytes;
+        return this;
+    }
+
+    public long memoryBudgetBytes()
+    {
+        return memoryBudgetBytes;
+    }
+
+    public ApplianceContext socketBufferBytes(final int socketBufferBytes)
+    {
+        this.socketBufferBytes = socketBufferBytes;
+        return this;
+    }
+
+    public int socketBufferBytes()
+    {
+        return socketBufferBytes;
+    }
+
+    public ApplianceContext lossRate(final double lossRate)
+    {
+        this.lossRate = lossRate;
+        return this;
+    }
+
+    public double lossRate()
+    {
+        return lossRate;
+    }
+
+    public ApplianceContext lossSeed(final long lossSeed)
+    {
+        this.lossSeed = lossSeed;
+        return this;
+    }
+
+    public long lossSeed()
+    {
+        return lossSeed;
+    }
+}

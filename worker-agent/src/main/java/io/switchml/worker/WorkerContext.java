@@ -1,0 +1,259 @@
+package io.switchml.worker;
+
+import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.ElementType;
+
+/**
+ * Configuration of a worker: where the appliance is, which job and rank, the slot geometry, and the
+ * retransmission policy. {@link #conclude()} validates it once and fails naming the option.
+ */
+public final class WorkerContext
+{
+    /** Host of the appliance's control endpoint; the data address is the same host. */
+    public static final String APPLIANCE_HOST_DEFAULT = "127.0.0.1";
+    /** TCP port of the appliance's control endpoint. */
+    public static final int CONTROL_PORT_DEFAULT = 7470;
+    /** Lanes per packet k: 8192 suits loopback (32 KiB datagrams); use 256 or 366 for 1500-byte links. */
+    public static final int LANES_DEFAULT = 8192;
+    /** Pool size s: packets in flight per worker. */
+    public static final int SLOTS_DEFAULT = 32;
+    /** First retransmission timeout of a slot; doubles on each expiry up to the maximum. */
+    public static final long RETRANSMIT_TIMEOUT_MS_DEFAULT = 20;
+    /** Largest retransmission timeout after backoff. */
+    public static final long MAX_RETRANSMIT_TIMEOUT_MS_DEFAULT = 500;
+    /** An all-reduce that receives no result for this long fails with an error. */
+    public static final long PROGRESS_TIMEOUT_MS_DEFAULT = 10_000;
+    /** How long to wait for every rank to join. */
+    public static final long JOIN_TIMEOUT_MS_DEFAULT = 60_000;
+    /** Requested SO_RCVBUF and SO_SNDBUF of the data socket. */
+    public static final int SOCKET_BUFFER_BYTES_DEFAULT = 4 << 20;
+
+    private String applianceHost = APPLIANCE_HOST_DEFAULT;
+    private int controlPort = CONTROL_PORT_DEFAULT;
+    private int jobId = 1;
+    private int worldSize = -1;
+    private int rank = -1;
+    private byte elementType = ElementType.FLOAT32;
+    private int lanes = LANES_DEFAULT;
+    private int slots = SLOTS_DEFAULT;
+    private long retransmitTimeoutMs = RETRANSMIT_TIMEOUT_MS_DEFAULT;
+    private long maxRetransmitTimeoutMs = MAX_RETRANSMIT_TIMEOUT_MS_DEFAULT;
+    private long progressTimeoutMs = PROGRESS_TIMEOUT_MS_DEFAULT;
+    private long joinTimeoutMs = JOIN_TIMEOUT_MS_DEFAULT;
+    private int socketBufferBytes = SOCKET_BUFFER_BYTES_DEFAULT;
+    private double lossRate;
+    private long lossSeed = 1;
+
+    /**
+     * Validate every option.
+     *
+     * @return this for a fluent API.
+     * @throws IllegalArgumentException naming the first bad option.
+     */
+    public WorkerContext conclude()
+    {
+        if (worldSize < 1 || worldSize > DataHeaderFlyweight.MAX_WORKERS)
+        {
+            throw new IllegalArgumentException("world size must be within 1.." + DataHeaderFlyweight.MAX_WORKERS + ": " + worldSize);
+        }
+        if (rank < 0 || rank >= worldSize)
+        {
+            throw new IllegalArgumentException("rank must be within 0.." + (worldSize - 1) + ": " + rank);
+        }
+        if (jobId < 0)
+        {
+            throw new IllegalArgumentException("job id must not be negative: " + jobId);
+        }
+        if (lanes < 1 || lanes > DataHeaderFlyweight.MAX_ELEMENTS)
+        {
+            throw new IllegalArgumentException("k (lanes) must be within 1.." + DataHeaderFlyweight.MAX_ELEMENTS + ": " + lanes);
+        }
+        if (slots < 1 || slots > 65_536)
+        {
+            throw new IllegalArgumentException("s (slots) must be within 1..65536: " + slots);
+        }
+        if (retransmitTimeoutMs < 1 || maxRetransmitTimeoutMs < retransmitTimeoutMs)
+        {
+            throw new IllegalArgumentException("retransmit timeout must be >= 1 ms and <= the maximum: " +
+                retransmitTimeoutMs + " / " + maxRetransmitTimeoutMs);
+        }
+        if (progressTimeoutMs < 1 || joinTimeoutMs < 1)
+        {
+            throw new IllegalArgumentException("progress and join timeouts must be positive");
+        }
+        if (controlPort < 1 || controlPort > 65_535)
+        {
+            throw new IllegalArgumentException("control port must be within 1..65535: " + controlPort);
+        }
+        if (!(lossRate >= 0.0 && lossRate < 1.0))
+        {
+            throw new IllegalArgumentException("loss rate must be within [0, 1): " + lossRate);
+        }
+        return this;
+    }
+
+    public String applianceHost()
+    {
+        return applianceHost;
+    }
+
+    public WorkerContext applianceHost(final String applianceHost)
+    {
+        this.applianceHost = applianceHost;
+        return this;
+    }
+
+    public int controlPort()
+    {
+        return controlPort;
+    }
+
+    public WorkerContext controlPort(final int controlPort)
+    {
+        this.controlPort = controlPort;
+        return this;
+    }
+
+    public int jobId()
+    {
+        return jobId;
+    }
+
+    public WorkerContext jobId(final int jobId)
+    {
+        this.jobId = jobId;
+        return this;
+    }
+
+    public int worldSize()
+    {
+        return worldSize;
+    }
+
+    public WorkerContext worldSize(final int worldSize)
+    {
+        this.worldSize = worldSize;
+        return this;
+    }
+
+    public int rank()
+    {
+        return rank;
+    }
+
+    public WorkerContext rank(final int rank)
+    {
+        this.rank = rank;
+        return this;
+    }
+
+    public byte elementType()
+    {
+        return elementType;
+    }
+
+    public WorkerContext elementType(final byte elementType)
+    {
+        this.elementType = elementType;
+        return this;
+    }
+
+    public int lanes()
+    {
+        return lanes;
+    }
+
+    public WorkerContext lanes(final int lanes)
+    {
+        this.lanes = lanes;
+        return this;
+    }
+
+    public int slots()
+    {
+        return slots;
+    }
+
+    public WorkerContext slots(final int slots)
+    {
+        this.slots = slots;
+        return this;
+    }
+
+    public long retransmitTimeoutMs()
+    {
+        return retransmitTimeoutMs;
+    }
+
+    public WorkerContext retransmitTimeoutMs(final long retransmitTimeoutMs)
+    {
+        this.retransmitTimeoutMs = retransmitTimeoutMs;
+        return this;
+    }
+
+    public long maxRetransmitTimeoutMs()
+    {
+        return maxRetransmitTimeoutMs;
+    }
+
+    public WorkerContext maxRetransmitTimeoutMs(final long maxRetransmitTimeoutMs)
+    {
+        this.maxRetransmitTimeoutMs = maxRetransmitTimeoutMs;
+        return this;
+    }
+
+    public long progressTimeoutMs()
+    {
+        return progressTimeoutMs;
+    }
+
+    public WorkerContext progressTimeoutMs(final long progressTimeoutMs)
+    {
+        this.progressTimeoutMs = progressTimeoutMs;
+        return this;
+    }
+
+    public long joinTimeoutMs()
+    {
+        return joinTimeoutMs;
+    }
+
+    public WorkerContext joinTimeoutMs(final long joinTimeoutMs)
+    {
+        this.joinTimeoutMs = joinTimeoutMs;
+        return this;
+    }
+
+    public int socketBufferBytes()
+    {
+        return socketBufferBytes;
+    }
+
+    public WorkerContext socketBufferBytes(final int socketBufferBytes)
+    {
+        this.socketBufferBytes = socketBufferBytes;
+        return this;
+    }
+
+    public double lossRate()
+    {
+        return lossRate;
+    }
+
+    public WorkerContext lossRate(final double lossRate)
+    {
+        this.lossRate = lossRate;
+        return this;
+    }
+
+    public long lossSeed()
+    {
+        return lossSeed;
+    }
+
+    public WorkerContext lossSeed(final long lossSeed)
+    {
+        this.lossSeed = lossSeed;
+        return this;
+    }
+}

@@ -1,0 +1,282 @@
+package io.switchml.worker;
+
+import io.switchml.appliance.Appliance;
+import io.switchml.appliance.ApplianceContext;
+import io.switchml.appliance.telemetry.ApplianceCounters;
+import io.switchml.protocol.ElementType;
+import io.switchml.protocol.quant.BlockFloatingPoint;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.function.IntFunction;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Workers and an embedded appliance in one JVM over real UDP and TCP sockets on loopback.
+ */
+@Timeout(120)
+class WorkerClientTest
+{
+    private Appliance appliance;
+    private final ExecutorService executor = Executors.newCachedThreadPool();
+
+    @BeforeEach
+    void startAppliance() throws Exception
+    {
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).joinTimeoutMs(10_000));
+    }
+
+    @AfterEach
+    void stop()
+    {
+        executor.shutdownNow();
+        appliance.close();
+    }
+
+    private WorkerContext context(final int jobId, final int world, final int rank, final byte type)
+    {
+        return new WorkerContext()
+            .controlPort(appliance.controlPort())
+            .jobId(jobId)
+            .worldSize(world)
+            .rank(rank)
+            .elementType(type)
+            .lanes(1024)
+            .slots(16)
+            .retransmitTimeoutMs(5)
+            .progressTimeoutMs(20_000);
+    }
+
+    private <T> List<T> runRanks(final int world, final IntFunction<T> body) throws Exception
+    {
+        final List<Future<T>> futures = new ArrayList<>();
+        for (int rank = 0; rank < world; rank++)
+        {
+            final int r = rank;
+            futures.add(executor.submit(() -> body.apply(r)));
+        }
+        final List<T> results = new ArrayList<>();
+        for (final Future<T> future : futures)
+        {
+            results.add(future.get());
+        }
+        return results;
+    }
+
+    private static int[] intTensor(final long seed, final int rank, final int length)
+    {
+        final SplittableRandom random = new SplittableRandom(seed * 1000 + rank);
+        final int[] values = new int[length];
+        for (int i = 0; i < length; i++)
+        {
+            values[i] = random.nextInt();
+        }
+        return values;
+    }
+
+    @Test
+    void intSumIsBitExactWithoutLoss() throws Exception
+    {
+        final int world = 4;
+        final int length = 100_003;
+        final List<int[]> results = runRanks(world, rank ->
+        {
+            try (WorkerClient client = WorkerClient.connect(context(11, world, rank, ElementType.INT32)))
+            {
+                final int[] out = new int[length];
+                client.allReduce(intTensor(5, rank, length), out);
+                return out;
+            }
+        });
+        final int[] expected = new int[length];
+        for (int rank = 0; rank < world; rank++)
+        {
+            final int[] input = intTensor(5, rank, length);
+            for (int i = 0; i < length; i++)
+            {
+                expected[i] += input[i];
+            }
+        }
+        for (final int[] result : results)
+        {
+            assertArrayEquals(expected, result);
+        }
+    }
+
+    @Test
+    void intSumIsBitExactAtOnePercentLossBothWays() throws Exception
+    {
+        appliance.close();
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).lossRate(0.01).lossSeed(3));
+        final int world = 4;
+        final int length = 50_000;
+        final List<WorkerCounters> counters = runRanks(world, rank ->
+        {
+            try (WorkerClient client = WorkerClient.connect(context(12, world, rank, ElementType.INT32).lossRate(0.01).lossSeed(9)))
+            {
+                for (int round = 0; round < 3; round++)
+                {
+                    final int[] in = intTensor(round, rank, length);
+                    client.allReduce(in, in);
+                    final int[] expected = new int[length];
+                    for (int r = 0; r < world; r++)
+                    {
+                        final int[] other = intTensor(round, r, length);
+                        for (int i = 0; i < length; i++)
+                        {
+                            expected[i] += other[i];
+                        }
+                    }
+                    assertArrayEquals(expected, in, "rank " + rank + " round " + round);
+                }
+                return client.counters();
+            }
+        });
+        final long retransmissions = counters.stream().mapToLong(WorkerCounters::retransmissions).sum();
+        assertTrue(retransmissions > 0, "retransmissions " + retransmissions);
+        assertTrue(appliance.counters().get(ApplianceCounters.RETRANSMISSIONS_SERVED) > 0);
+    }
+
+    @Test
+    void floatSumWithinQuantizationBound() throws Exception
+    {
+        final int world = 3;
+        final int length = 40_000;
+        final List<float[]> results = runRanks(world, rank ->
+        {
+            try (WorkerClient client = WorkerClient.connect(context(13, world, rank, ElementType.FLOAT32)))
+            {
+                final float[] in = floatTensor(rank, length);
+                final float[] out = new float[length];
+                client.allReduce(in, out, ReduceOp.SUM);
+                return out;
+            }
+        });
+        final int lanes = 1024;
+        final float[][] inputs = new float[world][];
+        for (int rank = 0; rank < world; rank++)
+        {
+            inputs[rank] = floatTensor(rank, length);
+        }
+        for (int chunk = 0; chunk * lanes < length; chunk++)
+        {
+            int exponent = BlockFloatingPoint.NO_EXPONENT;
+            for (int rank = 0; rank < world; rank++)
+            {
+                exponent = Math.max(exponent, BlockFloatingPoint.maxExponent(inputs[rank], chunk * lanes, Math.min(lanes, length - chunk * lanes)));
+            }
+            final double bound = BlockFloatingPoint.errorBound(exponent, world);
+            for (int i = chunk * lanes; i < Math.min(length, (chunk + 1) * lanes); i++)
+            {
+                double exact = 0;
+                for (int rank = 0; rank < world; rank++)
+                {
+                    exact += inputs[rank][i];
+                }
+                for (final float[] result : results)
+                {
+                    assertTrue(Math.abs(result[i] - exact) <= bound + Math.ulp((float)exact),
+                        "element " + i + " result " + result[i] + " exact " + exact + " bound " + bound);
+                }
+            }
+        }
+    }
+
+    private static float[] floatTensor(final int rank, final int length)
+    {
+        final SplittableRandom random = new SplittableRandom(77 + rank);
+        final float[] values = new float[length];
+        for (int i = 0; i < length; i++)
+        {
+            values[i] = (float)(random.nextGaussian() * Math.pow(10, (i / 1024) % 8 - 4));
+        }
+        return values;
+    }
+
+    @Test
+    void offHeapFloatAverage() throws Exception
+    {
+        final int world = 2;
+        final int length = 5000;
+        final List<float[]> results = runRanks(world, rank ->
+        {
+            try (WorkerClient client = WorkerClient.connect(context(14, world, rank, ElementType.FLOAT32)))
+            {
+                final FloatBuffer buffer = ByteBuffer.allocateDirect(length * 4).order(ByteOrder.nativeOrder()).asFloatBuffer();
+                for (int i = 0; i < length; i++)
+                {
+                    buffer.put(i, (rank + 1) * 0.5f * (i % 7));
+                }
+                client.allReduce(buffer, buffer, ReduceOp.AVERAGE);
+                final float[] out = new float[length];
+                buffer.get(0, out);
+                return out;
+            }
+        });
+        for (final float[] result : results)
+        {
+            for (int i = 0; i < length; i++)
+            {
+                assertEquals(0.75f * (i % 7), result[i], 1e-6f, "element " + i);
+            }
+        }
+    }
+
+    @Test
+    void nanIsRejectedNamingTheOffset() throws Exception
+    {
+        try (WorkerClient client = WorkerClient.connect(context(15, 1, 0, ElementType.FLOAT32)))
+        {
+            final float[] in = new float[3000];
+            in[2049] = Float.NaN;
+            final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class,
+                () -> client.allReduce(in, in, ReduceOp.SUM));
+            assertTrue(ex.getMessage().contains("offset 2049"), ex.getMessage());
+        }
+    }
+
+    @Test
+    void joinMismatchesAreClearErrors() throws Exception
+    {
+        final Future<WorkerClient> first = executor.submit(() -> WorkerClient.connect(context(16, 3, 0, ElementType.INT32)));
+        Thread.sleep(200);
+        final AllReduceException differentK = assertThrows(AllReduceException.class,
+            () -> WorkerClient.connect(context(16, 3, 1, ElementType.INT32).lanes(512)));
+        assertTrue(differentK.getMessage().contains("k=512 but the job has k=1024"), differentK.getMessage());
+
+        final AllReduceException twice = assertThrows(AllReduceException.class,
+            () -> WorkerClient.connect(context(16, 3, 0, ElementType.INT32)));
+        assertTrue(twice.getMessage().contains("rank 0 already joined job 16"), twice.getMessage());
+
+        final IllegalArgumentException outOfRange = assertThrows(IllegalArgumentException.class,
+            () -> WorkerClient.connect(context(16, 3, 3, ElementType.INT32)));
+        assertTrue(outOfRange.getMessage().contains("rank must be within 0..2"), outOfRange.getMessage());
+
+        final Future<WorkerClient> second = executor.submit(() -> WorkerClient.connect(context(16, 3, 1, ElementType.INT32)));
+        final Future<WorkerClient> third = executor.submit(() -> WorkerClient.connect(context(16, 3, 2, ElementType.INT32)));
+        try (WorkerClient a = first.get(); WorkerClient b = second.get(); WorkerClient c = third.get())
+        {
+            assertEquals(3, a.worldSize());
+        }
+        catch (final ExecutionException ex)
+        {
+            throw new AssertionError(ex.getCause());
+        }
+    }
+}
