@@ -19,7 +19,11 @@ class DataHeaderFlyweightTest
 {
     private static final int FLAGS_VERSION_RETRANSMIT = FLAG_POOL_VERSION | FLAG_RETRANSMIT;
 
-    /** The javadoc diagram, byte by byte: the header of {@link #writeGoldenPacket} and its 3 lanes. */
+    /**
+     * The javadoc diagram, byte by byte: the header of {@link #writeGoldenPacket} and its 3 lanes. Every field holds
+     * distinct bytes so that a shifted offset shows; the packet pins the layout only and is never validated (its rank
+     * 0x0506 and look-ahead exponent 0x0102 are out of range).
+     */
     private static final String GOLDEN_HEX =
         "534d" + "01" + "01" +          // magic, version, type UPDATE
         "01020304" +                    // job id
@@ -27,7 +31,7 @@ class DataHeaderFlyweightTest
         "0a0b0c0d" +                    // slot index
         "1112131415161718" +            // chunk sequence number
         "0003" + "0000" +               // element count, reserved
-        "fffd" + "0102" +               // scale exponent -3, look-ahead exponent
+        "fffd" + "0102" +               // scale exponent -3, look-ahead exponent (layout only: out of range)
         "2122232425262728" +            // MAC
         "31323334" + "41424344" + "c1c2c3c4"; // lanes
 
@@ -141,7 +145,70 @@ class DataHeaderFlyweightTest
 
         final UnsafeBuffer int32 = goodPacket(0, 2);
         int32.putByte(ELEMENT_TYPE_OFFSET, ElementType.INT32);
+        header.wrap(int32, 0).scaleExponent(NO_EXPONENT).lookaheadExponent(NO_EXPONENT);
         assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(int32, 0, packetLength(2)));
+
+        final UnsafeBuffer int32Good = goodInt32Packet(0, 4);
+        assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(int32Good, 0, packetLength(4)));
+
+        final UnsafeBuffer int32ExponentOnly = goodInt32Packet(0, 0);
+        header.wrap(int32ExponentOnly, 0).flags(FLAG_EXPONENT_ONLY);
+        assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(int32ExponentOnly, 0, HEADER_LENGTH));
+    }
+
+    @Test
+    void shouldRejectOutOfRangeExponents()
+    {
+        // just outside [MIN_EXPONENT, MAX_EXPONENT], in either field
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, (short)129, BIG_ENDIAN));
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, (short)-127, BIG_ENDIAN));
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)129, BIG_ENDIAN));
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)-127, BIG_ENDIAN));
+        // far outside, and the neighbours of NO_EXPONENT
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)0x7FFF, BIG_ENDIAN));
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, (short)0x7FFF, BIG_ENDIAN));
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, (short)(NO_EXPONENT + 1), BIG_ENDIAN));
+        assertDrop(DropReason.BAD_EXPONENT, 3,
+            b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)(NO_EXPONENT + 1), BIG_ENDIAN));
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, (short)0x0102, BIG_ENDIAN));
+        // an exponent-only packet carries exponents too
+        final UnsafeBuffer exponentOnly = goodPacket(0, 0);
+        header.wrap(exponentOnly, 0).flags(FLAG_EXPONENT_ONLY).lookaheadExponent(MAX_EXPONENT + 1);
+        assertEquals(DropReason.BAD_EXPONENT, DataHeaderFlyweight.validate(exponentOnly, 0, HEADER_LENGTH));
+
+        // integer data carries no exponent at all
+        assertInt32Drop(h -> h.scaleExponent(0));
+        assertInt32Drop(h -> h.lookaheadExponent(0));
+        assertInt32Drop(h -> h.scaleExponent(MIN_EXPONENT));
+        assertInt32Drop(h -> h.lookaheadExponent(MAX_EXPONENT));
+        assertInt32Drop(h -> h.scaleExponent(-3).lookaheadExponent(5));
+        final UnsafeBuffer float32Headed = goodPacket(0, 3);
+        float32Headed.putByte(ELEMENT_TYPE_OFFSET, ElementType.INT32);
+        assertEquals(DropReason.BAD_EXPONENT, DataHeaderFlyweight.validate(float32Headed, 0, packetLength(3)),
+            "a float32 header with exponents relabelled as int32");
+
+        // the boundaries and NO_EXPONENT are accepted in either field, alone or together
+        for (final int exponent : new int[]{ MIN_EXPONENT, MIN_EXPONENT + 1, -1, 0, 1, MAX_EXPONENT - 1, MAX_EXPONENT,
+            NO_EXPONENT })
+        {
+            assertAccepted(3, h -> h.scaleExponent(exponent), "scale exponent " + exponent);
+            assertAccepted(3, h -> h.lookaheadExponent(exponent), "look-ahead exponent " + exponent);
+            assertAccepted(3, h -> h.scaleExponent(exponent).lookaheadExponent(exponent), "both exponents " + exponent);
+            assertAccepted(0, h -> h.flags(FLAG_EXPONENT_ONLY).scaleExponent(NO_EXPONENT).lookaheadExponent(exponent),
+                "exponent-only packet with look-ahead exponent " + exponent);
+        }
+
+        assertTrue(isValidExponent(MIN_EXPONENT));
+        assertTrue(isValidExponent(MAX_EXPONENT));
+        assertTrue(isValidExponent(NO_EXPONENT));
+        assertFalse(isValidExponent((short)(MIN_EXPONENT - 1)));
+        assertFalse(isValidExponent((short)(MAX_EXPONENT + 1)));
+        assertFalse(isValidExponent((short)(NO_EXPONENT + 1)));
+        assertFalse(isValidExponent(Short.MAX_VALUE));
+        for (int value = Short.MIN_VALUE; value <= Short.MAX_VALUE; value++)
+        {
+            assertEquals(expectedValidExponent((short)value), isValidExponent((short)value), "exponent " + value);
+        }
     }
 
     @Test
@@ -286,8 +353,11 @@ class DataHeaderFlyweightTest
                 buffer.putByte(offset + FLAGS_OFFSET, (byte)(random.nextInt(16) == 0 ? random.nextInt(256) : flags));
                 buffer.putShort(offset + RESERVED_OFFSET, (short)(random.nextInt(16) == 0 ? random.nextInt() : 0), BIG_ENDIAN);
                 buffer.putByte(offset + WORKER_RANK_OFFSET, (byte)(random.nextInt(16) == 0 ? random.nextInt(256) : 0));
-                buffer.putByte(offset + ELEMENT_TYPE_OFFSET, (byte)(random.nextInt(4)));
+                final byte elementType = (byte)random.nextInt(4);
+                buffer.putByte(offset + ELEMENT_TYPE_OFFSET, elementType);
                 buffer.putShort(offset + ELEMENT_COUNT_OFFSET, (short)count, BIG_ENDIAN);
+                buffer.putShort(offset + SCALE_EXPONENT_OFFSET, plausibleExponent(random, elementType), BIG_ENDIAN);
+                buffer.putShort(offset + LOOKAHEAD_EXPONENT_OFFSET, plausibleExponent(random, elementType), BIG_ENDIAN);
                 buffer.putByte(offset + SLOT_INDEX_OFFSET, (byte)(random.nextInt(16) == 0 ? 0x80 : random.nextInt(128)));
                 buffer.putByte(offset + CHUNK_SEQUENCE_OFFSET, (byte)(random.nextInt(16) == 0 ? 0x80 : random.nextInt(128)));
                 if (random.nextInt(4) != 0)
@@ -315,9 +385,17 @@ class DataHeaderFlyweightTest
             final int count = random.nextInt(4) == 0 ? 0 : 1 + random.nextInt(32);
             final int offset = random.nextInt(5);
             final int slack = random.nextInt(5);
+            final boolean int32 = random.nextInt(4) == 0;
             final byte[] bytes = new byte[offset + packetLength(count) + slack];
             final UnsafeBuffer buffer = new UnsafeBuffer(bytes);
-            writeGoodHeader(buffer, offset, count);
+            if (int32)
+            {
+                writeGoodInt32Header(buffer, offset, count);
+            }
+            else
+            {
+                writeGoodHeader(buffer, offset, count);
+            }
             if (0 == count)
             {
                 header.wrap(buffer, offset).flags(FLAG_EXPONENT_ONLY);
@@ -326,27 +404,38 @@ class DataHeaderFlyweightTest
             {
                 header.lane(i, random.nextInt());
             }
-            final String context = "iteration " + iteration + " count " + count + " offset " + offset;
+            final String context = "iteration " + iteration + " count " + count + " offset " + offset
+                + (int32 ? " int32" : " float32");
             assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(buffer, offset, packetLength(count)),
                 () -> context + " unmutated; " + TestSeed.describe(seed));
 
             int length = packetLength(count);
             final int mutations = 1 + random.nextInt(3);
             boolean freeFieldsOnly = true;
+            boolean freeOrExponentFieldsOnly = true;
             for (int m = 0; m < mutations; m++)
             {
-                switch (random.nextInt(3))
+                switch (random.nextInt(4))
                 {
                     case 0, 1 ->
                     {
                         final int position = random.nextInt(bytes.length - offset);
                         bytes[offset + position] = (byte)random.nextInt(256);
                         freeFieldsOnly &= isFreeField(position);
+                        freeOrExponentFieldsOnly &= isFreeField(position) || isExponentField(position);
+                    }
+                    case 2 ->
+                    {
+                        // a whole exponent field, often a boundary or just past one
+                        final int position = random.nextBoolean() ? SCALE_EXPONENT_OFFSET : LOOKAHEAD_EXPONENT_OFFSET;
+                        buffer.putShort(offset + position, interestingExponent(random), BIG_ENDIAN);
+                        freeFieldsOnly = false;
                     }
                     default ->
                     {
                         length = random.nextInt(-1, bytes.length - offset + 3);
                         freeFieldsOnly &= length == packetLength(count);
+                        freeOrExponentFieldsOnly &= length == packetLength(count);
                     }
                 }
             }
@@ -354,7 +443,16 @@ class DataHeaderFlyweightTest
             if (freeFieldsOnly)
             {
                 assertEquals(DropReason.NONE, reason,
-                    () -> context + ": changing job id, exponents, MAC or lanes must not make a packet invalid; "
+                    () -> context + ": changing job id, MAC or lanes must not make a packet invalid; "
+                    + TestSeed.describe(seed));
+            }
+            else if (freeOrExponentFieldsOnly)
+            {
+                header.wrap(buffer, offset);
+                final DropReason expected = expectedValidExponents(header) ? DropReason.NONE : DropReason.BAD_EXPONENT;
+                assertEquals(expected, reason,
+                    () -> context + ": with only exponents (and free fields) changed, scale " + header.scaleExponent()
+                    + " look-ahead " + header.lookaheadExponent() + " must give " + expected + "; "
                     + TestSeed.describe(seed));
             }
         }
@@ -394,10 +492,11 @@ class DataHeaderFlyweightTest
             assertTrue(header.chunkSequence() >= 0, where);
             assertTrue(count <= MAX_ELEMENTS, where);
             assertEquals(header.isExponentOnly(), count == 0, where);
+            assertTrue(expectedValidExponents(header),
+                () -> "accepted scale " + header.scaleExponent() + " look-ahead " + header.lookaheadExponent()
+                + " element type " + header.elementType() + " at " + where);
             header.jobId();
             header.poolVersion();
-            header.scaleExponent();
-            header.lookaheadExponent();
             header.mac();
             for (int i = 0; i < count; i++)
             {
@@ -411,10 +510,62 @@ class DataHeaderFlyweightTest
         return reason;
     }
 
-    /** Bytes (relative to the header) that validate must not judge: job id, exponents, MAC, lanes and beyond. */
+    /** Bytes (relative to the header) that validate must not judge: job id, MAC, lanes and beyond. */
     private static boolean isFreeField(final int position)
     {
-        return (position >= JOB_ID_OFFSET && position < WORKER_RANK_OFFSET) || position >= SCALE_EXPONENT_OFFSET;
+        return (position >= JOB_ID_OFFSET && position < WORKER_RANK_OFFSET) || position >= MAC_OFFSET;
+    }
+
+    /** Bytes (relative to the header) of the scale and look-ahead exponents: judged only by their value. */
+    private static boolean isExponentField(final int position)
+    {
+        return position >= SCALE_EXPONENT_OFFSET && position < MAC_OFFSET;
+    }
+
+    /** The rule, written out independently of validate: NO_EXPONENT or within [-126, 128]. */
+    private static boolean expectedValidExponent(final short exponent)
+    {
+        return exponent == Short.MIN_VALUE || (exponent >= -126 && exponent <= 128);
+    }
+
+    /** Both exponents in range, and both NO_EXPONENT for integer data. */
+    private static boolean expectedValidExponents(final DataHeaderFlyweight h)
+    {
+        final short scale = h.scaleExponent();
+        final short lookahead = h.lookaheadExponent();
+        return expectedValidExponent(scale) && expectedValidExponent(lookahead) &&
+            (h.elementType() != ElementType.INT32 || (scale == Short.MIN_VALUE && lookahead == Short.MIN_VALUE));
+    }
+
+    /** An exponent a sender could write for an element type, and now and then any 16 bits. */
+    private static short plausibleExponent(final SplittableRandom random, final byte elementType)
+    {
+        if (random.nextInt(16) == 0)
+        {
+            return (short)random.nextInt();
+        }
+        if (elementType == ElementType.INT32 || random.nextInt(8) == 0)
+        {
+            return NO_EXPONENT;
+        }
+        return (short)random.nextInt(MIN_EXPONENT, MAX_EXPONENT + 1);
+    }
+
+    /** An exponent value near the edges of the valid set, or any 16 bits. */
+    private static short interestingExponent(final SplittableRandom random)
+    {
+        return switch (random.nextInt(10))
+        {
+            case 0 -> NO_EXPONENT;
+            case 1 -> (short)(NO_EXPONENT + 1);
+            case 2 -> MIN_EXPONENT;
+            case 3 -> (short)(MIN_EXPONENT - 1);
+            case 4 -> MAX_EXPONENT;
+            case 5 -> (short)(MAX_EXPONENT + 1);
+            case 6 -> Short.MAX_VALUE;
+            case 7 -> (short)random.nextInt(MIN_EXPONENT, MAX_EXPONENT + 1);
+            default -> (short)random.nextInt();
+        };
     }
 
     private void assertDrop(final DropReason expected, final int count, final Consumer<UnsafeBuffer> corruption)
@@ -424,6 +575,24 @@ class DataHeaderFlyweightTest
         corruption.accept(buffer);
         assertEquals(expected, DataHeaderFlyweight.validate(buffer, 0, packetLength(count)),
             () -> "corrupted packet " + HexFormat.of().formatHex(buffer.byteArray(), 0, HEADER_LENGTH));
+    }
+
+    private void assertInt32Drop(final Consumer<DataHeaderFlyweight> corruption)
+    {
+        final int count = 3;
+        final UnsafeBuffer buffer = goodInt32Packet(0, count);
+        assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(buffer, 0, packetLength(count)));
+        corruption.accept(header.wrap(buffer, 0));
+        assertEquals(DropReason.BAD_EXPONENT, DataHeaderFlyweight.validate(buffer, 0, packetLength(count)),
+            () -> "int32 packet " + HexFormat.of().formatHex(buffer.byteArray(), 0, HEADER_LENGTH));
+    }
+
+    private void assertAccepted(final int count, final Consumer<DataHeaderFlyweight> change, final String what)
+    {
+        final UnsafeBuffer buffer = goodPacket(0, count);
+        change.accept(header.wrap(buffer, 0));
+        assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(buffer, 0, packetLength(count)),
+            () -> what + ": " + HexFormat.of().formatHex(buffer.byteArray(), 0, HEADER_LENGTH));
     }
 
     private void assertSetterWrites(
@@ -451,10 +620,25 @@ class DataHeaderFlyweightTest
         return buffer;
     }
 
+    private UnsafeBuffer goodInt32Packet(final int offset, final int count)
+    {
+        final UnsafeBuffer buffer = new UnsafeBuffer(new byte[offset + packetLength(count)]);
+        writeGoodInt32Header(buffer, offset, count);
+        return buffer;
+    }
+
+    /** A float32 update with exponents inside [MIN_EXPONENT, MAX_EXPONENT]. */
     private void writeGoodHeader(final UnsafeBuffer buffer, final int offset, final int count)
     {
         header.wrap(buffer, offset).writeHeader(
             TYPE_UPDATE, 7, 3, FLAG_POOL_VERSION, ElementType.FLOAT32, 11, 42L, count, -3, 5);
+    }
+
+    /** An int32 update: integer data carries NO_EXPONENT in both exponent fields. */
+    private void writeGoodInt32Header(final UnsafeBuffer buffer, final int offset, final int count)
+    {
+        header.wrap(buffer, offset).writeHeader(
+            TYPE_UPDATE, 7, 3, FLAG_POOL_VERSION, ElementType.INT32, 11, 42L, count, NO_EXPONENT, NO_EXPONENT);
     }
 
     private void writeGoldenPacket(final UnsafeBuffer buffer, final int offset)

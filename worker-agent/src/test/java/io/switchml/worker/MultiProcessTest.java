@@ -1,0 +1,143 @@
+package io.switchml.worker;
+
+import io.switchml.appliance.ApplianceCommand;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The appliance and each worker as separate JVM processes over real UDP and TCP on loopback.
+ */
+@Tag("process")
+@Timeout(180)
+class MultiProcessTest
+{
+    private static final Pattern READY = Pattern.compile("data udp [^:]+:(\\d+) .*control tcp [^:]+:(\\d+)");
+    private static final Pattern RETRANSMISSIONS = Pattern.compile("retransmissions=(\\d+)");
+
+    private final List<JvmProcess> processes = new ArrayList<>();
+
+    @AfterEach
+    void killAll()
+    {
+        processes.forEach(JvmProcess::close);
+    }
+
+    private int startAppliance(final String... extraArgs) throws Exception
+    {
+        final List<String> args = new ArrayList<>(List.of("--data-port", "0", "--control-port", "0"));
+        args.addAll(List.of(extraArgs));
+        final JvmProcess appliance = JvmProcess.start("appliance", ApplianceCommand.class, args.toArray(String[]::new));
+        processes.add(appliance);
+        final Matcher matcher = READY.matcher(appliance.awaitLine(line -> line.contains("appliance ready"), 30_000));
+        assertTrue(matcher.find());
+        return Integer.parseInt(matcher.group(2));
+    }
+
+    private List<JvmProcess> startWorkers(final int world, final int controlPort, final String... extraArgs) throws Exception
+    {
+        final List<JvmProcess> workers = new ArrayList<>();
+        for (int rank = 0; rank < world; rank++)
+        {
+            final List<String> args = new ArrayList<>(List.of("--control-port", Integer.toString(controlPort),
+                "--world", Integer.toString(world), "--rank", Integer.toString(rank)));
+            args.addAll(List.of(extraArgs));
+            final JvmProcess worker = JvmProcess.start("worker-" + rank, WorkerCommand.class, args.toArray(String[]::new));
+            processes.add(worker);
+            workers.add(worker);
+        }
+        return workers;
+    }
+
+    private static long retransmissions(final String resultLine)
+    {
+        final Matcher matcher = RETRANSMISSIONS.matcher(resultLine);
+        assertTrue(matcher.find(), resultLine);
+        return Long.parseLong(matcher.group(1));
+    }
+
+    @Test
+    void int32SumsAreBitExactAtOnePercentLoss() throws Exception
+    {
+        final int controlPort = startAppliance("--loss-rate", "0.01", "--loss-seed", "5");
+        final List<JvmProcess> workers = startWorkers(4, controlPort, "--type", "int32", "--elements", "300000",
+            "--iterations", "3", "--warmups", "1", "-k", "1024", "-s", "32", "--rto-ms", "10",
+            "--loss-rate", "0.01", "--loss-seed", "11");
+        long retransmissions = 0;
+        for (final JvmProcess worker : workers)
+        {
+            final String result = worker.awaitLine(line -> line.startsWith("RESULT") || line.startsWith("ERROR"), 120_000);
+            assertTrue(result.contains("ok=true"), worker.output());
+            assertEquals(0, worker.awaitExit(10_000), worker.output());
+            retransmissions += retransmissions(result);
+        }
+        assertTrue(retransmissions > 0, "1% loss each way must cause retransmissions");
+    }
+
+    @Test
+    void float32SumsAreWithinBoundAtOnePercentLoss() throws Exception
+    {
+        final int controlPort = startAppliance("--loss-rate", "0.01", "--loss-seed", "6");
+        final List<JvmProcess> workers = startWorkers(4, controlPort, "--type", "float32", "--elements", "300000",
+            "--iterations", "3", "--warmups", "1", "-k", "1024", "-s", "32", "--rto-ms", "10",
+            "--loss-rate", "0.01", "--loss-seed", "12");
+        long retransmissions = 0;
+        for (final JvmProcess worker : workers)
+        {
+            final String result = worker.awaitLine(line -> line.startsWith("RESULT") || line.startsWith("ERROR"), 120_000);
+            assertTrue(result.contains("ok=true"), worker.output());
+            assertEquals(0, worker.awaitExit(10_000), worker.output());
+            retransmissions += retransmissions(result);
+        }
+        assertTrue(retransmissions > 0, "1% loss each way must cause retransmissions");
+    }
+
+    @Test
+    void killedWorkerFailsTheOthersNamingItsRank() throws Exception
+    {
+        final int controlPort = startAppliance();
+        final List<JvmProcess> workers = startWorkers(3, controlPort, "--type", "int32", "--elements", "2000000",
+            "--iterations", "100000", "--warmups", "0", "-k", "1024", "-s", "16");
+        // wait until the job runs: the victim must be mid-job, not mid-join
+        Thread.sleep(4_000);
+        final JvmProcess victim = workers.get(1);
+        assertTrue(victim.process().isAlive(), victim.output());
+        final long killedNs = System.nanoTime();
+        victim.process().destroyForcibly();
+        for (final int rank : new int[]{0, 2})
+        {
+            final JvmProcess survivor = workers.get(rank);
+            final String error = survivor.awaitLine(line -> line.startsWith("ERROR") || line.startsWith("RESULT"), 10_000);
+            final long elapsedMs = (System.nanoTime() - killedNs) / 1_000_000;
+            assertTrue(error.contains("rank 1 ") && error.contains("lost its control connection"), error);
+            assertTrue(elapsedMs < 5_000, "failure took " + elapsedMs + " ms");
+            assertEquals(3, survivor.awaitExit(10_000), survivor.output());
+        }
+    }
+
+    @Test
+    void applianceDeathFailsWorkersCleanly() throws Exception
+    {
+        final int controlPort = startAppliance();
+        final List<JvmProcess> workers = startWorkers(2, controlPort, "--type", "float32", "--elements", "2000000",
+            "--iterations", "100000", "--warmups", "0", "-k", "1024", "-s", "16");
+        Thread.sleep(4_000);
+        processes.get(0).process().destroyForcibly();
+        for (final JvmProcess worker : workers)
+        {
+            final String error = worker.awaitLine(line -> line.startsWith("ERROR") || line.startsWith("RESULT"), 15_000);
+            assertTrue(error.contains("appliance"), error);
+            assertNotEquals(0, worker.awaitExit(10_000), worker.output());
+        }
+    }
+}
