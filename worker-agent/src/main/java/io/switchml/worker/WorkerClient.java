@@ -83,14 +83,20 @@ public final class WorkerClient implements AutoCloseable
     private final int[] slotExponent;
     private final long[] slotDeadlineNs;
     private final long[] slotTimeoutNs;
+    private final long[] slotSentNs;
+    private final boolean[] slotRetransmitted;
+    private final long minTimeoutNs;
+    private final long maxTimeoutNs;
+    private long smoothedRttNs;
+    private long rttVarianceNs;
+    private long retransmitTimeoutNs;
     private short[] chunkExponents = new short[0];
 
     private long streamSequence;
     private volatile String abortReason;
     private volatile boolean closing;
 
-    private WorkerClient(final WorkerContext context, final Socket controlSocket, final DatagramChannel channel,
-        final Map<String, String> joinReply) throws IOException
+    private WorkerClient(final WorkerContext context, final Socket controlSocket, final DatagramChannel channel) throws IOException
     {
         this.context = context;
         this.jobId = context.jobId();
@@ -130,6 +136,11 @@ public final class WorkerClient implements AutoCloseable
         slotExponent = new int[slotCount];
         slotDeadlineNs = new long[slotCount];
         slotTimeoutNs = new long[slotCount];
+        slotSentNs = new long[slotCount];
+        slotRetransmitted = new boolean[slotCount];
+        minTimeoutNs = context.minRetransmitTimeoutMs() * NANOS_PER_MS;
+        maxTimeoutNs = context.maxRetransmitTimeoutMs() * NANOS_PER_MS;
+        retransmitTimeoutNs = context.retransmitTimeoutMs() * NANOS_PER_MS;
 
         selector = Selector.open();
         channel.register(selector, SelectionKey.OP_READ);
@@ -185,7 +196,7 @@ public final class WorkerClient implements AutoCloseable
             final int applianceDataPort = ControlProtocol.intField(reply, "dataPort");
             channel.connect(new InetSocketAddress(socket.getInetAddress(), applianceDataPort));
             channel.configureBlocking(false);
-            return new WorkerClient(context, socket, channel, reply);
+            return new WorkerClient(context, socket, channel);
         }
         catch (final IOException ex)
         {
@@ -350,11 +361,10 @@ public final class WorkerClient implements AutoCloseable
         streamSequence += chunks;
         final int active = Math.min(slotCount, chunks);
         final long nowNs = System.nanoTime();
-        final long initialTimeoutNs = context.retransmitTimeoutMs() * NANOS_PER_MS;
         for (int slot = 0; slot < active; slot++)
         {
             slotChunk[slot] = slot;
-            slotTimeoutNs[slot] = initialTimeoutNs;
+            slotTimeoutNs[slot] = retransmitTimeoutNs;
             if (isFloat)
             {
                 slotPhase[slot] = PHASE_EXPONENT;
@@ -363,7 +373,7 @@ public final class WorkerClient implements AutoCloseable
             else
             {
                 slotPhase[slot] = PHASE_DATA;
-                sendData(tensor, slot, base, chunks, length, false, nowNs);
+                sendData(tensor, slot, base, chunks, length, nowNs);
             }
         }
 
@@ -473,8 +483,7 @@ public final class WorkerClient implements AutoCloseable
     }
 
     private void sendData(
-        final TensorView tensor, final int slot, final long base, final int chunks, final int length,
-        final boolean isFloatPhase, final long nowNs)
+        final TensorView tensor, final int slot, final long base, final int chunks, final int length, final long nowNs)
     {
         final int chunk = slotChunk[slot];
         final int from = chunk * lanesPerSlot;
@@ -512,6 +521,7 @@ public final class WorkerClient implements AutoCloseable
         final ByteBuffer packet = slotPackets[slot];
         packet.limit(packetLength).position(0);
         slotDeadlineNs[slot] = nowNs + slotTimeoutNs[slot];
+        slotSentNs[slot] = nowNs;
         if (txLoss.shouldDrop())
         {
             counters.lossInjected++;
@@ -536,11 +546,48 @@ public final class WorkerClient implements AutoCloseable
 
     private void retransmit(final int slot, final long nowNs)
     {
-        slotTimeoutNs[slot] = Math.min(slotTimeoutNs[slot] * 2, context.maxRetransmitTimeoutMs() * NANOS_PER_MS);
+        slotTimeoutNs[slot] = Math.min(slotTimeoutNs[slot] * 2, maxTimeoutNs);
+        slotRetransmitted[slot] = true;
         final UnsafeBuffer view = slotViews[slot];
         view.putByte(DataHeaderFlyweight.FLAGS_OFFSET, (byte)(view.getByte(DataHeaderFlyweight.FLAGS_OFFSET) | FLAG_RETRANSMIT));
         counters.retransmissions++;
         transmit(slot, slotPackets[slot].limit(), nowNs);
+    }
+
+    /**
+     * RFC 6298 estimator over round trips of packets that were not retransmitted (Karn's rule):
+     * RTO = SRTT + 4 RTTVAR, clamped to the configured minimum and maximum. A slot's round trip
+     * includes waiting for the slowest worker, so the estimate adapts to load, not just the network.
+     */
+    private void onRttSample(final long rttNs)
+    {
+        if (smoothedRttNs == 0)
+        {
+            smoothedRttNs = rttNs;
+            rttVarianceNs = rttNs / 2;
+        }
+        else
+        {
+            rttVarianceNs += (Math.abs(smoothedRttNs - rttNs) - rttVarianceNs) >> 2;
+            smoothedRttNs += (rttNs - smoothedRttNs) >> 3;
+        }
+        retransmitTimeoutNs = Math.max(minTimeoutNs, Math.min(maxTimeoutNs, smoothedRttNs + 4 * rttVarianceNs));
+    }
+
+    /**
+     * @return the smoothed round-trip time of a slot, in nanoseconds (0 before the first sample).
+     */
+    public long smoothedRttNs()
+    {
+        return smoothedRttNs;
+    }
+
+    /**
+     * @return the current retransmission timeout before backoff, in nanoseconds.
+     */
+    public long retransmitTimeoutNs()
+    {
+        return retransmitTimeoutNs;
     }
 
     /**
@@ -571,20 +618,25 @@ public final class WorkerClient implements AutoCloseable
         final int phase = slotPhase[slot];
         final boolean exponentOnly = header.isExponentOnly();
         if (phase == PHASE_DONE || header.chunkSequence() != base + slotChunk[slot] ||
-            header.poolVersion() != slotVersion[slot] || exponentOnly != (phase == PHASE_EXPONENT) || base < 0)
+            header.poolVersion() != slotVersion[slot] || exponentOnly != (phase == PHASE_EXPONENT))
         {
             counters.staleResults++;
             return -1;
         }
 
         final long nowNs = System.nanoTime();
+        if (!slotRetransmitted[slot])
+        {
+            onRttSample(nowNs - slotSentNs[slot]);
+        }
+        slotRetransmitted[slot] = false;
         slotVersion[slot] ^= 1;
-        slotTimeoutNs[slot] = context.retransmitTimeoutMs() * NANOS_PER_MS;
+        slotTimeoutNs[slot] = retransmitTimeoutNs;
         if (phase == PHASE_EXPONENT)
         {
             slotExponent[slot] = header.lookaheadExponent();
             slotPhase[slot] = PHASE_DATA;
-            sendData(tensor, slot, base, chunks, length, true, nowNs);
+            sendData(tensor, slot, base, chunks, length, nowNs);
             return 0;
         }
 
@@ -607,7 +659,7 @@ public final class WorkerClient implements AutoCloseable
         {
             slotChunk[slot] = next;
             slotExponent[slot] = header.lookaheadExponent();
-            sendData(tensor, slot, base, chunks, length, true, nowNs);
+            sendData(tensor, slot, base, chunks, length, nowNs);
         }
         else
         {

@@ -17,9 +17,11 @@ public final class WorkerContext
     public static final int LANES_DEFAULT = 8192;
     /** Pool size s: packets in flight per worker. */
     public static final int SLOTS_DEFAULT = 32;
-    /** First retransmission timeout of a slot; doubles on each expiry up to the maximum. */
+    /** Retransmission timeout before the first round-trip sample; then SRTT + 4 RTTVAR (RFC 6298). */
     public static final long RETRANSMIT_TIMEOUT_MS_DEFAULT = 20;
-    /** Largest retransmission timeout after backoff. */
+    /** Floor of the adaptive retransmission timeout. */
+    public static final long MIN_RETRANSMIT_TIMEOUT_MS_DEFAULT = 2;
+    /** Largest retransmission timeout, also after exponential backoff. */
     public static final long MAX_RETRANSMIT_TIMEOUT_MS_DEFAULT = 500;
     /** An all-reduce that receives no result for this long fails with an error. */
     public static final long PROGRESS_TIMEOUT_MS_DEFAULT = 10_000;
@@ -37,6 +39,7 @@ public final class WorkerContext
     private int lanes = LANES_DEFAULT;
     private int slots = SLOTS_DEFAULT;
     private long retransmitTimeoutMs = RETRANSMIT_TIMEOUT_MS_DEFAULT;
+    private long minRetransmitTimeoutMs = MIN_RETRANSMIT_TIMEOUT_MS_DEFAULT;
     private long maxRetransmitTimeoutMs = MAX_RETRANSMIT_TIMEOUT_MS_DEFAULT;
     private long progressTimeoutMs = PROGRESS_TIMEOUT_MS_DEFAULT;
     private long joinTimeoutMs = JOIN_TIMEOUT_MS_DEFAULT;
@@ -72,10 +75,11 @@ public final class WorkerContext
         {
             throw new IllegalArgumentException("s (slots) must be within 1..65536: " + slots);
         }
-        if (retransmitTimeoutMs < 1 || maxRetransmitTimeoutMs < retransmitTimeoutMs)
+        if (minRetransmitTimeoutMs < 1 || retransmitTimeoutMs < minRetransmitTimeoutMs ||
+            maxRetransmitTimeoutMs < retransmitTimeoutMs)
         {
-            throw new IllegalArgumentException("retransmit timeout must be >= 1 ms and <= the maximum: " +
-                retransmitTimeoutMs + " / " + maxRetransmitTimeoutMs);
+            throw new IllegalArgumentException("retransmit timeouts must satisfy 1 <= min <= initial <= max ms: " +
+                minRetransmitTimeoutMs + " / " + retransmitTimeoutMs + " / " + maxRetransmitTimeoutMs);
         }
         if (progressTimeoutMs < 1 || joinTimeoutMs < 1)
         {
@@ -188,6 +192,17 @@ public final class WorkerContext
     public WorkerContext retransmitTimeoutMs(final long retransmitTimeoutMs)
     {
         this.retransmitTimeoutMs = retransmitTimeoutMs;
+        return this;
+    }
+
+    public long minRetransmitTimeoutMs()
+    {
+        return minRetransmitTimeoutMs;
+    }
+
+    public WorkerContext minRetransmitTimeoutMs(final long minRetransmitTimeoutMs)
+    {
+        this.minRetransmitTimeoutMs = minRetransmitTimeoutMs;
         return this;
     }
 
