@@ -94,6 +94,8 @@ public final class DemoCommand implements Callable<Integer>
                             }
                         }
                         retransmissions.set(r, client.counters().retransmissions());
+                        System.out.printf(Locale.ROOT, "  rank %d: smoothed RTT %.2f ms, retransmission timeout %.2f ms, %s%n",
+                            r, client.smoothedRttNs() / 1e6, client.retransmitTimeoutNs() / 1e6, client.counters());
                     }
                     catch (final Exception ex)
                     {

@@ -82,7 +82,6 @@ public final class WorkerClient implements AutoCloseable
     private final int[] slotPhase;
     private final int[] slotExponent;
     private final long[] slotDeadlineNs;
-    private final long[] slotTimeoutNs;
     private final long[] slotSentNs;
     private final boolean[] slotRetransmitted;
     private final long minTimeoutNs;
@@ -135,7 +134,6 @@ public final class WorkerClient implements AutoCloseable
         slotPhase = new int[slotCount];
         slotExponent = new int[slotCount];
         slotDeadlineNs = new long[slotCount];
-        slotTimeoutNs = new long[slotCount];
         slotSentNs = new long[slotCount];
         slotRetransmitted = new boolean[slotCount];
         minTimeoutNs = context.minRetransmitTimeoutMs() * NANOS_PER_MS;
@@ -364,7 +362,6 @@ public final class WorkerClient implements AutoCloseable
         for (int slot = 0; slot < active; slot++)
         {
             slotChunk[slot] = slot;
-            slotTimeoutNs[slot] = retransmitTimeoutNs;
             if (isFloat)
             {
                 slotPhase[slot] = PHASE_EXPONENT;
@@ -400,6 +397,7 @@ public final class WorkerClient implements AutoCloseable
 
                 final long now = System.nanoTime();
                 long nextDeadlineNs = now + progressTimeoutNs;
+                boolean expired = false;
                 for (int slot = 0; slot < active; slot++)
                 {
                     if (slotPhase[slot] == PHASE_DONE)
@@ -408,6 +406,11 @@ public final class WorkerClient implements AutoCloseable
                     }
                     if (now - slotDeadlineNs[slot] >= 0)
                     {
+                        if (!expired)
+                        {
+                            expired = true;
+                            backOff();
+                        }
                         retransmit(slot, now);
                     }
                     nextDeadlineNs = Math.min(nextDeadlineNs, slotDeadlineNs[slot]);
@@ -520,7 +523,7 @@ public final class WorkerClient implements AutoCloseable
     {
         final ByteBuffer packet = slotPackets[slot];
         packet.limit(packetLength).position(0);
-        slotDeadlineNs[slot] = nowNs + slotTimeoutNs[slot];
+        slotDeadlineNs[slot] = nowNs + retransmitTimeoutNs;
         slotSentNs[slot] = nowNs;
         if (txLoss.shouldDrop())
         {
@@ -546,12 +549,20 @@ public final class WorkerClient implements AutoCloseable
 
     private void retransmit(final int slot, final long nowNs)
     {
-        slotTimeoutNs[slot] = Math.min(slotTimeoutNs[slot] * 2, maxTimeoutNs);
         slotRetransmitted[slot] = true;
         final UnsafeBuffer view = slotViews[slot];
         view.putByte(DataHeaderFlyweight.FLAGS_OFFSET, (byte)(view.getByte(DataHeaderFlyweight.FLAGS_OFFSET) | FLAG_RETRANSMIT));
         counters.retransmissions++;
         transmit(slot, slotPackets[slot].limit(), nowNs);
+    }
+
+    /**
+     * Every slot shares one path to the appliance, so an expiry doubles the timeout of all of them,
+     * as TCP does for a connection, until a round trip that was not retransmitted is measured.
+     */
+    private void backOff()
+    {
+        retransmitTimeoutNs = Math.min(retransmitTimeoutNs * 2, maxTimeoutNs);
     }
 
     /**
@@ -631,7 +642,6 @@ public final class WorkerClient implements AutoCloseable
         }
         slotRetransmitted[slot] = false;
         slotVersion[slot] ^= 1;
-        slotTimeoutNs[slot] = retransmitTimeoutNs;
         if (phase == PHASE_EXPONENT)
         {
             slotExponent[slot] = header.lookaheadExponent();

@@ -20,7 +20,7 @@ public final class WorkerContext
     /** Retransmission timeout before the first round-trip sample; then SRTT + 4 RTTVAR (RFC 6298). */
     public static final long RETRANSMIT_TIMEOUT_MS_DEFAULT = 20;
     /** Floor of the adaptive retransmission timeout. */
-    public static final long MIN_RETRANSMIT_TIMEOUT_MS_DEFAULT = 2;
+    public static final long MIN_RETRANSMIT_TIMEOUT_MS_DEFAULT = 10;
     /** Largest retransmission timeout, also after exponential backoff. */
     public static final long MAX_RETRANSMIT_TIMEOUT_MS_DEFAULT = 500;
     /** An all-reduce that receives no result for this long fails with an error. */

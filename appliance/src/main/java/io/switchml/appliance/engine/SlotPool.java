@@ -1,6 +1,7 @@
 package io.switchml.appliance.engine;
 
 import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.Lanes;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
@@ -9,7 +10,6 @@ import java.nio.ByteOrder;
 import static io.switchml.protocol.DataHeaderFlyweight.FLAG_EXPONENT_ONLY;
 import static io.switchml.protocol.DataHeaderFlyweight.FLAG_POOL_VERSION;
 import static io.switchml.protocol.DataHeaderFlyweight.FLAG_RETRANSMIT;
-import static io.switchml.protocol.DataHeaderFlyweight.LANE_BYTES;
 import static io.switchml.protocol.DataHeaderFlyweight.PAYLOAD_OFFSET;
 
 /**
@@ -18,7 +18,10 @@ import static io.switchml.protocol.DataHeaderFlyweight.PAYLOAD_OFFSET;
  * the SwitchML paper ("switch logic with packet loss recovery"), plus consistency checks that a
  * switch cannot afford but a software appliance can: every contribution to a slot version must
  * carry the same chunk sequence number, element count, scale exponent and exponent-only flag as the
- * first one, otherwise it is rejected without touching state.
+ * first one, otherwise it is rejected without touching state. Chunk sequence numbers only grow along a
+ * slot version's rounds, so a late copy of an earlier round's update (which Algorithm 3 alone would
+ * take as the first contribution of a new round, corrupting the shadow copy) is recognised and dropped
+ * as {@link #STALE}.
  * <p>
  * Pure logic: no sockets, no clock, no allocation after construction. One thread owns an instance.
  */
@@ -34,6 +37,11 @@ public final class SlotPool
     public static final int DUPLICATE = 3;
     /** The update disagrees with the slot's chunk, element count, or exponent: drop and count. */
     public static final int MISMATCH = 4;
+    /**
+     * A late copy of an update for a round this slot version has already completed or moved past (a
+     * network duplicate, or a retransmission overtaken by its result): drop without touching state.
+     */
+    public static final int STALE = 5;
 
     private static final ByteOrder ORDER = ByteOrder.BIG_ENDIAN;
     private static final int WORDS_PER_BITMAP = DataHeaderFlyweight.MAX_WORKERS / 64;
@@ -51,6 +59,7 @@ public final class SlotPool
     private final short[] lookaheadExponent;
     private final boolean[] exponentOnly;
     private final long[] firstArrivalNs;
+    private final int[] scratch;
 
     private long lastCompletionLatencyNs;
 
@@ -87,6 +96,8 @@ public final class SlotPool
         lookaheadExponent = new short[cells];
         exponentOnly = new boolean[cells];
         firstArrivalNs = new long[cells];
+        java.util.Arrays.fill(chunkSequence, -1L);
+        scratch = new int[lanesPerSlot];
     }
 
     public int worldSize()
@@ -132,7 +143,7 @@ public final class SlotPool
      * @param resultOffset offset of the result packet in resultBuffer.
      * @param nowNs        time of arrival, only used for the completion latency.
      * @return one of {@link #ABSORBED}, {@link #COMPLETED}, {@link #SHADOW_RESULT},
-     * {@link #DUPLICATE}, {@link #MISMATCH}.
+     * {@link #DUPLICATE}, {@link #MISMATCH}, {@link #STALE}.
      */
     public int onUpdate(
         final DataHeaderFlyweight update,
@@ -159,6 +170,10 @@ public final class SlotPool
         if ((seen[seenIndex] & bit) == 0)
         {
             final boolean first = count[cell] == 0;
+            if (first ? sequence <= chunkSequence[cell] : sequence < chunkSequence[cell])
+            {
+                return STALE;
+            }
             if (!first && (chunkSequence[cell] != sequence ||
                 elementCount[cell] != elements ||
                 scaleExponent[cell] != update.scaleExponent() ||
@@ -180,17 +195,16 @@ public final class SlotPool
                 exponentOnly[cell] = isExponentOnly;
                 lookaheadExponent[cell] = update.lookaheadExponent();
                 firstArrivalNs[cell] = nowNs;
-                for (int i = 0; i < elements; i++)
-                {
-                    lanes[laneBase + i] = buffer.getInt(payload + i * LANE_BYTES, ORDER);
-                }
+                Lanes.read(buffer, payload, lanes, laneBase, elements);
             }
             else
             {
                 lookaheadExponent[cell] = (short)Math.max(lookaheadExponent[cell], update.lookaheadExponent());
+                final int[] incoming = scratch;
+                Lanes.read(buffer, payload, incoming, 0, elements);
                 for (int i = 0; i < elements; i++)
                 {
-                    lanes[laneBase + i] += buffer.getInt(payload + i * LANE_BYTES, ORDER);
+                    lanes[laneBase + i] += incoming[i];
                 }
             }
 
@@ -208,6 +222,10 @@ public final class SlotPool
 
         if (count[cell] == 0)
         {
+            if (sequence < chunkSequence[cell])
+            {
+                return STALE;
+            }
             if (chunkSequence[cell] != sequence || exponentOnly[cell] != isExponentOnly)
             {
                 return MISMATCH;
@@ -229,10 +247,7 @@ public final class SlotPool
         resultBuffer.putBytes(resultOffset, update.buffer(), update.offset(), PAYLOAD_OFFSET);
         final int laneBase = cell * lanesPerSlot;
         final int payload = resultOffset + PAYLOAD_OFFSET;
-        for (int i = 0; i < elements; i++)
-        {
-            resultBuffer.putInt(payload + i * LANE_BYTES, lanes[laneBase + i], ORDER);
-        }
+        Lanes.write(lanes, laneBase, elements, resultBuffer, payload);
         resultBuffer.putByte(resultOffset + DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_RESULT);
         resultBuffer.putByte(resultOffset + DataHeaderFlyweight.FLAGS_OFFSET, (byte)flags);
         resultBuffer.putShort(resultOffset + DataHeaderFlyweight.SCALE_EXPONENT_OFFSET, scaleExponent[cell], ORDER);

@@ -21,11 +21,12 @@ public final class ApplianceCounters
     public static final int RETRANSMISSIONS_SERVED = 6;
     public static final int TX_LOSS_INJECTED = 7;
     public static final int JOBS_ABORTED = 8;
-    private static final int DROP_BASE = 9;
+    public static final int STALE_UPDATES = 9;
+    private static final int DROP_BASE = 10;
 
     private static final String[] NAMES = {
         "packets_in", "bytes_in", "packets_out", "bytes_out", "slots_completed", "duplicates",
-        "retransmissions_served", "tx_loss_injected", "jobs_aborted"
+        "retransmissions_served", "tx_loss_injected", "jobs_aborted", "stale_updates"
     };
 
     private final AtomicLongArray values = new AtomicLongArray(DROP_BASE + DropReason.values().length);

@@ -128,6 +128,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 }
                 case SlotPool.DUPLICATE -> counters.add(ApplianceCounters.DUPLICATES, 1);
                 case SlotPool.MISMATCH -> counters.drop(DropReason.SLOT_MISMATCH);
+                case SlotPool.STALE -> counters.add(ApplianceCounters.STALE_UPDATES, 1);
                 default ->
                 {
                     // absorbed: nothing to send yet
