@@ -136,7 +136,7 @@ public final class WorkerClient implements AutoCloseable
         slotDeadlineNs = new long[slotCount];
         slotSentNs = new long[slotCount];
         slotRetransmitted = new boolean[slotCount];
-        minTimeoutNs = context.minRetransmitTimeoutMs() * NANOS_PER_MS;
+        minTimeoutNs = Math.min(context.minRetransmitTimeoutMs(), context.retransmitTimeoutMs()) * NANOS_PER_MS;
         maxTimeoutNs = context.maxRetransmitTimeoutMs() * NANOS_PER_MS;
         retransmitTimeoutNs = context.retransmitTimeoutMs() * NANOS_PER_MS;
 

@@ -19,7 +19,7 @@ public final class WorkerContext
     public static final int SLOTS_DEFAULT = 32;
     /** Retransmission timeout before the first round-trip sample; then SRTT + 4 RTTVAR (RFC 6298). */
     public static final long RETRANSMIT_TIMEOUT_MS_DEFAULT = 20;
-    /** Floor of the adaptive retransmission timeout. */
+    /** Floor of the adaptive retransmission timeout (lowered to the initial timeout when that is smaller). */
     public static final long MIN_RETRANSMIT_TIMEOUT_MS_DEFAULT = 10;
     /** Largest retransmission timeout, also after exponential backoff. */
     public static final long MAX_RETRANSMIT_TIMEOUT_MS_DEFAULT = 500;
@@ -75,11 +75,12 @@ public final class WorkerContext
         {
             throw new IllegalArgumentException("s (slots) must be within 1..65536: " + slots);
         }
-        if (minRetransmitTimeoutMs < 1 || retransmitTimeoutMs < minRetransmitTimeoutMs ||
-            maxRetransmitTimeoutMs < retransmitTimeoutMs)
+        if (minRetransmitTimeoutMs < 1 || retransmitTimeoutMs < 1 ||
+            maxRetransmitTimeoutMs < retransmitTimeoutMs || maxRetransmitTimeoutMs < minRetransmitTimeoutMs)
         {
-            throw new IllegalArgumentException("retransmit timeouts must satisfy 1 <= min <= initial <= max ms: " +
-                minRetransmitTimeoutMs + " / " + retransmitTimeoutMs + " / " + maxRetransmitTimeoutMs);
+            throw new IllegalArgumentException("retransmit timeouts must be >= 1 ms and the minimum and initial ones " +
+                "<= the maximum: min " + minRetransmitTimeoutMs + ", initial " + retransmitTimeoutMs + ", max " +
+                maxRetransmitTimeoutMs);
         }
         if (progressTimeoutMs < 1 || joinTimeoutMs < 1)
         {

@@ -255,7 +255,12 @@ class WorkerClientTest
     void joinMismatchesAreClearErrors() throws Exception
     {
         final Future<WorkerClient> first = executor.submit(() -> WorkerClient.connect(context(16, 3, 0, ElementType.INT32)));
-        Thread.sleep(200);
+        final long deadline = System.currentTimeMillis() + 10_000;
+        while (appliance.registry().jobCount() == 0)
+        {
+            assertTrue(System.currentTimeMillis() < deadline, "rank 0 never created the job");
+            Thread.onSpinWait();
+        }
         final AllReduceException differentK = assertThrows(AllReduceException.class,
             () -> WorkerClient.connect(context(16, 3, 1, ElementType.INT32).lanes(512)));
         assertTrue(differentK.getMessage().contains("k=512 but the job has k=1024"), differentK.getMessage());
