@@ -7,31 +7,51 @@ import io.switchml.appliance.transport.DataPlane;
 import io.switchml.protocol.LossGenerator;
 
 import java.io.IOException;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 
 /**
- * A running appliance: data plane, control endpoint and job registry. Embeddable (tests, the demo)
- * and the body of {@code switchml appliance}.
+ * A running appliance: data-plane shards, control endpoint and job registry. Embeddable (tests, the
+ * demo) and the body of {@code switchml appliance}.
  */
 public final class Appliance implements AutoCloseable
 {
     private final ApplianceContext context;
-    private final ApplianceCounters counters = new ApplianceCounters();
+    private final ApplianceCounters controlCounters = new ApplianceCounters();
+    private final ApplianceCounters[] shardCounters;
     private final JobRegistry registry;
+    private final ExecutorService controlExecutor = Executors.newSingleThreadExecutor(
+        runnable -> Thread.ofPlatform().name("switchml-control").daemon().unstarted(runnable));
     private final DataPlane dataPlane;
     private final ControlServer controlServer;
+    private final long startMs = System.currentTimeMillis();
 
     private Appliance(final ApplianceContext context) throws IOException, InterruptedException
     {
         this.context = context;
-        this.registry = new JobRegistry(context.memoryBudgetBytes(), context.joinTimeoutMs(), counters);
-        final LossGenerator rxLoss = LossGenerator.of(context.lossRate(), context.lossSeed());
-        final LossGenerator txLoss = LossGenerator.of(context.lossRate(), context.lossSeed() * 31 + 7);
-        this.dataPlane = new DataPlane(context.resolvedBindAddress(), context.dataPort(), context.transport(),
-            context.socketBufferBytes(), registry, counters, rxLoss, txLoss);
+        final int shards = context.shards();
+        this.shardCounters = new ApplianceCounters[shards];
+        final LossGenerator[] rxLoss = new LossGenerator[shards];
+        final LossGenerator[] txLoss = new LossGenerator[shards];
+        for (int shard = 0; shard < shards; shard++)
+        {
+            shardCounters[shard] = new ApplianceCounters();
+            rxLoss[shard] = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_003L + shard);
+            txLoss[shard] = LossGenerator.of(context.lossRate(), context.lossSeed() * 31 + 7 + shard);
+        }
+        this.registry = new JobRegistry(context.memoryBudgetBytes(), context.tenantMemoryQuotaBytes(),
+            context.tenantMaxJobs(), shards, controlCounters);
+        this.dataPlane = new DataPlane(context.resolvedBindAddress(), context.dataPort(), shards,
+            context.resolvedShardCpus(), context.transport(), context.socketBufferBytes(), registry, shardCounters, rxLoss,
+            txLoss, controlExecutor);
         try
         {
-            this.controlServer = new ControlServer(context.resolvedBindAddress(), context.controlPort(), registry, counters,
-                dataPlane.port());
+            this.controlServer = new ControlServer(context.resolvedBindAddress(), context.controlPort(), registry,
+                new ControlServer.ControlDefaults(context.defaultTenant(), context.slotTimeoutMs(), context.joinTimeoutMs(),
+                    context.macEnabled()),
+                dataPlane.ports(), this::counterSnapshot, this::healthLine);
         }
         catch (final IOException ex)
         {
@@ -51,14 +71,36 @@ public final class Appliance implements AutoCloseable
         return new Appliance(context.conclude());
     }
 
+    private String healthLine()
+    {
+        return "status=up uptimeMs=" + (System.currentTimeMillis() - startMs) + " jobs=" + registry.jobCount() +
+            " memoryUsedBytes=" + registry.memoryUsedBytes() + " memoryBudgetBytes=" + registry.memoryBudgetBytes() +
+            " shards=" + context.shards() + " transport=" + dataPlane.transportName();
+    }
+
+    /**
+     * @return every counter summed over the shards and the control plane.
+     */
+    public Map<String, Long> counterSnapshot()
+    {
+        final ApplianceCounters[] all = new ApplianceCounters[shardCounters.length + 1];
+        System.arraycopy(shardCounters, 0, all, 0, shardCounters.length);
+        all[shardCounters.length] = controlCounters;
+        return ApplianceCounters.sum(all);
+    }
+
+    /**
+     * @param name of a counter as in {@link #counterSnapshot()}.
+     * @return its value summed over shards.
+     */
+    public long counter(final String name)
+    {
+        return counterSnapshot().getOrDefault(name, 0L);
+    }
+
     public ApplianceContext context()
     {
         return context;
-    }
-
-    public ApplianceCounters counters()
-    {
-        return counters;
     }
 
     public JobRegistry registry()
@@ -66,9 +108,17 @@ public final class Appliance implements AutoCloseable
         return registry;
     }
 
+    /**
+     * @return the UDP port of the first shard.
+     */
     public int dataPort()
     {
-        return dataPlane.port();
+        return dataPlane.ports()[0];
+    }
+
+    public int[] dataPorts()
+    {
+        return dataPlane.ports();
     }
 
     public int controlPort()
@@ -81,6 +131,11 @@ public final class Appliance implements AutoCloseable
         return dataPlane.transportName();
     }
 
+    public List<String> pinning()
+    {
+        return dataPlane.pinning();
+    }
+
     /**
      * Abort running jobs with the reason, then stop the endpoints.
      */
@@ -89,6 +144,7 @@ public final class Appliance implements AutoCloseable
         registry.abortAll(reason);
         controlServer.close();
         dataPlane.close();
+        controlExecutor.shutdownNow();
     }
 
     public void close()

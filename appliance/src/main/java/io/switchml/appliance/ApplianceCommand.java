@@ -45,6 +45,20 @@ public final class ApplianceCommand implements Callable<Integer>
     @Option(names = "--loss-seed", description = "Seed of the loss generator (default 1).")
     private Long lossSeed;
 
+    @Option(names = "--shards", description = "Data-plane shards, one UDP port each from the data port up (default " +
+        ApplianceContext.SHARDS_DEFAULT + ").")
+    private Integer shards;
+
+    @Option(names = "--shard-cpus", description = "CPU of each shard, comma-separated (default: unpinned).")
+    private String shardCpus;
+
+    @Option(names = "--mac", description = "Default for jobs: on or off (default on).")
+    private String mac;
+
+    @Option(names = "--slot-timeout-ms", description = "Default for jobs: abort when a slot stays partly filled this long (default " +
+        ApplianceContext.SLOT_TIMEOUT_MS_DEFAULT + ").")
+    private Long slotTimeoutMs;
+
     @Option(names = "--print-config", description = "Print the resolved configuration and exit.")
     private boolean printConfig;
 
@@ -74,8 +88,9 @@ public final class ApplianceCommand implements Callable<Integer>
             appliance.close("appliance received a termination signal");
             stopped.countDown();
         }, "switchml-shutdown"));
+        appliance.pinning().forEach(line -> System.out.println("switchml appliance: " + line));
         System.out.println("switchml appliance ready: data udp " + context.resolvedBindAddress().getHostAddress() + ":" +
-            appliance.dataPort() + " (" + appliance.transportName() + "), control tcp " +
+            appliance.dataPort() + " (" + context.shards() + " shard(s), " + appliance.transportName() + "), control tcp " +
             context.resolvedBindAddress().getHostAddress() + ":" + appliance.controlPort());
         System.out.flush();
         stopped.await();
@@ -121,6 +136,24 @@ public final class ApplianceCommand implements Callable<Integer>
         if (lossSeed != null)
         {
             context.lossSeed(lossSeed);
+        }
+        if (shards != null)
+        {
+            context.shards(shards);
+        }
+        if (shardCpus != null)
+        {
+            context.shardCpus(shardCpus);
+        }
+        if (mac != null)
+        {
+            final Properties override = new Properties();
+            override.setProperty(ApplianceContext.MAC_PROP, mac);
+            context.apply(override);
+        }
+        if (slotTimeoutMs != null)
+        {
+            context.slotTimeoutMs(slotTimeoutMs);
         }
         context.conclude();
     }

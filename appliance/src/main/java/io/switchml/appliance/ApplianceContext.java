@@ -24,9 +24,37 @@ public final class ApplianceContext
     public static final String CONTROL_PORT_PROP = "switchml.appliance.control.port";
     public static final int CONTROL_PORT_DEFAULT = 7470;
 
-    /** UDP transport: auto (epoll when available, else nio), epoll or nio. */
+    /** UDP transport: auto (epoll when available, else nio), epoll, io_uring or nio. */
     public static final String TRANSPORT_PROP = "switchml.appliance.transport";
     public static final String TRANSPORT_DEFAULT = "auto";
+
+    /** Number of data-plane shards: single-threaded event loops, each with its own UDP port (data port + i). */
+    public static final String SHARDS_PROP = "switchml.appliance.shards";
+    public static final int SHARDS_DEFAULT = 1;
+
+    /** CPUs to pin the shards to, comma-separated, one per shard; empty leaves them unpinned. */
+    public static final String SHARD_CPUS_PROP = "switchml.appliance.shard.cpus";
+    public static final String SHARD_CPUS_DEFAULT = "";
+
+    /** Tenant a CREATE without one is charged to. */
+    public static final String DEFAULT_TENANT_PROP = "switchml.appliance.tenant.default";
+    public static final String DEFAULT_TENANT_DEFAULT = "default";
+
+    /** Aggregator memory one tenant's jobs together may hold. */
+    public static final String TENANT_MEMORY_QUOTA_BYTES_PROP = "switchml.appliance.tenant.memory.quota.bytes";
+    public static final long TENANT_MEMORY_QUOTA_BYTES_DEFAULT = 1L << 30;
+
+    /** Jobs one tenant may run at once. */
+    public static final String TENANT_MAX_JOBS_PROP = "switchml.appliance.tenant.max.jobs";
+    public static final int TENANT_MAX_JOBS_DEFAULT = 64;
+
+    /** Default for jobs that do not say: a slot partly filled for this long aborts the job naming the missing ranks. */
+    public static final String SLOT_TIMEOUT_MS_PROP = "switchml.appliance.slot.timeout.ms";
+    public static final long SLOT_TIMEOUT_MS_DEFAULT = 2_000;
+
+    /** Default for jobs that do not say: whether data packets carry a SipHash-2-4 MAC (on) or not (off). */
+    public static final String MAC_PROP = "switchml.appliance.mac";
+    public static final boolean MAC_DEFAULT = true;
 
     /** How long a job waits for all its ranks to join before the joiners are refused. */
     public static final String JOIN_TIMEOUT_MS_PROP = "switchml.appliance.join.timeout.ms";
@@ -48,6 +76,14 @@ public final class ApplianceContext
     public static final String LOSS_SEED_PROP = "switchml.appliance.loss.seed";
     public static final long LOSS_SEED_DEFAULT = 1;
 
+    private int shards = SHARDS_DEFAULT;
+    private String shardCpus = SHARD_CPUS_DEFAULT;
+    private String defaultTenant = DEFAULT_TENANT_DEFAULT;
+    private long tenantMemoryQuotaBytes = TENANT_MEMORY_QUOTA_BYTES_DEFAULT;
+    private int tenantMaxJobs = TENANT_MAX_JOBS_DEFAULT;
+    private long slotTimeoutMs = SLOT_TIMEOUT_MS_DEFAULT;
+    private boolean macEnabled = MAC_DEFAULT;
+    private int[] resolvedShardCpus = new int[0];
     private String bindAddress = BIND_ADDRESS_DEFAULT;
     private int dataPort = DATA_PORT_DEFAULT;
     private int controlPort = CONTROL_PORT_DEFAULT;
@@ -89,6 +125,13 @@ public final class ApplianceContext
                     case SOCKET_BUFFER_BYTES_PROP -> socketBufferBytes = Integer.parseInt(value);
                     case LOSS_RATE_PROP -> lossRate = Double.parseDouble(value);
                     case LOSS_SEED_PROP -> lossSeed = Long.parseLong(value);
+                    case SHARDS_PROP -> shards = Integer.parseInt(value);
+                    case SHARD_CPUS_PROP -> shardCpus = value;
+                    case DEFAULT_TENANT_PROP -> defaultTenant = value;
+                    case TENANT_MEMORY_QUOTA_BYTES_PROP -> tenantMemoryQuotaBytes = Long.parseLong(value);
+                    case TENANT_MAX_JOBS_PROP -> tenantMaxJobs = Integer.parseInt(value);
+                    case SLOT_TIMEOUT_MS_PROP -> slotTimeoutMs = Long.parseLong(value);
+                    case MAC_PROP -> macEnabled = parseOnOff(key, value);
                     default -> throw new IllegalArgumentException("unknown option " + key);
                 }
             }
@@ -111,9 +154,58 @@ public final class ApplianceContext
         requirePort(DATA_PORT_PROP, dataPort);
         requirePort(CONTROL_PORT_PROP, controlPort);
         final String t = transport.toLowerCase(Locale.ROOT);
-        if (!t.equals("auto") && !t.equals("epoll") && !t.equals("nio"))
+        if (!t.equals("auto") && !t.equals("epoll") && !t.equals("io_uring") && !t.equals("nio"))
         {
-            throw new IllegalArgumentException(TRANSPORT_PROP + " must be auto, epoll or nio: '" + transport + "'");
+            throw new IllegalArgumentException(TRANSPORT_PROP + " must be auto, epoll, io_uring or nio: '" + transport + "'");
+        }
+        if (shards < 1 || shards > 64)
+        {
+            throw new IllegalArgumentException(SHARDS_PROP + " must be within 1..64: " + shards);
+        }
+        if (dataPort != 0 && dataPort + shards - 1 > 65_535)
+        {
+            throw new IllegalArgumentException(DATA_PORT_PROP + " + " + SHARDS_PROP + " exceeds 65535");
+        }
+        resolvedShardCpus = new int[0];
+        if (!shardCpus.isBlank())
+        {
+            final String[] parts = shardCpus.split(",");
+            if (parts.length != shards)
+            {
+                throw new IllegalArgumentException(SHARD_CPUS_PROP + " must list one CPU per shard (" + shards + "): '" + shardCpus + "'");
+            }
+            resolvedShardCpus = new int[parts.length];
+            for (int i = 0; i < parts.length; i++)
+            {
+                try
+                {
+                    resolvedShardCpus[i] = Integer.parseInt(parts[i].strip());
+                }
+                catch (final NumberFormatException ex)
+                {
+                    throw new IllegalArgumentException(SHARD_CPUS_PROP + " has a non-numeric CPU: '" + parts[i] + "'");
+                }
+                if (resolvedShardCpus[i] < 0)
+                {
+                    throw new IllegalArgumentException(SHARD_CPUS_PROP + " has a negative CPU: " + resolvedShardCpus[i]);
+                }
+            }
+        }
+        if (!defaultTenant.matches("[0-9A-Za-z_.\\-]{1,64}"))
+        {
+            throw new IllegalArgumentException(DEFAULT_TENANT_PROP + " must be 1 to 64 characters of [0-9A-Za-z_.-]: '" + defaultTenant + "'");
+        }
+        if (tenantMemoryQuotaBytes <= 0)
+        {
+            throw new IllegalArgumentException(TENANT_MEMORY_QUOTA_BYTES_PROP + " must be positive: " + tenantMemoryQuotaBytes);
+        }
+        if (tenantMaxJobs < 1)
+        {
+            throw new IllegalArgumentException(TENANT_MAX_JOBS_PROP + " must be positive: " + tenantMaxJobs);
+        }
+        if (slotTimeoutMs < 10)
+        {
+            throw new IllegalArgumentException(SLOT_TIMEOUT_MS_PROP + " must be at least 10: " + slotTimeoutMs);
         }
         transport = t;
         if (joinTimeoutMs <= 0)
@@ -143,6 +235,16 @@ public final class ApplianceContext
         return this;
     }
 
+    private static boolean parseOnOff(final String key, final String value)
+    {
+        return switch (value)
+        {
+            case "on", "true" -> true;
+            case "off", "false" -> false;
+            default -> throw new IllegalArgumentException("option " + key + " must be on or off: '" + value + "'");
+        };
+    }
+
     private static void requirePort(final String name, final int port)
     {
         if (port < 0 || port > 65_535)
@@ -167,6 +269,93 @@ public final class ApplianceContext
         out.println(SOCKET_BUFFER_BYTES_PROP + "=" + socketBufferBytes);
         out.println(LOSS_RATE_PROP + "=" + lossRate);
         out.println(LOSS_SEED_PROP + "=" + lossSeed);
+        out.println(SHARDS_PROP + "=" + shards);
+        out.println(SHARD_CPUS_PROP + "=" + shardCpus);
+        out.println(DEFAULT_TENANT_PROP + "=" + defaultTenant);
+        out.println(TENANT_MEMORY_QUOTA_BYTES_PROP + "=" + tenantMemoryQuotaBytes);
+        out.println(TENANT_MAX_JOBS_PROP + "=" + tenantMaxJobs);
+        out.println(SLOT_TIMEOUT_MS_PROP + "=" + slotTimeoutMs);
+        out.println(MAC_PROP + "=" + (macEnabled ? "on" : "off"));
+    }
+
+    public ApplianceContext shards(final int shards)
+    {
+        this.shards = shards;
+        return this;
+    }
+
+    public int shards()
+    {
+        return shards;
+    }
+
+    public ApplianceContext shardCpus(final String shardCpus)
+    {
+        this.shardCpus = shardCpus;
+        return this;
+    }
+
+    /**
+     * @return the CPU of each shard after {@link #conclude()}, empty when unpinned.
+     */
+    public int[] resolvedShardCpus()
+    {
+        return resolvedShardCpus.clone();
+    }
+
+    public ApplianceContext defaultTenant(final String defaultTenant)
+    {
+        this.defaultTenant = defaultTenant;
+        return this;
+    }
+
+    public String defaultTenant()
+    {
+        return defaultTenant;
+    }
+
+    public ApplianceContext tenantMemoryQuotaBytes(final long tenantMemoryQuotaBytes)
+    {
+        this.tenantMemoryQuotaBytes = tenantMemoryQuotaBytes;
+        return this;
+    }
+
+    public long tenantMemoryQuotaBytes()
+    {
+        return tenantMemoryQuotaBytes;
+    }
+
+    public ApplianceContext tenantMaxJobs(final int tenantMaxJobs)
+    {
+        this.tenantMaxJobs = tenantMaxJobs;
+        return this;
+    }
+
+    public int tenantMaxJobs()
+    {
+        return tenantMaxJobs;
+    }
+
+    public ApplianceContext slotTimeoutMs(final long slotTimeoutMs)
+    {
+        this.slotTimeoutMs = slotTimeoutMs;
+        return this;
+    }
+
+    public long slotTimeoutMs()
+    {
+        return slotTimeoutMs;
+    }
+
+    public ApplianceContext macEnabled(final boolean macEnabled)
+    {
+        this.macEnabled = macEnabled;
+        return this;
+    }
+
+    public boolean macEnabled()
+    {
+        return macEnabled;
     }
 
     public ApplianceContext bindAddress(final String bindAddress)

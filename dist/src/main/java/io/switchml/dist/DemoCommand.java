@@ -2,7 +2,6 @@ package io.switchml.dist;
 
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
-import io.switchml.appliance.telemetry.ApplianceCounters;
 import io.switchml.protocol.ElementType;
 import io.switchml.worker.KnownTensors;
 import io.switchml.worker.ReduceOp;
@@ -49,16 +48,25 @@ public final class DemoCommand implements Callable<Integer>
         defaultValue = "0")
     private double lossRate;
 
+    @Option(names = "--mac", description = "Authenticate every data packet with SipHash-2-4 (default ${DEFAULT-VALUE}).",
+        defaultValue = "false", arity = "0..1")
+    private boolean mac;
+
+    @Option(names = "--shards", description = "Appliance data-plane shards (default ${DEFAULT-VALUE}).", defaultValue = "1")
+    private int shards;
+
     @Override
     public Integer call() throws Exception
     {
+        final String token = java.util.HexFormat.of().formatHex(java.security.SecureRandom.getSeed(16));
         final int elements = (int)Math.min(Integer.MAX_VALUE - 8, sizeMb * 1_000_000L / Float.BYTES);
-        final ApplianceContext applianceContext = new ApplianceContext().dataPort(0).controlPort(0)
+        final ApplianceContext applianceContext = new ApplianceContext().dataPort(0).controlPort(0).shards(shards)
             .lossRate(lossRate).lossSeed(42);
         try (Appliance appliance = Appliance.launch(applianceContext))
         {
-            System.out.printf(Locale.ROOT, "appliance: data udp port %d (%s), control tcp port %d%n",
-                appliance.dataPort(), appliance.transportName(), appliance.controlPort());
+            System.out.printf(Locale.ROOT, "appliance: %d shard(s) on udp ports %s (%s), control tcp port %d; MAC %s%n",
+                shards, java.util.Arrays.toString(appliance.dataPorts()), appliance.transportName(), appliance.controlPort(),
+                mac ? "on" : "off (trusted host)");
             System.out.printf(Locale.ROOT, "%d workers, %d MB float32 tensor (%d elements), k=%d, s=%d, %d warm-ups + %d timed all-reduces%n",
                 workers, sizeMb, elements, lanes, slots, warmups, iterations);
 
@@ -74,7 +82,8 @@ public final class DemoCommand implements Callable<Integer>
                 final int r = rank;
                 threads[rank] = Thread.ofPlatform().name("demo-worker-" + rank).start(() ->
                 {
-                    final WorkerContext context = new WorkerContext().controlPort(appliance.controlPort()).jobId(1)
+                    final WorkerContext context = new WorkerContext().controlPort(appliance.controlPort()).jobName("demo")
+                        .token(token).macEnabled(mac)
                         .worldSize(workers).rank(r).elementType(ElementType.FLOAT32).lanes(lanes).slots(slots)
                         .lossRate(lossRate).lossSeed(7);
                     try (WorkerClient client = WorkerClient.connect(context))
@@ -139,9 +148,8 @@ public final class DemoCommand implements Callable<Integer>
             System.out.printf(Locale.ROOT, "TAT p50 %.1f ms, p99 %.1f ms; aggregated elements/s at p50: %.3g (%.2f Gbit/s of float32 per worker)%n",
                 p50Ms, p99Ms, elements / (p50Ms / 1e3), elements * 32.0 / (p50Ms / 1e3) / 1e9);
             System.out.printf(Locale.ROOT, "worker retransmissions %d, appliance: slots completed %d, retransmissions served %d, duplicates %d%n",
-                totalRetransmissions, appliance.counters().get(ApplianceCounters.SLOTS_COMPLETED),
-                appliance.counters().get(ApplianceCounters.RETRANSMISSIONS_SERVED),
-                appliance.counters().get(ApplianceCounters.DUPLICATES));
+                totalRetransmissions, appliance.counter("slots_completed"), appliance.counter("retransmissions_served"),
+                appliance.counter("duplicates"));
             System.out.println("PASSED");
             return 0;
         }

@@ -1,27 +1,33 @@
 package io.switchml.protocol;
 
 import java.util.LinkedHashMap;
-import java.util.Locale;
 import java.util.Map;
 
 /**
- * The control exchange between workers and the appliance: one line of UTF-8 text per message over a
- * TCP connection, a verb followed by {@code key=value} fields separated by spaces. Control traffic
- * is rare, so legibility wins over compactness; the data path uses {@link DataHeaderFlyweight}.
+ * The control exchange between workers, operators and the appliance: one line of UTF-8 text per
+ * message over a TCP connection, a verb followed by {@code key=value} fields separated by spaces.
+ * Control traffic is rare, so legibility wins over compactness; the data path uses
+ * {@link DataHeaderFlyweight}.
  * <pre>
- * worker    -&gt; JOIN job=7 world=4 rank=0 type=float32 k=256 s=64 port=40123
- * appliance -&gt; OK job=7 dataPort=7471 k=256 s=64 world=4        (once every rank has joined)
- *            | ERR message=...                                      (refused, with the reason)
- * worker    -&gt; LEAVE                                               (orderly goodbye)
- * appliance -&gt; ABORT job=7 reason=...                              (job ended abnormally)
- * any       -&gt; HEALTH | JOBS | STATS
+ * worker    -&gt; CREATE name=resnet tenant=acme world=4 type=float32 k=256 s=64 [mac=on] [token=T]
+ *              [slotTimeoutMs=2000] [joinTimeoutMs=30000] [ifAbsent=true]
+ * appliance -&gt; OK job=7 token=T shards=2 dataPorts=7471,7472
+ * worker    -&gt; JOIN job=7 rank=0 token=T ports=40123,40124      (one local UDP port per shard)
+ * appliance -&gt; OK job=7 world=4 type=float32 k=256 s=64 shards=2 dataPorts=7471,7472 mac=on key=HEX32
+ *              (once every rank has joined)
+ *            | ERR message=...                                    (refused, with the reason)
+ * worker    -&gt; LEAVE | ABORT reason=...                          (orderly goodbye, or give up)
+ * appliance -&gt; ABORT job=7 reason=...                            (job ended abnormally)
+ * operator  -&gt; HEALTH | JOBS | STATS | ABORTJOB job=7 reason=...
  * </pre>
  * Values may not contain spaces except {@code message} and {@code reason}, which run to the end of
  * the line.
  */
 public final class ControlProtocol
 {
+    public static final String CREATE = "CREATE";
     public static final String JOIN = "JOIN";
+    public static final String ABORT_JOB = "ABORTJOB";
     public static final String OK = "OK";
     public static final String ERR = "ERR";
     public static final String LEAVE = "LEAVE";
@@ -100,13 +106,17 @@ public final class ControlProtocol
     }
 
     /**
-     * Format a JOIN request.
+     * Read a required text field.
+     *
+     * @throws IllegalArgumentException naming the missing field.
      */
-    public static String join(
-        final int jobId, final int worldSize, final int rank, final byte elementType, final int lanes, final int slots,
-        final int dataPort)
+    public static String requiredField(final Map<String, String> fields, final String key)
     {
-        return String.format(Locale.ROOT, "%s job=%d world=%d rank=%d type=%s k=%d s=%d port=%d",
-            JOIN, jobId, worldSize, rank, ElementType.name(elementType), lanes, slots, dataPort);
+        final String value = fields.get(key);
+        if (value == null || value.isEmpty())
+        {
+            throw new IllegalArgumentException("missing field '" + key + "' in " + fields.get("") + " message");
+        }
+        return value;
     }
 }

@@ -22,6 +22,7 @@ public enum DropReason
     NOT_MEMBER("rank not a member of the job or wrong source address"),
     JOB_MISMATCH("packet disagrees with the job's element type or slot count"),
     SLOT_MISMATCH("packet disagrees with the slot's chunk, count or exponent"),
+    BAD_MAC("message authentication code does not verify"),
     LOSS_INJECTED("dropped by the configured loss generator");
 
     private final String description;

@@ -6,6 +6,7 @@ import io.switchml.protocol.DropReason;
 import io.switchml.protocol.ElementType;
 import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.quant.BlockFloatingPoint;
+import io.switchml.protocol.security.PacketMac;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.BufferedReader;
@@ -60,7 +61,12 @@ public final class WorkerClient implements AutoCloseable
     private final int slotCount;
     private final byte elementType;
     private final Socket controlSocket;
-    private final DatagramChannel channel;
+    private final DatagramChannel[] channels;
+    private final int shardCount;
+    private final boolean macEnabled;
+    private final long macK0;
+    private final long macK1;
+    private final String jobName;
     private final Selector selector;
     private final Thread controlReader;
     private final WorkerCounters counters = new WorkerCounters();
@@ -95,17 +101,29 @@ public final class WorkerClient implements AutoCloseable
     private volatile String abortReason;
     private volatile boolean closing;
 
-    private WorkerClient(final WorkerContext context, final Socket controlSocket, final DatagramChannel channel) throws IOException
+    private WorkerClient(
+        final WorkerContext context, final Socket controlSocket, final DatagramChannel[] channels, final int jobId,
+        final Map<String, String> joinReply) throws IOException
     {
         this.context = context;
-        this.jobId = context.jobId();
+        this.jobId = jobId;
+        this.jobName = context.jobName();
+        this.channels = channels;
+        this.shardCount = channels.length;
+        this.macEnabled = "on".equals(joinReply.get("mac"));
+        final String key = ControlProtocol.requiredField(joinReply, "key");
+        if (key.length() != 32)
+        {
+            throw new IOException("appliance sent a malformed MAC key");
+        }
+        this.macK0 = Long.parseUnsignedLong(key.substring(0, 16), 16);
+        this.macK1 = Long.parseUnsignedLong(key.substring(16), 16);
         this.rank = context.rank();
         this.worldSize = context.worldSize();
         this.lanesPerSlot = context.lanes();
         this.slotCount = context.slots();
         this.elementType = context.elementType();
         this.controlSocket = controlSocket;
-        this.channel = channel;
         this.txLoss = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_003L + rank);
         this.rxLoss = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_033L + rank + 17);
 
@@ -141,7 +159,10 @@ public final class WorkerClient implements AutoCloseable
         retransmitTimeoutNs = context.retransmitTimeoutMs() * NANOS_PER_MS;
 
         selector = Selector.open();
-        channel.register(selector, SelectionKey.OP_READ);
+        for (final DatagramChannel channel : channels)
+        {
+            channel.register(selector, SelectionKey.OP_READ);
+        }
         controlReader = Thread.ofPlatform().daemon().name("switchml-worker-control-" + rank).start(this::readControl);
     }
 
@@ -158,55 +179,83 @@ public final class WorkerClient implements AutoCloseable
     {
         context.conclude();
         Socket socket = null;
-        DatagramChannel channel = null;
+        DatagramChannel[] channels = new DatagramChannel[0];
+        final String where = "appliance " + context.applianceHost() + ":" + context.controlPort();
         try
         {
             socket = new Socket();
             socket.setTcpNoDelay(true);
             socket.setKeepAlive(true);
             socket.connect(new InetSocketAddress(context.applianceHost(), context.controlPort()), 5_000);
-
-            channel = DatagramChannel.open();
-            channel.setOption(StandardSocketOptions.SO_RCVBUF, context.socketBufferBytes());
-            channel.setOption(StandardSocketOptions.SO_SNDBUF, context.socketBufferBytes());
-            channel.bind(new InetSocketAddress(socket.getLocalAddress(), 0));
-            final int dataPort = ((InetSocketAddress)channel.getLocalAddress()).getPort();
-
             final OutputStream out = socket.getOutputStream();
-            out.write((ControlProtocol.join(context.jobId(), context.worldSize(), context.rank(), context.elementType(),
-                context.lanes(), context.slots(), dataPort) + "\n").getBytes(StandardCharsets.UTF_8));
-            out.flush();
 
+            send(out, ControlProtocol.CREATE + " name=" + context.jobName() + " tenant=" + context.tenant() +
+                " world=" + context.worldSize() + " type=" + ElementType.name(context.elementType()) + " k=" + context.lanes() +
+                " s=" + context.slots() + " mac=" + (context.macEnabled() ? "on" : "off") + " token=" + context.token() +
+                " ifAbsent=true" + (context.slotTimeoutMs() > 0 ? " slotTimeoutMs=" + context.slotTimeoutMs() : ""));
+            socket.setSoTimeout(10_000);
+            final Map<String, String> created = expectOk(readLine(socket), context, where, "create");
+            final int jobId = ControlProtocol.intField(created, "job");
+            final String[] dataPorts = ControlProtocol.requiredField(created, "dataPorts").split(",");
+
+            channels = new DatagramChannel[dataPorts.length];
+            final StringBuilder ports = new StringBuilder();
+            for (int shard = 0; shard < channels.length; shard++)
+            {
+                final DatagramChannel channel = DatagramChannel.open();
+                channels[shard] = channel;
+                channel.setOption(StandardSocketOptions.SO_RCVBUF, context.socketBufferBytes());
+                channel.setOption(StandardSocketOptions.SO_SNDBUF, context.socketBufferBytes());
+                channel.bind(new InetSocketAddress(socket.getLocalAddress(), 0));
+                ports.append(shard == 0 ? "" : ",").append(((InetSocketAddress)channel.getLocalAddress()).getPort());
+            }
+
+            send(out, ControlProtocol.JOIN + " job=" + jobId + " rank=" + context.rank() + " token=" + context.token() +
+                " ports=" + ports);
             socket.setSoTimeout((int)Math.min(Integer.MAX_VALUE, context.joinTimeoutMs()));
-            final String line = readLine(socket);
+            final Map<String, String> joined = expectOk(readLine(socket), context, where, "join");
             socket.setSoTimeout(0);
-            if (line == null)
+            for (int shard = 0; shard < channels.length; shard++)
             {
-                throw new AllReduceException("appliance at " + context.applianceHost() + ":" + context.controlPort() +
-                    " closed the control connection during the join of job " + context.jobId());
+                channels[shard].connect(new InetSocketAddress(socket.getInetAddress(), Integer.parseInt(dataPorts[shard])));
+                channels[shard].configureBlocking(false);
             }
-            final Map<String, String> reply = ControlProtocol.parse(line);
-            if (!ControlProtocol.OK.equals(reply.get("")))
-            {
-                throw new AllReduceException("join of job " + context.jobId() + " as rank " + context.rank() +
-                    " refused: " + reply.getOrDefault("message", line));
-            }
-            final int applianceDataPort = ControlProtocol.intField(reply, "dataPort");
-            channel.connect(new InetSocketAddress(socket.getInetAddress(), applianceDataPort));
-            channel.configureBlocking(false);
-            return new WorkerClient(context, socket, channel);
+            return new WorkerClient(context, socket, channels, jobId, joined);
         }
-        catch (final IOException ex)
+        catch (final IOException | NumberFormatException ex)
         {
-            closeQuietly(socket, channel);
-            throw new AllReduceException("cannot join job " + context.jobId() + " at appliance " + context.applianceHost() +
-                ":" + context.controlPort() + ": " + ex, ex);
+            closeQuietly(socket, channels);
+            throw new AllReduceException("cannot join job '" + context.jobName() + "' as rank " + context.rank() + " at " +
+                where + ": " + ex, ex);
         }
         catch (final RuntimeException ex)
         {
-            closeQuietly(socket, channel);
+            closeQuietly(socket, channels);
             throw ex;
         }
+    }
+
+    private static void send(final OutputStream out, final String line) throws IOException
+    {
+        out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        out.flush();
+    }
+
+    private static Map<String, String> expectOk(
+        final String line, final WorkerContext context, final String where, final String step)
+    {
+        if (line == null)
+        {
+            throw new AllReduceException(where + " closed the control connection during the " + step + " of job '" +
+                context.jobName() + "'");
+        }
+        final Map<String, String> reply = ControlProtocol.parse(line);
+        if (!ControlProtocol.OK.equals(reply.get("")))
+        {
+            throw new AllReduceException(step + " of job '" + context.jobName() + "' as rank " + context.rank() + " refused: " +
+                reply.getOrDefault("message", line));
+        }
+        return reply;
     }
 
     private static String readLine(final Socket socket) throws IOException
@@ -237,7 +286,7 @@ public final class WorkerClient implements AutoCloseable
                 final Map<String, String> message = ControlProtocol.parse(line);
                 if (ControlProtocol.ABORT.equals(message.get("")))
                 {
-                    abortReason = "job " + jobId + " aborted by the appliance: " + message.getOrDefault("reason", "no reason given");
+                    abortReason = "job '" + jobName + "' (" + jobId + ") aborted by the appliance: " + message.getOrDefault("reason", "no reason given");
                     selector.wakeup();
                     return;
                 }
@@ -383,15 +432,18 @@ public final class WorkerClient implements AutoCloseable
             while (completed < chunks)
             {
                 int received = 0;
-                int bytes;
-                while ((bytes = channel.read(receiveBuffer.clear())) > 0)
+                for (final DatagramChannel channel : channels)
                 {
-                    received++;
-                    final int progress = onResult(tensor, bytes, base, chunks, length, averageDivisor);
-                    if (progress >= 0)
+                    int bytes;
+                    while ((bytes = channel.read(receiveBuffer.clear())) > 0)
                     {
-                        completed += progress;
-                        lastProgressNs = System.nanoTime();
+                        received++;
+                        final int progress = onResult(tensor, bytes, base, chunks, length, averageDivisor);
+                        if (progress >= 0)
+                        {
+                            completed += progress;
+                            lastProgressNs = System.nanoTime();
+                        }
                     }
                 }
 
@@ -532,7 +584,11 @@ public final class WorkerClient implements AutoCloseable
         }
         try
         {
-            if (channel.write(packet) == 0)
+            if (macEnabled)
+            {
+                PacketMac.sign(macK0, macK1, slotViews[slot], 0, packetLength);
+            }
+            if (channels[slot % shardCount].write(packet) == 0)
             {
                 counters.sendFailures++;
                 return;
@@ -614,7 +670,8 @@ public final class WorkerClient implements AutoCloseable
             counters.lossInjected++;
             return -1;
         }
-        if (DataHeaderFlyweight.validate(receiveView, 0, bytes) != DropReason.NONE)
+        if (DataHeaderFlyweight.validate(receiveView, 0, bytes) != DropReason.NONE ||
+            (macEnabled && !PacketMac.verify(macK0, macK1, receiveView, 0, bytes)))
         {
             counters.malformedResults++;
             return -1;
@@ -693,7 +750,7 @@ public final class WorkerClient implements AutoCloseable
         {
             // appliance already gone
         }
-        closeQuietly(controlSocket, channel);
+        closeQuietly(controlSocket, channels);
         try
         {
             selector.close();
@@ -704,7 +761,7 @@ public final class WorkerClient implements AutoCloseable
         }
     }
 
-    private static void closeQuietly(final Socket socket, final DatagramChannel channel)
+    private static void closeQuietly(final Socket socket, final DatagramChannel[] channels)
     {
         try
         {
@@ -717,16 +774,19 @@ public final class WorkerClient implements AutoCloseable
         {
             // closing anyway
         }
-        try
+        for (final DatagramChannel channel : channels)
         {
-            if (channel != null)
+            try
             {
-                channel.close();
+                if (channel != null)
+                {
+                    channel.close();
+                }
             }
-        }
-        catch (final IOException ignore)
-        {
-            // closing anyway
+            catch (final IOException ignore)
+            {
+                // closing anyway
+            }
         }
     }
 }

@@ -23,8 +23,23 @@ public final class WorkerCommand implements Callable<Integer>
     @Option(names = "--control-port", description = "Appliance control port (default ${DEFAULT-VALUE}).", defaultValue = "7470")
     private int controlPort;
 
-    @Option(names = "--job", description = "Job id (default ${DEFAULT-VALUE}).", defaultValue = "1")
-    private int jobId;
+    @Option(names = "--job", description = "Job name, the same on every rank (default ${DEFAULT-VALUE}).", defaultValue = "job")
+    private String jobName;
+
+    @Option(names = "--tenant", description = "Tenant the job belongs to (default ${DEFAULT-VALUE}).", defaultValue = "default")
+    private String tenant;
+
+    @Option(names = "--token", description = "The job's shared secret, the same on every rank (default: $SWITCHML_JOB_TOKEN).",
+        defaultValue = "${env:SWITCHML_JOB_TOKEN}")
+    private String token;
+
+    @Option(names = "--mac", description = "on: data packets carry a SipHash-2-4 MAC; off: trusted rack (default ${DEFAULT-VALUE}).",
+        defaultValue = "on")
+    private String mac;
+
+    @Option(names = "--slot-timeout-ms", description = "Abort the job when a slot stays partly filled this long (default: the appliance's).",
+        defaultValue = "0")
+    private long slotTimeoutMs;
 
     @Option(names = "--world", required = true, description = "Number of ranks in the job.")
     private int worldSize;
@@ -75,7 +90,12 @@ public final class WorkerCommand implements Callable<Integer>
         try
         {
             elementType = ElementType.parse(type);
-            context = new WorkerContext().applianceHost(applianceHost).controlPort(controlPort).jobId(jobId)
+            if (!mac.equals("on") && !mac.equals("off"))
+            {
+                throw new IllegalArgumentException("--mac must be on or off: " + mac);
+            }
+            context = new WorkerContext().applianceHost(applianceHost).controlPort(controlPort).jobName(jobName)
+                .tenant(tenant).token(token).macEnabled(mac.equals("on")).slotTimeoutMs(slotTimeoutMs)
                 .worldSize(worldSize).rank(rank).elementType(elementType).lanes(lanes).slots(slots)
                 .retransmitTimeoutMs(rtoMs).progressTimeoutMs(progressTimeoutMs).lossRate(lossRate).lossSeed(lossSeed)
                 .conclude();

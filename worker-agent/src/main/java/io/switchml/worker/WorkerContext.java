@@ -32,7 +32,11 @@ public final class WorkerContext
 
     private String applianceHost = APPLIANCE_HOST_DEFAULT;
     private int controlPort = CONTROL_PORT_DEFAULT;
-    private int jobId = 1;
+    private String jobName;
+    private String tenant = "default";
+    private String token;
+    private boolean macEnabled = true;
+    private long slotTimeoutMs;
     private int worldSize = -1;
     private int rank = -1;
     private byte elementType = ElementType.FLOAT32;
@@ -63,9 +67,21 @@ public final class WorkerContext
         {
             throw new IllegalArgumentException("rank must be within 0.." + (worldSize - 1) + ": " + rank);
         }
-        if (jobId < 0)
+        if (jobName == null || !jobName.matches("[0-9A-Za-z_.\\-]{1,128}"))
         {
-            throw new IllegalArgumentException("job id must not be negative: " + jobId);
+            throw new IllegalArgumentException("job name must be 1 to 128 characters of [0-9A-Za-z_.-]: " + jobName);
+        }
+        if (!tenant.matches("[0-9A-Za-z_.\\-]{1,64}"))
+        {
+            throw new IllegalArgumentException("tenant must be 1 to 64 characters of [0-9A-Za-z_.-]: " + tenant);
+        }
+        if (token == null || !token.matches("[0-9A-Za-z_\\-]{8,128}"))
+        {
+            throw new IllegalArgumentException("job token is required: 8 to 128 characters of [0-9A-Za-z_-], the same on every rank");
+        }
+        if (slotTimeoutMs < 0)
+        {
+            throw new IllegalArgumentException("slot timeout must not be negative: " + slotTimeoutMs);
         }
         if (lanes < 1 || lanes > DataHeaderFlyweight.MAX_ELEMENTS)
         {
@@ -119,14 +135,72 @@ public final class WorkerContext
         return this;
     }
 
-    public int jobId()
+    public String jobName()
     {
-        return jobId;
+        return jobName;
     }
 
-    public WorkerContext jobId(final int jobId)
+    /**
+     * @param jobName the job's name: every rank of a job uses the same name, tenant and token; the
+     *                first rank to arrive creates the job.
+     */
+    public WorkerContext jobName(final String jobName)
     {
-        this.jobId = jobId;
+        this.jobName = jobName;
+        return this;
+    }
+
+    public String tenant()
+    {
+        return tenant;
+    }
+
+    public WorkerContext tenant(final String tenant)
+    {
+        this.tenant = tenant;
+        return this;
+    }
+
+    public String token()
+    {
+        return token;
+    }
+
+    /**
+     * @param token shared secret of the job's ranks; a rank without it cannot join.
+     */
+    public WorkerContext token(final String token)
+    {
+        this.token = token;
+        return this;
+    }
+
+    public boolean macEnabled()
+    {
+        return macEnabled;
+    }
+
+    /**
+     * @param macEnabled whether data packets carry a SipHash-2-4 MAC (default on); off for a trusted rack.
+     */
+    public WorkerContext macEnabled(final boolean macEnabled)
+    {
+        this.macEnabled = macEnabled;
+        return this;
+    }
+
+    public long slotTimeoutMs()
+    {
+        return slotTimeoutMs;
+    }
+
+    /**
+     * @param slotTimeoutMs how long the appliance lets a slot stay partly filled before it aborts the
+     *                      job naming the missing ranks; 0 takes the appliance's default.
+     */
+    public WorkerContext slotTimeoutMs(final long slotTimeoutMs)
+    {
+        this.slotTimeoutMs = slotTimeoutMs;
         return this;
     }
 

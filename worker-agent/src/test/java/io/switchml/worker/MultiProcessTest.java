@@ -50,6 +50,7 @@ class MultiProcessTest
         for (int rank = 0; rank < world; rank++)
         {
             final List<String> args = new ArrayList<>(List.of("--control-port", Integer.toString(controlPort),
+                "--job", "mp", "--token", "multi-process-token",
                 "--world", Integer.toString(world), "--rank", Integer.toString(rank)));
             args.addAll(List.of(extraArgs));
             final JvmProcess worker = JvmProcess.start("worker-" + rank, WorkerCommand.class, args.toArray(String[]::new));

@@ -2,7 +2,6 @@ package io.switchml.worker;
 
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
-import io.switchml.appliance.telemetry.ApplianceCounters;
 import io.switchml.protocol.ElementType;
 import io.switchml.protocol.quant.BlockFloatingPoint;
 import org.junit.jupiter.api.AfterEach;
@@ -53,7 +52,8 @@ class WorkerClientTest
     {
         return new WorkerContext()
             .controlPort(appliance.controlPort())
-            .jobId(jobId)
+            .jobName("job-" + jobId)
+            .token("test-token-" + jobId)
             .worldSize(world)
             .rank(rank)
             .elementType(type)
@@ -150,7 +150,7 @@ class WorkerClientTest
         });
         final long retransmissions = counters.stream().mapToLong(WorkerCounters::retransmissions).sum();
         assertTrue(retransmissions > 0, "retransmissions " + retransmissions);
-        assertTrue(appliance.counters().get(ApplianceCounters.RETRANSMISSIONS_SERVED) > 0);
+        assertTrue(appliance.counter("retransmissions_served") > 0);
     }
 
     @Test
@@ -267,7 +267,7 @@ class WorkerClientTest
 
         final AllReduceException twice = assertThrows(AllReduceException.class,
             () -> WorkerClient.connect(context(16, 3, 0, ElementType.INT32)));
-        assertTrue(twice.getMessage().contains("rank 0 already joined job 16"), twice.getMessage());
+        assertTrue(twice.getMessage().contains("rank 0 already joined job"), twice.getMessage());
 
         final IllegalArgumentException outOfRange = assertThrows(IllegalArgumentException.class,
             () -> WorkerClient.connect(context(16, 3, 3, ElementType.INT32)));

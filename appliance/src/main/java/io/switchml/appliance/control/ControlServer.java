@@ -1,6 +1,5 @@
 package io.switchml.appliance.control;
 
-import io.switchml.appliance.telemetry.ApplianceCounters;
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.ElementType;
 
@@ -12,39 +11,66 @@ import java.net.Socket;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.function.Supplier;
 
 /**
- * TCP control endpoint: workers join and leave jobs, operators list jobs and read counters. Each
- * connection is served by its own virtual thread. A worker whose connection drops without LEAVE
- * while its job runs aborts the job, and the other members are told which rank went away.
+ * TCP control endpoint. Workers create and join jobs and leave them; operators list jobs, read
+ * counters and abort jobs. Each connection is served by its own virtual thread. A member whose
+ * connection drops without LEAVE while its job runs aborts the job, and the other members are told
+ * which rank went away.
  */
 public final class ControlServer implements AutoCloseable
 {
     private final ServerSocket serverSocket;
     private final JobRegistry registry;
-    private final ApplianceCounters counters;
-    private final int dataPort;
-    private final long startMs = System.currentTimeMillis();
+    private final ControlDefaults defaults;
+    private final int[] dataPorts;
+    private final Supplier<Map<String, Long>> counters;
+    private final Supplier<String> health;
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final Thread acceptThread;
     private volatile boolean running = true;
 
+    /**
+     * Defaults the appliance applies to a CREATE that leaves a field out.
+     */
+    public record ControlDefaults(String tenant, long slotTimeoutMs, long joinTimeoutMs, boolean macEnabled)
+    {
+    }
+
     public ControlServer(
-        final InetAddress bindAddress, final int port, final JobRegistry registry, final ApplianceCounters counters,
-        final int dataPort) throws IOException
+        final InetAddress bindAddress,
+        final int port,
+        final JobRegistry registry,
+        final ControlDefaults defaults,
+        final int[] dataPorts,
+        final Supplier<Map<String, Long>> counters,
+        final Supplier<String> health) throws IOException
     {
         this.serverSocket = new ServerSocket();
         serverSocket.setReuseAddress(true);
         serverSocket.bind(new InetSocketAddress(bindAddress, port), 128);
         this.registry = registry;
+        this.defaults = defaults;
+        this.dataPorts = dataPorts.clone();
         this.counters = counters;
-        this.dataPort = dataPort;
+        this.health = health;
         this.acceptThread = Thread.ofPlatform().daemon().name("switchml-control-accept").start(this::acceptLoop);
     }
 
     public int port()
     {
         return serverSocket.getLocalPort();
+    }
+
+    private String dataPortList()
+    {
+        final StringBuilder builder = new StringBuilder();
+        for (int i = 0; i < dataPorts.length; i++)
+        {
+            builder.append(i == 0 ? "" : ",").append(dataPorts[i]);
+        }
+        return builder.toString();
     }
 
     private void acceptLoop()
@@ -77,41 +103,17 @@ public final class ControlServer implements AutoCloseable
                 {
                     continue;
                 }
-                final Map<String, String> message;
                 try
                 {
-                    message = ControlProtocol.parse(line);
-                }
-                catch (final IllegalArgumentException ex)
-                {
-                    connection.send(ControlProtocol.ERR + " message=" + ex.getMessage());
-                    continue;
-                }
-                switch (message.get(""))
-                {
-                    case ControlProtocol.JOIN ->
+                    final Map<String, String> message = ControlProtocol.parse(line);
+                    if (dispatch(connection, message))
                     {
-                        onJoin(connection, message);
                         return;
                     }
-                    case ControlProtocol.HEALTH -> connection.send(ControlProtocol.OK + " status=up uptimeMs=" +
-                        (System.currentTimeMillis() - startMs) + " jobs=" + registry.jobCount() + " memoryUsedBytes=" +
-                        registry.memoryUsedBytes() + " dataPort=" + dataPort);
-                    case ControlProtocol.JOBS ->
-                    {
-                        for (final String job : registry.describeJobs())
-                        {
-                            connection.send("JOB " + job);
-                        }
-                        connection.send(ControlProtocol.END);
-                    }
-                    case ControlProtocol.STATS ->
-                    {
-                        final StringBuilder builder = new StringBuilder(ControlProtocol.STATS);
-                        counters.snapshot().forEach((name, value) -> builder.append(' ').append(name).append('=').append(value));
-                        connection.send(builder.toString());
-                    }
-                    default -> connection.send(ControlProtocol.ERR + " message=unknown verb '" + message.get("") + "'");
+                }
+                catch (final IllegalArgumentException | JobRegistry.RefusedException ex)
+                {
+                    connection.send(ControlProtocol.ERR + " message=" + ex.getMessage());
                 }
             }
         }
@@ -119,62 +121,168 @@ public final class ControlServer implements AutoCloseable
         {
             // peer went away
         }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
     }
 
-    private void onJoin(final ControlConnection connection, final Map<String, String> message) throws IOException
+    /**
+     * @return true when the connection was handed over to a job membership and is done here.
+     */
+    private boolean dispatch(final ControlConnection connection, final Map<String, String> message)
+        throws JobRegistry.RefusedException, InterruptedException, IOException
     {
-        final Job job;
-        final int rank;
+        switch (message.get(""))
+        {
+            case ControlProtocol.CREATE -> onCreate(connection, message);
+            case ControlProtocol.JOIN ->
+            {
+                onJoin(connection, message);
+                return true;
+            }
+            case ControlProtocol.HEALTH -> connection.send(ControlProtocol.OK + " " + health.get());
+            case ControlProtocol.JOBS ->
+            {
+                for (final String job : registry.describeJobs())
+                {
+                    connection.send("JOB " + job);
+                }
+                connection.send(ControlProtocol.END);
+            }
+            case ControlProtocol.STATS ->
+            {
+                final StringBuilder builder = new StringBuilder(ControlProtocol.STATS);
+                counters.get().forEach((name, value) -> builder.append(' ').append(name).append('=').append(value));
+                connection.send(builder.toString());
+            }
+            case ControlProtocol.ABORT_JOB ->
+            {
+                final int jobId = ControlProtocol.intField(message, "job");
+                final String reason = message.getOrDefault("reason", "aborted by an operator");
+                if (registry.abort(jobId, "aborted by an operator: " + reason))
+                {
+                    connection.send(ControlProtocol.OK + " job=" + jobId);
+                }
+                else
+                {
+                    connection.send(ControlProtocol.ERR + " message=no job " + jobId);
+                }
+            }
+            default -> connection.send(ControlProtocol.ERR + " message=unknown verb '" + message.get("") + "'");
+        }
+        return false;
+    }
+
+    private static long longField(final Map<String, String> message, final String key, final long defaultValue)
+    {
+        final String value = message.get(key);
+        if (value == null)
+        {
+            return defaultValue;
+        }
         try
         {
-            final int jobId = ControlProtocol.intField(message, "job");
-            final int worldSize = ControlProtocol.intField(message, "world");
-            rank = ControlProtocol.intField(message, "rank");
-            final int lanes = ControlProtocol.intField(message, "k");
-            final int slots = ControlProtocol.intField(message, "s");
-            final int port = ControlProtocol.intField(message, "port");
-            final String type = message.get("type");
-            final byte elementType = ElementType.parse(type == null ? "float32" : type);
+            return Long.parseLong(value);
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw new IllegalArgumentException("field '" + key + "' is not an integer: '" + value + "'");
+        }
+    }
+
+    private static boolean onOff(final Map<String, String> message, final String key, final boolean defaultValue)
+    {
+        final String value = message.get(key);
+        if (value == null)
+        {
+            return defaultValue;
+        }
+        return switch (value)
+        {
+            case "on", "true" -> true;
+            case "off", "false" -> false;
+            default -> throw new IllegalArgumentException("field '" + key + "' must be on or off: '" + value + "'");
+        };
+    }
+
+    private void onCreate(final ControlConnection connection, final Map<String, String> message)
+        throws JobRegistry.RefusedException
+    {
+        final String type = message.getOrDefault("type", "float32");
+        final JobSpec spec = new JobSpec(
+            message.getOrDefault("tenant", defaults.tenant()),
+            ControlProtocol.requiredField(message, "name"),
+            ControlProtocol.intField(message, "world"),
+            ElementType.parse(type),
+            ControlProtocol.intField(message, "k"),
+            ControlProtocol.intField(message, "s"),
+            onOff(message, "mac", defaults.macEnabled()),
+            longField(message, "slotTimeoutMs", defaults.slotTimeoutMs()),
+            longField(message, "joinTimeoutMs", defaults.joinTimeoutMs()));
+        final Job job = registry.create(spec, message.get("token"), onOff(message, "ifAbsent", false));
+        connection.send(ControlProtocol.OK + " job=" + job.jobId + " token=" + job.token + " shards=" + dataPorts.length +
+            " dataPorts=" + dataPortList());
+    }
+
+    private void onJoin(final ControlConnection connection, final Map<String, String> message)
+        throws JobRegistry.RefusedException, InterruptedException, IOException
+    {
+        final int jobId = ControlProtocol.intField(message, "job");
+        final int rank = ControlProtocol.intField(message, "rank");
+        final String[] ports = ControlProtocol.requiredField(message, "ports").split(",");
+        final InetSocketAddress[] addresses = new InetSocketAddress[ports.length];
+        for (int i = 0; i < ports.length; i++)
+        {
+            final int port;
+            try
+            {
+                port = Integer.parseInt(ports[i]);
+            }
+            catch (final NumberFormatException ex)
+            {
+                throw new IllegalArgumentException("data port '" + ports[i] + "' is not a number");
+            }
             if (port < 1 || port > 65_535)
             {
                 throw new IllegalArgumentException("data port must be within 1..65535: " + port);
             }
-            final InetSocketAddress dataAddress = new InetSocketAddress(connection.socket().getInetAddress(), port);
-            job = registry.join(jobId, worldSize, rank, elementType, lanes, slots, dataAddress, connection);
-        }
-        catch (final IllegalArgumentException | JobRegistry.JoinRefusedException ex)
-        {
-            connection.send(ControlProtocol.ERR + " message=" + ex.getMessage());
-            return;
-        }
-        catch (final InterruptedException ex)
-        {
-            Thread.currentThread().interrupt();
-            return;
+            addresses[i] = new InetSocketAddress(connection.socket().getInetAddress(), port);
         }
 
-        connection.send(ControlProtocol.OK + " job=" + job.jobId + " dataPort=" + dataPort + " world=" + job.worldSize +
-            " k=" + job.lanes + " s=" + job.slots + " type=" + ElementType.name(job.elementType));
+        final Job job = registry.join(jobId, rank, message.get("token"), addresses, connection);
+        connection.send(ControlProtocol.OK + " job=" + job.jobId + " world=" + job.worldSize + " type=" +
+            ElementType.name(job.elementType) + " k=" + job.lanes + " s=" + job.slots + " shards=" + dataPorts.length +
+            " dataPorts=" + dataPortList() + " mac=" + (job.macEnabled ? "on" : "off") + " key=" +
+            String.format("%016x%016x", job.macK0, job.macK1));
 
         String line;
         try
         {
             while ((line = connection.readLine()) != null)
             {
-                if (line.strip().equals(ControlProtocol.LEAVE))
+                final Map<String, String> next = ControlProtocol.parse(line);
+                final String verb = next.get("");
+                if (ControlProtocol.LEAVE.equals(verb))
                 {
                     registry.leave(job, rank);
                     return;
                 }
+                if (ControlProtocol.ABORT.equals(verb))
+                {
+                    registry.abort(job, "rank " + rank + " aborted the job: " + next.getOrDefault("reason", "no reason given"));
+                    return;
+                }
             }
         }
-        catch (final IOException ignore)
+        catch (final IOException | IllegalArgumentException ignore)
         {
             // handled below as a lost connection
         }
         if (!registry.isEnded(job))
         {
-            registry.abort(job, "rank " + rank + " (" + job.member(rank) + ") lost its control connection");
+            registry.abort(job, "rank " + rank + " (" + connection.socket().getInetAddress().getHostAddress() +
+                ") lost its control connection");
         }
     }
 

@@ -6,11 +6,13 @@ import io.switchml.protocol.ElementType;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 
 /**
- * One aggregation job: its parameters, its members, and its slot pool. Membership fields are
- * guarded by the {@link JobRegistry} lock; the data plane reads {@link #members} only after the
- * job was published as active, and owns {@link #pool}.
+ * One aggregation job: its parameters, its members, its keys, and one slot pool per data-plane
+ * shard (global slot i lives in shard i mod S). Membership fields are guarded by the
+ * {@link JobRegistry} lock; a shard reads {@link #member} only after the job was published as active,
+ * and owns its own pool.
  */
 public final class Job
 {
@@ -20,39 +22,82 @@ public final class Job
     }
 
     final int jobId;
+    final String tenant;
+    final String name;
     final int worldSize;
     final byte elementType;
     final int lanes;
     final int slots;
-    final long memoryBytes;
+    final int shardCount;
+    final long slotTimeoutMs;
     final long joinDeadlineMs;
-    final InetSocketAddress[] members;
+    final String token;
+    final boolean macEnabled;
+    final long macK0;
+    final long macK1;
+    final long memoryBytes;
+    final InetSocketAddress[][] members;
     final ControlConnection[] connections;
     final boolean[] left;
-    final SlotPool pool;
+    final SlotPool[] pools;
+    final long createdMs = System.currentTimeMillis();
     State state = State.JOINING;
     int joined;
     String endReason;
+    volatile boolean aborting;
 
-    Job(final int jobId, final int worldSize, final byte elementType, final int lanes, final int slots,
+    Job(final int jobId, final JobSpec spec, final int shardCount, final String token, final long macK0, final long macK1,
         final long joinDeadlineMs)
     {
         this.jobId = jobId;
-        this.worldSize = worldSize;
-        this.elementType = elementType;
-        this.lanes = lanes;
-        this.slots = slots;
-        this.memoryBytes = SlotPool.memoryBytes(slots, lanes);
+        this.tenant = spec.tenant();
+        this.name = spec.name();
+        this.worldSize = spec.worldSize();
+        this.elementType = spec.elementType();
+        this.lanes = spec.lanes();
+        this.slots = spec.slots();
+        this.shardCount = shardCount;
+        this.slotTimeoutMs = spec.slotTimeoutMs();
         this.joinDeadlineMs = joinDeadlineMs;
-        this.members = new InetSocketAddress[worldSize];
+        this.token = token;
+        this.macEnabled = spec.macEnabled();
+        this.macK0 = macK0;
+        this.macK1 = macK1;
+        this.memoryBytes = memoryBytes(spec.slots(), spec.lanes());
+        this.members = new InetSocketAddress[worldSize][];
         this.connections = new ControlConnection[worldSize];
         this.left = new boolean[worldSize];
-        this.pool = new SlotPool(worldSize, slots, lanes);
+        this.pools = new SlotPool[shardCount];
+        for (int shard = 0; shard < shardCount; shard++)
+        {
+            final int localSlots = (slots - shard + shardCount - 1) / shardCount;
+            pools[shard] = localSlots > 0 ? new SlotPool(worldSize, localSlots, lanes, shardCount) : null;
+        }
+    }
+
+    JobSpec spec()
+    {
+        return new JobSpec(tenant, name, worldSize, elementType, lanes, slots, macEnabled, slotTimeoutMs, 0);
+    }
+
+    static long memoryBytes(final int slots, final int lanes)
+    {
+        return SlotPool.memoryBytes(slots, lanes);
     }
 
     public int jobId()
     {
         return jobId;
+    }
+
+    public String tenant()
+    {
+        return tenant;
+    }
+
+    public String name()
+    {
+        return name;
     }
 
     public int worldSize()
@@ -75,18 +120,56 @@ public final class Job
         return slots;
     }
 
-    public SlotPool pool()
+    public boolean macEnabled()
     {
-        return pool;
+        return macEnabled;
+    }
+
+    public long macK0()
+    {
+        return macK0;
+    }
+
+    public long macK1()
+    {
+        return macK1;
+    }
+
+    public long slotTimeoutMs()
+    {
+        return slotTimeoutMs;
     }
 
     /**
-     * @param rank of a member.
-     * @return the data address the member joined with.
+     * @param shard data-plane shard.
+     * @return that shard's share of the slots, or null when the job has fewer slots than shards.
      */
-    public InetSocketAddress member(final int rank)
+    public SlotPool pool(final int shard)
     {
-        return members[rank];
+        return pools[shard];
+    }
+
+    /**
+     * @param rank  of a member.
+     * @param shard data-plane shard.
+     * @return the address the member sends to and receives from that shard with.
+     */
+    public InetSocketAddress member(final int rank, final int shard)
+    {
+        return members[rank][shard];
+    }
+
+    /**
+     * Set once a shard has reported the job for abort, so that it reports only once.
+     */
+    public boolean markAborting()
+    {
+        if (aborting)
+        {
+            return false;
+        }
+        aborting = true;
+        return true;
     }
 
     List<Integer> missingRanks()
@@ -104,8 +187,9 @@ public final class Job
 
     String describe()
     {
-        return "job=" + jobId + " state=" + state.name().toLowerCase(java.util.Locale.ROOT) + " world=" + worldSize +
-            " joined=" + joined + " type=" + ElementType.name(elementType) + " k=" + lanes + " s=" + slots +
-            " memoryBytes=" + memoryBytes;
+        return "job=" + jobId + " name=" + name + " tenant=" + tenant + " state=" + state.name().toLowerCase(Locale.ROOT) +
+            " world=" + worldSize + " joined=" + joined + " type=" + ElementType.name(elementType) + " k=" + lanes +
+            " s=" + slots + " mac=" + (macEnabled ? "on" : "off") + " slotTimeoutMs=" + slotTimeoutMs +
+            " memoryBytes=" + memoryBytes + " ageMs=" + (System.currentTimeMillis() - createdMs);
     }
 }

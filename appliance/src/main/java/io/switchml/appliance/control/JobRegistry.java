@@ -2,38 +2,74 @@ package io.switchml.appliance.control;
 
 import io.switchml.appliance.telemetry.ApplianceCounters;
 import io.switchml.protocol.DataHeaderFlyweight;
-import io.switchml.protocol.ElementType;
 import org.agrona.collections.Int2ObjectHashMap;
 
 import java.net.InetSocketAddress;
+import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /**
- * Jobs and their membership. Control threads mutate under one lock; the data plane reads an
- * immutable snapshot of the active jobs, replaced copy-on-write whenever a job starts or ends.
+ * Jobs, their membership and admission. Control threads mutate under one lock; the data-plane shards
+ * read an immutable snapshot of the active jobs, replaced copy-on-write whenever a job starts or
+ * ends, so a shard never takes a lock.
  */
 public final class JobRegistry
 {
+    /** Largest number of ranks in a job. */
+    public static final int MAX_WORLD_SIZE = DataHeaderFlyweight.MAX_WORKERS;
+
     private final Object lock = new Object();
     private final Map<Integer, Job> jobs = new HashMap<>();
+    private final Map<String, Job> jobsByName = new HashMap<>();
+    private final Map<String, long[]> tenantUsage = new HashMap<>();
     private final long memoryBudgetBytes;
-    private final long joinTimeoutMs;
+    private final long tenantMemoryQuotaBytes;
+    private final int tenantMaxJobs;
+    private final int shardCount;
     private final ApplianceCounters counters;
+    private final SecureRandom random = new SecureRandom();
+    private final List<Consumer<String>> eventListeners = new ArrayList<>();
     private long memoryUsedBytes;
+    private int nextJobId = 1;
     private volatile Int2ObjectHashMap<Job> activeJobs = new Int2ObjectHashMap<>();
 
-    public JobRegistry(final long memoryBudgetBytes, final long joinTimeoutMs, final ApplianceCounters counters)
+    public JobRegistry(
+        final long memoryBudgetBytes, final long tenantMemoryQuotaBytes, final int tenantMaxJobs, final int shardCount,
+        final ApplianceCounters counters)
     {
         this.memoryBudgetBytes = memoryBudgetBytes;
-        this.joinTimeoutMs = joinTimeoutMs;
+        this.tenantMemoryQuotaBytes = tenantMemoryQuotaBytes;
+        this.tenantMaxJobs = tenantMaxJobs;
+        this.shardCount = shardCount;
         this.counters = counters;
     }
 
     /**
-     * Data-plane lookup of an active job.
+     * Listen to job lifecycle events (one line each), for the journal and logs.
+     */
+    public void addEventListener(final Consumer<String> listener)
+    {
+        synchronized (lock)
+        {
+            eventListeners.add(listener);
+        }
+    }
+
+    private void emit(final String event)
+    {
+        for (final Consumer<String> listener : eventListeners)
+        {
+            listener.accept(event);
+        }
+    }
+
+    /**
+     * Data-plane lookup of an active job, lock-free.
      *
      * @return the job or null when no active job has that id.
      */
@@ -43,78 +79,170 @@ public final class JobRegistry
     }
 
     /**
-     * Thrown to refuse a join; the message is sent to the worker as is.
+     * @return the active jobs; the snapshot must not be modified.
      */
-    static final class JoinRefusedException extends Exception
+    public Int2ObjectHashMap<Job> activeJobs()
     {
-        JoinRefusedException(final String message)
+        return activeJobs;
+    }
+
+    /**
+     * Thrown to refuse a request; the message goes to the client as is.
+     */
+    public static final class RefusedException extends Exception
+    {
+        public RefusedException(final String message)
         {
             super(message, null, false, false);
         }
     }
 
     /**
-     * Join a job as a rank, creating the job on first join, and wait until every rank has joined or
-     * the join deadline passes.
+     * Create a job, or with ifAbsent find the same job created earlier by another rank.
      *
-     * @return the job, active.
-     * @throws JoinRefusedException with a message naming the conflict.
+     * @param spec     the job's parameters.
+     * @param token    the job's join token, or null to generate one.
+     * @param ifAbsent return an existing job of the same tenant and name when spec and token agree.
+     * @return the job.
+     * @throws RefusedException naming the conflict, the quota or the budget that refused it.
      */
-    Job join(
-        final int jobId, final int worldSize, final int rank, final byte elementType, final int lanes, final int slots,
-        final InetSocketAddress dataAddress, final ControlConnection connection)
-        throws JoinRefusedException, InterruptedException
+    public Job create(final JobSpec spec, final String token, final boolean ifAbsent) throws RefusedException
     {
-        if (worldSize < 1 || worldSize > DataHeaderFlyweight.MAX_WORKERS)
+        validate(spec);
+        if (token != null && !token.matches("[0-9A-Za-z_\\-]{8,128}"))
         {
-            throw new JoinRefusedException("world size must be within 1.." + DataHeaderFlyweight.MAX_WORKERS + ": " + worldSize);
+            throw new RefusedException("token must be 8 to 128 characters of [0-9A-Za-z_-]");
         }
-        if (rank < 0 || rank >= worldSize)
-        {
-            throw new JoinRefusedException("rank " + rank + " is out of range for world size " + worldSize);
-        }
-        if (lanes < 1 || lanes > DataHeaderFlyweight.MAX_ELEMENTS)
-        {
-            throw new JoinRefusedException("k must be within 1.." + DataHeaderFlyweight.MAX_ELEMENTS + ": " + lanes);
-        }
-        if (slots < 1 || slots > 1 << 20)
-        {
-            throw new JoinRefusedException("s must be within 1.." + (1 << 20) + ": " + slots);
-        }
-
         synchronized (lock)
         {
-            Job job = jobs.get(jobId);
-            if (job == null)
+            final String key = spec.tenant() + "/" + spec.name();
+            final Job existing = jobsByName.get(key);
+            if (existing != null)
             {
-                final long needed = io.switchml.appliance.engine.SlotPool.memoryBytes(slots, lanes);
-                if (memoryUsedBytes + needed > memoryBudgetBytes)
+                if (!ifAbsent)
                 {
-                    throw new JoinRefusedException("job " + jobId + " needs " + needed + " bytes of aggregator memory but only " +
-                        (memoryBudgetBytes - memoryUsedBytes) + " of " + memoryBudgetBytes + " are free");
+                    throw new RefusedException("job '" + spec.name() + "' of tenant '" + spec.tenant() + "' already exists as job " +
+                        existing.jobId);
                 }
-                job = new Job(jobId, worldSize, elementType, lanes, slots, System.currentTimeMillis() + joinTimeoutMs);
-                jobs.put(jobId, job);
-                memoryUsedBytes += job.memoryBytes;
-            }
-            else
-            {
-                if (job.state != Job.State.JOINING)
-                {
-                    throw new JoinRefusedException("job " + jobId + " is already running; rank " + rank + " cannot join it now");
-                }
-                final String conflict = conflict(job, worldSize, elementType, lanes, slots);
+                final String conflict = existing.spec().conflictWith(spec);
                 if (conflict != null)
                 {
-                    throw new JoinRefusedException("rank " + rank + " of job " + jobId + " asked for " + conflict);
+                    throw new RefusedException("job '" + spec.name() + "' (" + existing.jobId + ") asked for " + conflict);
                 }
-                if (job.connections[rank] != null)
+                if (token == null || !token.equals(existing.token))
                 {
-                    throw new JoinRefusedException("rank " + rank + " already joined job " + jobId + " from " + job.members[rank]);
+                    throw new RefusedException("job '" + spec.name() + "' (" + existing.jobId + ") exists and the token does not match");
                 }
+                return existing;
             }
 
-            job.members[rank] = dataAddress;
+            final long needed = Job.memoryBytes(spec.slots(), spec.lanes());
+            if (memoryUsedBytes + needed > memoryBudgetBytes)
+            {
+                counters.addConcurrent(ApplianceCounters.ADMISSIONS_REFUSED, 1);
+                throw new RefusedException("job '" + spec.name() + "' needs " + needed + " bytes of aggregator memory but only " +
+                    (memoryBudgetBytes - memoryUsedBytes) + " of " + memoryBudgetBytes + " are free");
+            }
+            final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[2]);
+            if (usage[0] + needed > tenantMemoryQuotaBytes)
+            {
+                counters.addConcurrent(ApplianceCounters.ADMISSIONS_REFUSED, 1);
+                throw new RefusedException("tenant '" + spec.tenant() + "' would use " + (usage[0] + needed) +
+                    " bytes of aggregator memory, over its quota of " + tenantMemoryQuotaBytes);
+            }
+            if (usage[1] + 1 > tenantMaxJobs)
+            {
+                counters.addConcurrent(ApplianceCounters.ADMISSIONS_REFUSED, 1);
+                throw new RefusedException("tenant '" + spec.tenant() + "' already runs " + usage[1] + " jobs, its limit");
+            }
+
+            final String jobToken = token != null ? token : HexFormat.of().formatHex(randomBytes(16));
+            final Job job = new Job(nextJobId++, spec, shardCount, jobToken, random.nextLong(), random.nextLong(),
+                System.currentTimeMillis() + spec.joinTimeoutMs());
+            jobs.put(job.jobId, job);
+            jobsByName.put(key, job);
+            usage[0] += job.memoryBytes;
+            usage[1]++;
+            memoryUsedBytes += job.memoryBytes;
+            emit("job created: " + job.describe());
+            return job;
+        }
+    }
+
+    private byte[] randomBytes(final int length)
+    {
+        final byte[] bytes = new byte[length];
+        random.nextBytes(bytes);
+        return bytes;
+    }
+
+    private static void validate(final JobSpec spec) throws RefusedException
+    {
+        if (!spec.tenant().matches("[0-9A-Za-z_.\\-]{1,64}") || !spec.name().matches("[0-9A-Za-z_.\\-]{1,128}"))
+        {
+            throw new RefusedException("tenant and name must be 1 to 64 (128 for names) characters of [0-9A-Za-z_.-]");
+        }
+        if (spec.worldSize() < 1 || spec.worldSize() > MAX_WORLD_SIZE)
+        {
+            throw new RefusedException("world size must be within 1.." + MAX_WORLD_SIZE + ": " + spec.worldSize());
+        }
+        if (spec.lanes() < 1 || spec.lanes() > DataHeaderFlyweight.MAX_ELEMENTS)
+        {
+            throw new RefusedException("k must be within 1.." + DataHeaderFlyweight.MAX_ELEMENTS + ": " + spec.lanes());
+        }
+        if (spec.slots() < 1 || spec.slots() > 1 << 20)
+        {
+            throw new RefusedException("s must be within 1.." + (1 << 20) + ": " + spec.slots());
+        }
+        if (spec.slotTimeoutMs() < 10 || spec.joinTimeoutMs() < 10)
+        {
+            throw new RefusedException("slot and join timeouts must be at least 10 ms");
+        }
+    }
+
+    /**
+     * Join a job as a rank and wait until every rank has joined or the join deadline passes.
+     *
+     * @param dataAddresses the member's UDP address for each shard.
+     * @return the job, active.
+     * @throws RefusedException naming the problem: unknown job, bad token, rank out of range or
+     *                          taken, or ranks missing at the deadline.
+     */
+    Job join(
+        final int jobId, final int rank, final String token, final InetSocketAddress[] dataAddresses,
+        final ControlConnection connection) throws RefusedException, InterruptedException
+    {
+        synchronized (lock)
+        {
+            final Job job = jobs.get(jobId);
+            if (job == null)
+            {
+                throw new RefusedException("no job " + jobId + " (create it first)");
+            }
+            if (token == null || !token.equals(job.token))
+            {
+                throw new RefusedException("token does not match job " + jobId);
+            }
+            if (job.state != Job.State.JOINING)
+            {
+                throw new RefusedException("job " + jobId + " is already running; rank " + rank + " cannot join it now");
+            }
+            if (rank < 0 || rank >= job.worldSize)
+            {
+                throw new RefusedException("rank " + rank + " is out of range for job " + jobId + " of world size " + job.worldSize);
+            }
+            if (job.connections[rank] != null)
+            {
+                throw new RefusedException("rank " + rank + " already joined job " + jobId + " from " +
+                    job.members[rank][0].getAddress().getHostAddress());
+            }
+            if (dataAddresses.length != shardCount)
+            {
+                throw new RefusedException("rank " + rank + " gave " + dataAddresses.length + " data ports, the appliance has " +
+                    shardCount + " shards");
+            }
+
+            job.members[rank] = dataAddresses;
             job.connections[rank] = connection;
             job.joined++;
             if (job.joined == job.worldSize)
@@ -122,6 +250,7 @@ public final class JobRegistry
                 job.state = Job.State.ACTIVE;
                 publishActive();
                 lock.notifyAll();
+                emit("job started: " + job.describe());
                 return job;
             }
 
@@ -137,31 +266,10 @@ public final class JobRegistry
             }
             if (job.state != Job.State.ACTIVE)
             {
-                throw new JoinRefusedException("job " + jobId + " did not start: " + job.endReason);
+                throw new RefusedException("job " + jobId + " did not start: " + job.endReason);
             }
             return job;
         }
-    }
-
-    private static String conflict(final Job job, final int worldSize, final byte elementType, final int lanes, final int slots)
-    {
-        if (job.worldSize != worldSize)
-        {
-            return "world size " + worldSize + " but the job has " + job.worldSize;
-        }
-        if (job.elementType != elementType)
-        {
-            return "element type " + ElementType.name(elementType) + " but the job has " + ElementType.name(job.elementType);
-        }
-        if (job.lanes != lanes)
-        {
-            return "k=" + lanes + " but the job has k=" + job.lanes;
-        }
-        if (job.slots != slots)
-        {
-            return "s=" + slots + " but the job has s=" + job.slots;
-        }
-        return null;
     }
 
     /**
@@ -185,7 +293,7 @@ public final class JobRegistry
 
     /**
      * Abort a job: every member still connected gets an ABORT line with the reason, and the job's
-     * slots are freed.
+     * slots are freed at once.
      */
     public void abort(final Job job, final String reason)
     {
@@ -206,6 +314,26 @@ public final class JobRegistry
                 }
             }
         }
+    }
+
+    /**
+     * Abort a job by id, for operators.
+     *
+     * @return false when there is no such job.
+     */
+    public boolean abort(final int jobId, final String reason)
+    {
+        final Job job;
+        synchronized (lock)
+        {
+            job = jobs.get(jobId);
+        }
+        if (job == null)
+        {
+            return false;
+        }
+        abort(job, reason);
+        return true;
     }
 
     /**
@@ -239,6 +367,10 @@ public final class JobRegistry
         job.endReason = reason;
         if (jobs.remove(job.jobId, job))
         {
+            jobsByName.remove(job.tenant + "/" + job.name, job);
+            final long[] usage = tenantUsage.get(job.tenant);
+            usage[0] -= job.memoryBytes;
+            usage[1]--;
             memoryUsedBytes -= job.memoryBytes;
         }
         if (wasActive)
@@ -246,6 +378,7 @@ public final class JobRegistry
             publishActive();
         }
         lock.notifyAll();
+        emit("job ended: job=" + job.jobId + " name=" + job.name + " tenant=" + job.tenant + " reason=" + reason);
     }
 
     private void publishActive()
@@ -291,5 +424,10 @@ public final class JobRegistry
         {
             return memoryUsedBytes;
         }
+    }
+
+    public long memoryBudgetBytes()
+    {
+        return memoryBudgetBytes;
     }
 }

@@ -48,6 +48,7 @@ public final class SlotPool
 
     private final int worldSize;
     private final int slotCount;
+    private final int slotStride;
     private final int lanesPerSlot;
 
     private final int[] lanes;
@@ -70,6 +71,25 @@ public final class SlotPool
      */
     public SlotPool(final int worldSize, final int slotCount, final int lanesPerSlot)
     {
+        this(worldSize, slotCount, lanesPerSlot, 1);
+    }
+
+    /**
+     * A pool holding every stride-th slot of a job, for a data-plane shard: global slot index i is
+     * held at local index i / stride by the shard i mod stride.
+     *
+     * @param worldSize    number of workers n, 1 to 256.
+     * @param slotCount    slots held by this pool.
+     * @param lanesPerSlot lanes per slot k.
+     * @param slotStride   number of shards sharing the job's slots.
+     */
+    public SlotPool(final int worldSize, final int slotCount, final int lanesPerSlot, final int slotStride)
+    {
+        if (slotStride < 1)
+        {
+            throw new IllegalArgumentException("slotStride must be positive: " + slotStride);
+        }
+        this.slotStride = slotStride;
         if (worldSize < 1 || worldSize > DataHeaderFlyweight.MAX_WORKERS)
         {
             throw new IllegalArgumentException("worldSize must be in 1.." + DataHeaderFlyweight.MAX_WORKERS + ": " + worldSize);
@@ -135,7 +155,8 @@ public final class SlotPool
 
     /**
      * Apply one update packet (Algorithm 3). The caller has validated the packet with
-     * {@link DataHeaderFlyweight#validate} and checked that rank &lt; n, slot &lt; s and count &lt;= k.
+     * {@link DataHeaderFlyweight#validate} and checked that rank &lt; n, that the slot belongs to this
+     * pool (slot / stride &lt; slot count) and that count &lt;= k.
      *
      * @param update       the received update packet.
      * @param resultBuffer where a result packet is written on {@link #COMPLETED} or
@@ -155,7 +176,7 @@ public final class SlotPool
         final int offset = update.offset();
         final int flags = update.flags();
         final int version = flags & FLAG_POOL_VERSION;
-        final int slot = update.slotIndex();
+        final int slot = update.slotIndex() / slotStride;
         final int rank = update.workerRank();
         final int cell = version * slotCount + slot;
         final int otherCell = (version ^ 1) * slotCount + slot;
@@ -234,6 +255,53 @@ public final class SlotPool
             return SHADOW_RESULT;
         }
         return DUPLICATE;
+    }
+
+    /**
+     * Find a slot version that has some but not all contributions and received its first one at or
+     * before a deadline: a worker stopped sending.
+     *
+     * @param deadlineNs first-arrival time at or before which an incomplete slot counts as expired.
+     * @return the cell (version * slotCount + slot) of the first expired slot, or -1.
+     */
+    public int findExpired(final long deadlineNs)
+    {
+        for (int cell = 0, cells = count.length; cell < cells; cell++)
+        {
+            if (count[cell] != 0 && firstArrivalNs[cell] - deadlineNs <= 0)
+            {
+                return cell;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * Ranks that have not contributed to an incomplete slot version.
+     *
+     * @param cell from {@link #findExpired(long)}.
+     * @return the missing ranks in ascending order (allocates; for error reports only).
+     */
+    public int[] missingRanks(final int cell)
+    {
+        final int[] missing = new int[worldSize - count[cell]];
+        int next = 0;
+        for (int rank = 0; rank < worldSize && next < missing.length; rank++)
+        {
+            if ((seen[cell * WORDS_PER_BITMAP + (rank >>> 6)] & (1L << (rank & 63))) == 0)
+            {
+                missing[next++] = rank;
+            }
+        }
+        return next == missing.length ? missing : java.util.Arrays.copyOf(missing, next);
+    }
+
+    /**
+     * @return the chunk sequence number a cell is aggregating or last aggregated.
+     */
+    public long chunkSequence(final int cell)
+    {
+        return chunkSequence[cell];
     }
 
     private void writeResult(

@@ -22,11 +22,13 @@ public final class ApplianceCounters
     public static final int TX_LOSS_INJECTED = 7;
     public static final int JOBS_ABORTED = 8;
     public static final int STALE_UPDATES = 9;
-    private static final int DROP_BASE = 10;
+    public static final int ADMISSIONS_REFUSED = 10;
+    public static final int DUTY_CYCLE_MAX_NS = 11;
+    private static final int DROP_BASE = 12;
 
     private static final String[] NAMES = {
         "packets_in", "bytes_in", "packets_out", "bytes_out", "slots_completed", "duplicates",
-        "retransmissions_served", "tx_loss_injected", "jobs_aborted", "stale_updates"
+        "retransmissions_served", "tx_loss_injected", "jobs_aborted", "stale_updates", "admissions_refused", "duty_cycle_max_ns"
     };
 
     private final AtomicLongArray values = new AtomicLongArray(DROP_BASE + DropReason.values().length);
@@ -37,6 +39,30 @@ public final class ApplianceCounters
     public void add(final int counter, final long delta)
     {
         values.setRelease(counter, values.getPlain(counter) + delta);
+    }
+
+    /**
+     * Raise a counter to a value if it is larger; only the counter's single writer may call this.
+     */
+    public void max(final int counter, final long value)
+    {
+        if (value > values.getPlain(counter))
+        {
+            values.setRelease(counter, value);
+        }
+    }
+
+    /**
+     * Sum several counter sets (one per shard) into one view by name; maxima take the maximum.
+     */
+    public static java.util.Map<String, Long> sum(final ApplianceCounters... sets)
+    {
+        final java.util.Map<String, Long> total = new java.util.LinkedHashMap<>();
+        for (final ApplianceCounters set : sets)
+        {
+            set.snapshot().forEach((name, value) -> total.merge(name, value, name.endsWith("_max_ns") ? Math::max : Long::sum));
+        }
+        return total;
     }
 
     /**

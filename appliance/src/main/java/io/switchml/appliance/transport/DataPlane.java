@@ -5,12 +5,16 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.FixedRecvByteBufAllocator;
+import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollDatagramChannel;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioDatagramChannel;
+import io.netty.channel.uring.IoUring;
+import io.netty.channel.uring.IoUringDatagramChannel;
+import io.netty.channel.uring.IoUringIoHandler;
 import io.switchml.appliance.control.JobRegistry;
 import io.switchml.appliance.telemetry.ApplianceCounters;
 import io.switchml.protocol.DataHeaderFlyweight;
@@ -18,28 +22,106 @@ import io.switchml.protocol.LossGenerator;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
 
 /**
- * The UDP data plane: one socket served by one event-loop thread through Netty, epoll when the
- * native transport loads and NIO otherwise.
+ * The UDP data plane: S shards, each a single-threaded Netty event loop that owns one UDP socket and
+ * slot i of every job for i mod S = shard. The transport is epoll, io_uring or NIO by configuration;
+ * "auto" takes epoll when its native library loads, else NIO. Shards are pinned to CPUs when asked.
  */
 public final class DataPlane implements AutoCloseable
 {
-    private final EventLoopGroup group;
-    private final Channel channel;
+    /** How often each shard checks its slots against their jobs' deadlines. */
+    public static final long DEADLINE_SCAN_INTERVAL_MS = 100;
+
+    private final List<EventLoopGroup> groups = new ArrayList<>();
+    private final List<Channel> channels = new ArrayList<>();
     private final String transportName;
+    private final List<String> pinning = new ArrayList<>();
 
     public DataPlane(
         final InetAddress bindAddress,
-        final int port,
+        final int basePort,
+        final int shardCount,
+        final int[] shardCpus,
         final String transport,
         final int socketBufferBytes,
         final JobRegistry registry,
-        final ApplianceCounters counters,
-        final LossGenerator rxLoss,
-        final LossGenerator txLoss) throws InterruptedException
+        final ApplianceCounters[] shardCounters,
+        final LossGenerator[] rxLoss,
+        final LossGenerator[] txLoss,
+        final Executor controlExecutor) throws InterruptedException
     {
-        final boolean useEpoll = switch (transport)
+        transportName = resolveTransport(transport);
+        try
+        {
+            for (int shard = 0; shard < shardCount; shard++)
+            {
+                final int shardId = shard;
+                final int cpu = shardCpus.length > 0 ? shardCpus[shard] : -1;
+                final String[] pinResult = new String[1];
+                final ThreadFactory threadFactory = runnable -> Thread.ofPlatform()
+                    .name("switchml-shard-" + shardId).daemon().unstarted(() ->
+                    {
+                        if (cpu >= 0)
+                        {
+                            final String failure = CpuAffinity.pinCurrentThread(cpu);
+                            synchronized (pinResult)
+                            {
+                                pinResult[0] = failure == null ? "pinned to cpu " + cpu : "not pinned: " + failure;
+                                pinResult.notifyAll();
+                            }
+                        }
+                        runnable.run();
+                    });
+                final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, threadFactory, ioHandlerFactory());
+                groups.add(group);
+                final DataPlaneHandler handler = new DataPlaneHandler(shardId, shardCount, registry, shardCounters[shard],
+                    rxLoss[shard], txLoss[shard], controlExecutor);
+                final Bootstrap bootstrap = new Bootstrap()
+                    .group(group)
+                    .channel(channelClass())
+                    .option(ChannelOption.SO_RCVBUF, socketBufferBytes)
+                    .option(ChannelOption.SO_SNDBUF, socketBufferBytes)
+                    .option(ChannelOption.RCVBUF_ALLOCATOR, new FixedRecvByteBufAllocator(DataHeaderFlyweight.MAX_UDP_PAYLOAD + 1))
+                    .option(ChannelOption.MAX_MESSAGES_PER_READ, 64)
+                    .handler(handler);
+                final Channel channel = bootstrap.bind(new InetSocketAddress(bindAddress, basePort == 0 ? 0 : basePort + shard))
+                    .sync().channel();
+                channels.add(channel);
+                channel.eventLoop().scheduleAtFixedRate(handler::scanSlotDeadlines, DEADLINE_SCAN_INTERVAL_MS,
+                    DEADLINE_SCAN_INTERVAL_MS, TimeUnit.MILLISECONDS);
+                if (cpu >= 0)
+                {
+                    synchronized (pinResult)
+                    {
+                        while (pinResult[0] == null)
+                        {
+                            pinResult.wait(5_000);
+                        }
+                    }
+                    pinning.add("shard " + shard + " " + pinResult[0]);
+                }
+                else
+                {
+                    pinning.add("shard " + shard + " not pinned (no " + "switchml.appliance.shard.cpus configured)");
+                }
+            }
+        }
+        catch (final RuntimeException | InterruptedException ex)
+        {
+            close();
+            throw ex;
+        }
+    }
+
+    private static String resolveTransport(final String transport)
+    {
+        return switch (transport)
         {
             case "epoll" ->
             {
@@ -47,35 +129,52 @@ public final class DataPlane implements AutoCloseable
                 {
                     throw new IllegalStateException("transport epoll requested but unavailable: " + Epoll.unavailabilityCause());
                 }
-                yield true;
+                yield "epoll";
             }
-            case "nio" -> false;
-            default -> Epoll.isAvailable();
+            case "io_uring" ->
+            {
+                if (!IoUring.isAvailable())
+                {
+                    throw new IllegalStateException("transport io_uring requested but unavailable: " + IoUring.unavailabilityCause());
+                }
+                yield "io_uring";
+            }
+            case "nio" -> "nio";
+            default -> Epoll.isAvailable() ? "epoll" : "nio";
         };
-        transportName = useEpoll ? "epoll" : "nio";
-        group = new MultiThreadIoEventLoopGroup(1, useEpoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
-        final Bootstrap bootstrap = new Bootstrap()
-            .group(group)
-            .channel(useEpoll ? EpollDatagramChannel.class : NioDatagramChannel.class)
-            .option(ChannelOption.SO_RCVBUF, socketBufferBytes)
-            .option(ChannelOption.SO_SNDBUF, socketBufferBytes)
-            .option(ChannelOption.RCVBUF_ALLOCATOR, new FixedRecvByteBufAllocator(DataHeaderFlyweight.MAX_UDP_PAYLOAD + 1))
-            .option(ChannelOption.MAX_MESSAGES_PER_READ, 64)
-            .handler(new DataPlaneHandler(registry, counters, rxLoss, txLoss));
-        try
-        {
-            channel = bootstrap.bind(new InetSocketAddress(bindAddress, port)).sync().channel();
-        }
-        catch (final RuntimeException | InterruptedException ex)
-        {
-            group.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.MILLISECONDS);
-            throw ex;
-        }
     }
 
-    public int port()
+    private IoHandlerFactory ioHandlerFactory()
     {
-        return ((InetSocketAddress)channel.localAddress()).getPort();
+        return switch (transportName)
+        {
+            case "epoll" -> EpollIoHandler.newFactory();
+            case "io_uring" -> IoUringIoHandler.newFactory();
+            default -> NioIoHandler.newFactory();
+        };
+    }
+
+    private Class<? extends Channel> channelClass()
+    {
+        return switch (transportName)
+        {
+            case "epoll" -> EpollDatagramChannel.class;
+            case "io_uring" -> IoUringDatagramChannel.class;
+            default -> NioDatagramChannel.class;
+        };
+    }
+
+    /**
+     * @return the UDP port of each shard.
+     */
+    public int[] ports()
+    {
+        final int[] ports = new int[channels.size()];
+        for (int i = 0; i < ports.length; i++)
+        {
+            ports[i] = ((InetSocketAddress)channels.get(i).localAddress()).getPort();
+        }
+        return ports;
     }
 
     public String transportName()
@@ -83,9 +182,23 @@ public final class DataPlane implements AutoCloseable
         return transportName;
     }
 
+    /**
+     * @return one line per shard saying whether it is pinned and to which CPU, or why not.
+     */
+    public List<String> pinning()
+    {
+        return List.copyOf(pinning);
+    }
+
     public void close()
     {
-        channel.close().awaitUninterruptibly();
-        group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS).awaitUninterruptibly();
+        for (final Channel channel : channels)
+        {
+            channel.close().awaitUninterruptibly();
+        }
+        for (final EventLoopGroup group : groups)
+        {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly();
+        }
     }
 }

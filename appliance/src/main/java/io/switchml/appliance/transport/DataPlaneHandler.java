@@ -11,38 +11,60 @@ import io.switchml.appliance.telemetry.ApplianceCounters;
 import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.DropReason;
 import io.switchml.protocol.LossGenerator;
+import io.switchml.protocol.security.PacketMac;
+import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.net.InetSocketAddress;
+import java.util.Arrays;
+import java.util.concurrent.Executor;
 
 /**
- * Decodes update packets, checks them against their job, runs the slot pool, and sends results:
- * to every member when a slot completes, to the sender alone for a retransmission into a completed
- * slot. Runs on the data plane's single event-loop thread, which owns every job's slot pool.
- * Sends are batched: written during a read burst and flushed once at its end.
+ * One data-plane shard's packet handler: decodes update packets, checks them against their job
+ * (membership and source address, slot ownership, geometry, MAC), runs the shard's slot pool, and
+ * sends results: to every member when a slot completes, to the sender alone for a retransmission
+ * into a completed slot. Runs on the shard's single event-loop thread, which owns the shard's share
+ * of every job's slots. Sends are batched: written during a read burst and flushed once at its end.
  */
 final class DataPlaneHandler extends ChannelInboundHandlerAdapter
 {
+    private final int shardId;
+    private final int shardCount;
     private final JobRegistry registry;
     private final ApplianceCounters counters;
     private final LossGenerator rxLoss;
     private final LossGenerator txLoss;
+    private final Executor controlExecutor;
     private final UnsafeBuffer inView = new UnsafeBuffer(0L, 0);
     private final UnsafeBuffer outView = new UnsafeBuffer(0L, 0);
     private final DataHeaderFlyweight header = new DataHeaderFlyweight();
+    private long burstStartNs;
 
     DataPlaneHandler(
-        final JobRegistry registry, final ApplianceCounters counters, final LossGenerator rxLoss, final LossGenerator txLoss)
+        final int shardId,
+        final int shardCount,
+        final JobRegistry registry,
+        final ApplianceCounters counters,
+        final LossGenerator rxLoss,
+        final LossGenerator txLoss,
+        final Executor controlExecutor)
     {
+        this.shardId = shardId;
+        this.shardCount = shardCount;
         this.registry = registry;
         this.counters = counters;
         this.rxLoss = rxLoss;
         this.txLoss = txLoss;
+        this.controlExecutor = controlExecutor;
     }
 
     @Override
     public void channelRead(final ChannelHandlerContext ctx, final Object msg)
     {
+        if (burstStartNs == 0)
+        {
+            burstStartNs = System.nanoTime();
+        }
         final DatagramPacket packet = (DatagramPacket)msg;
         try
         {
@@ -58,6 +80,11 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     public void channelReadComplete(final ChannelHandlerContext ctx)
     {
         ctx.flush();
+        if (burstStartNs != 0)
+        {
+            counters.max(ApplianceCounters.DUTY_CYCLE_MAX_NS, System.nanoTime() - burstStartNs);
+            burstStartNs = 0;
+        }
     }
 
     private void onPacket(final ChannelHandlerContext ctx, final ByteBuf content, final InetSocketAddress sender)
@@ -91,15 +118,22 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
             return;
         }
         final int rank = header.workerRank();
-        if (rank >= job.worldSize() || !sender.equals(job.member(rank)))
+        if (rank >= job.worldSize() || !sender.equals(job.member(rank, shardId)))
         {
             counters.drop(DropReason.NOT_MEMBER);
             return;
         }
-        if (header.elementType() != job.elementType() || header.slotIndex() >= job.slots() ||
-            header.elementCount() > job.lanes())
+        final SlotPool pool = job.pool(shardId);
+        final int slot = header.slotIndex();
+        if (pool == null || slot % shardCount != shardId || slot / shardCount >= pool.slotCount() ||
+            header.elementType() != job.elementType() || header.elementCount() > job.lanes())
         {
             counters.drop(DropReason.JOB_MISMATCH);
+            return;
+        }
+        if (job.macEnabled() && !PacketMac.verify(job.macK0(), job.macK1(), inView, 0, length))
+        {
+            counters.drop(DropReason.BAD_MAC);
             return;
         }
 
@@ -108,27 +142,29 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         try
         {
             wrap(outView, result, 0, resultLength);
-            final int outcome = job.pool().onUpdate(header, outView, 0, System.nanoTime());
+            final int outcome = pool.onUpdate(header, outView, 0, System.nanoTime());
             switch (outcome)
             {
                 case SlotPool.COMPLETED ->
                 {
                     counters.add(ApplianceCounters.SLOTS_COMPLETED, 1);
+                    sign(job, resultLength);
                     result.writerIndex(resultLength);
                     for (int member = 0, n = job.worldSize(); member < n; member++)
                     {
-                        send(ctx, result, job.member(member), resultLength);
+                        send(ctx, result, job.member(member, shardId), resultLength);
                     }
                 }
                 case SlotPool.SHADOW_RESULT ->
                 {
                     counters.add(ApplianceCounters.RETRANSMISSIONS_SERVED, 1);
+                    sign(job, resultLength);
                     result.writerIndex(resultLength);
                     send(ctx, result, sender, resultLength);
                 }
                 case SlotPool.DUPLICATE -> counters.add(ApplianceCounters.DUPLICATES, 1);
-                case SlotPool.MISMATCH -> counters.drop(DropReason.SLOT_MISMATCH);
                 case SlotPool.STALE -> counters.add(ApplianceCounters.STALE_UPDATES, 1);
+                case SlotPool.MISMATCH -> counters.drop(DropReason.SLOT_MISMATCH);
                 default ->
                 {
                     // absorbed: nothing to send yet
@@ -138,6 +174,14 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         finally
         {
             result.release();
+        }
+    }
+
+    private void sign(final Job job, final int resultLength)
+    {
+        if (job.macEnabled())
+        {
+            PacketMac.sign(job.macK0(), job.macK1(), outView, 0, resultLength);
         }
     }
 
@@ -151,6 +195,35 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         counters.add(ApplianceCounters.PACKETS_OUT, 1);
         counters.add(ApplianceCounters.BYTES_OUT, length);
         ctx.write(new DatagramPacket(result.retainedDuplicate(), to), ctx.voidPromise());
+    }
+
+    /**
+     * Abort jobs with a slot of this shard that has been partly filled for longer than the job's slot
+     * timeout, naming the ranks that did not contribute. Runs periodically on the shard's thread; the
+     * abort itself (locks, TCP writes) is handed to a control thread.
+     */
+    void scanSlotDeadlines()
+    {
+        final long nowNs = System.nanoTime();
+        final Int2ObjectHashMap<Job> jobs = registry.activeJobs();
+        for (final Job job : jobs.values())
+        {
+            final SlotPool pool = job.pool(shardId);
+            if (pool == null)
+            {
+                continue;
+            }
+            final int cell = pool.findExpired(nowNs - job.slotTimeoutMs() * 1_000_000L);
+            if (cell >= 0 && job.markAborting())
+            {
+                final int localSlot = cell % pool.slotCount();
+                final int version = cell / pool.slotCount();
+                final String reason = "slot " + (localSlot * shardCount + shardId) + " version " + version + " (chunk " +
+                    pool.chunkSequence(cell) + ") incomplete for more than " + job.slotTimeoutMs() + " ms; missing ranks " +
+                    Arrays.toString(pool.missingRanks(cell));
+                controlExecutor.execute(() -> registry.abort(job, reason));
+            }
+        }
     }
 
     private static void wrap(final UnsafeBuffer view, final ByteBuf buf, final int index, final int length)
@@ -168,6 +241,6 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     @Override
     public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
     {
-        System.err.println("data plane error: " + cause);
+        System.err.println("data plane shard " + shardId + " error: " + cause);
     }
 }

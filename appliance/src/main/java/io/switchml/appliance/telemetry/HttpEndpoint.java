@@ -1,0 +1,172 @@
+package io.switchml.appliance.telemetry;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import org.HdrHistogram.Histogram;
+import org.agrona.concurrent.status.CountersReader;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+/**
+ * HTTP endpoint for monitoring, on the JDK's {@link HttpServer} with one daemon thread:
+ * <ul>
+ *   <li>{@code GET /metrics}: every counter and the slot latencies in the Prometheus text format
+ *   ({@link PrometheusText}).</li>
+ *   <li>{@code GET /health}: 200 with the supplied JSON body when the readiness check passes, else 503
+ *   with the same body.</li>
+ *   <li>Any other path: 404. Any other method on a known path: 405.</li>
+ * </ul>
+ * Scrapes read the counters through a {@link CountersReader}, so they never touch the shards' state.
+ */
+public final class HttpEndpoint implements AutoCloseable
+{
+    /** Path of the Prometheus metrics. */
+    public static final String METRICS_PATH = "/metrics";
+    /** Path of the health check. */
+    public static final String HEALTH_PATH = "/health";
+
+    private static final String JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+    private static final String TEXT_CONTENT_TYPE = "text/plain; charset=utf-8";
+
+    private final CountersReader counters;
+    private final Supplier<? extends Map<Integer, ? extends Histogram>> slotLatencies;
+    private final BooleanSupplier ready;
+    private final Supplier<String> healthJson;
+    private final HttpServer server;
+    private final ExecutorService executor;
+
+    /**
+     * Bind and start serving.
+     *
+     * @param bindAddress   address to listen on.
+     * @param port          port to listen on; 0 for any free port (see {@link #port()}).
+     * @param counters      the counters to export, e.g. {@link CountersFile#countersReader()}.
+     * @param slotLatencies called on each scrape: latency histograms in ns by shard id, e.g.
+     *                      {@link SlotLatency#totalSnapshot()} of each shard.
+     * @param ready         readiness check for {@code /health}.
+     * @param healthJson    body of {@code /health}, a small JSON object.
+     * @throws UncheckedIOException if the address cannot be bound.
+     */
+    public HttpEndpoint(
+        final InetAddress bindAddress,
+        final int port,
+        final CountersReader counters,
+        final Supplier<? extends Map<Integer, ? extends Histogram>> slotLatencies,
+        final BooleanSupplier ready,
+        final Supplier<String> healthJson)
+    {
+        this.counters = counters;
+        this.slotLatencies = slotLatencies;
+        this.ready = ready;
+        this.healthJson = healthJson;
+        try
+        {
+            this.server = HttpServer.create(new InetSocketAddress(bindAddress, port), 16);
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(
+                "cannot bind the HTTP endpoint to " + bindAddress.getHostAddress() + ":" + port + ": " + ex, ex);
+        }
+        this.executor = Executors.newSingleThreadExecutor(
+            (runnable) -> Thread.ofPlatform().daemon().name("switchml-http").unstarted(runnable));
+        server.setExecutor(executor);
+        server.createContext("/", this::handle);
+        server.start();
+    }
+
+    /**
+     * @return the port the endpoint is bound to.
+     */
+    public int port()
+    {
+        return server.getAddress().getPort();
+    }
+
+    /**
+     * @return the address and port the endpoint is bound to.
+     */
+    public InetSocketAddress localAddress()
+    {
+        return server.getAddress();
+    }
+
+    /**
+     * Stop listening and release the thread. Idempotent.
+     */
+    public void close()
+    {
+        server.stop(0);
+        executor.shutdownNow();
+    }
+
+    private void handle(final HttpExchange exchange) throws IOException
+    {
+        try (exchange)
+        {
+            final String path = exchange.getRequestURI().getPath();
+            final boolean isGet = "GET".equals(exchange.getRequestMethod());
+            if (!METRICS_PATH.equals(path) && !HEALTH_PATH.equals(path))
+            {
+                send(exchange, 404, TEXT_CONTENT_TYPE, "not found: " + path + "\n");
+            }
+            else if (!isGet)
+            {
+                exchange.getResponseHeaders().set("Allow", "GET");
+                send(exchange, 405, TEXT_CONTENT_TYPE, "method not allowed: " + exchange.getRequestMethod() + "\n");
+            }
+            else
+            {
+                final int status;
+                final String contentType;
+                final String body;
+                try
+                {
+                    if (METRICS_PATH.equals(path))
+                    {
+                        body = PrometheusText.render(counters, slotLatencies.get());
+                        contentType = PrometheusText.CONTENT_TYPE;
+                        status = 200;
+                    }
+                    else
+                    {
+                        status = ready.getAsBoolean() ? 200 : 503;
+                        body = healthJson.get();
+                        contentType = JSON_CONTENT_TYPE;
+                    }
+                }
+                catch (final RuntimeException ex)
+                {
+                    send(exchange, 500, TEXT_CONTENT_TYPE, "internal error: " + ex + "\n");
+                    return;
+                }
+                send(exchange, status, contentType, body);
+            }
+        }
+    }
+
+    private static void send(final HttpExchange exchange, final int status, final String contentType, final String body)
+        throws IOException
+    {
+        final byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        exchange.getResponseHeaders().set("Content-Type", contentType);
+        exchange.sendResponseHeaders(status, 0 == bytes.length ? -1 : bytes.length);
+        if (bytes.length > 0)
+        {
+            try (OutputStream out = exchange.getResponseBody())
+            {
+                out.write(bytes);
+            }
+        }
+    }
+}

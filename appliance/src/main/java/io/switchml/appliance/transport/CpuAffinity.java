@@ -1,0 +1,76 @@
+package io.switchml.appliance.transport;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * Pins the calling thread to one CPU with Linux sched_setaffinity(2), called through the JDK's
+ * foreign function interface (no native library of our own).
+ */
+public final class CpuAffinity
+{
+    private static final int CPU_SET_BYTES = 128;
+    private static final MethodHandle SCHED_SETAFFINITY = lookup();
+
+    private CpuAffinity()
+    {
+    }
+
+    private static MethodHandle lookup()
+    {
+        try
+        {
+            final Linker linker = Linker.nativeLinker();
+            return linker.defaultLookup().find("sched_setaffinity")
+                .map(symbol -> linker.downcallHandle(symbol,
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS),
+                    Linker.Option.captureCallState("errno")))
+                .orElse(null);
+        }
+        catch (final RuntimeException | LinkageError ex)
+        {
+            return null;
+        }
+    }
+
+    /**
+     * Pin the calling thread.
+     *
+     * @param cpu to run on.
+     * @return null on success, else why the thread could not be pinned.
+     */
+    public static String pinCurrentThread(final int cpu)
+    {
+        if (SCHED_SETAFFINITY == null)
+        {
+            return "sched_setaffinity is not available on this platform";
+        }
+        if (cpu < 0 || cpu >= CPU_SET_BYTES * 8)
+        {
+            return "cpu " + cpu + " is out of range";
+        }
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment mask = arena.allocate(CPU_SET_BYTES);
+            mask.set(ValueLayout.JAVA_BYTE, cpu / 8, (byte)(1 << (cpu % 8)));
+            final MemorySegment callState = arena.allocate(Linker.Option.captureStateLayout());
+            final int result = (int)SCHED_SETAFFINITY.invokeExact(callState, 0, (long)CPU_SET_BYTES, mask);
+            if (result != 0)
+            {
+                final int errno = callState.get(ValueLayout.JAVA_INT,
+                    Linker.Option.captureStateLayout().byteOffset(java.lang.foreign.MemoryLayout.PathElement.groupElement("errno")));
+                return "sched_setaffinity(cpu " + cpu + ") failed with errno " + errno +
+                    (errno == 22 ? " (EINVAL: cpu not available to this process)" : "");
+            }
+            return null;
+        }
+        catch (final Throwable ex)
+        {
+            return "sched_setaffinity failed: " + ex;
+        }
+    }
+}
