@@ -53,7 +53,7 @@ class MultiProcessTest
                 "--job", "mp", "--token", "multi-process-token",
                 "--world", Integer.toString(world), "--rank", Integer.toString(rank)));
             args.addAll(List.of(extraArgs));
-            final JvmProcess worker = JvmProcess.start("worker-" + rank, WorkerCommand.class, args.toArray(String[]::new));
+            final JvmProcess worker = JvmProcess.start("worker-" + rank, WorkerRunCommand.class, args.toArray(String[]::new));
             processes.add(worker);
             workers.add(worker);
         }
