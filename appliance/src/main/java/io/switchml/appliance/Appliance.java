@@ -2,62 +2,93 @@ package io.switchml.appliance;
 
 import io.switchml.appliance.control.ControlServer;
 import io.switchml.appliance.control.JobRegistry;
-import io.switchml.appliance.telemetry.ApplianceCounters;
+import io.switchml.appliance.telemetry.HttpEndpoint;
+import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.appliance.transport.DataPlane;
 import io.switchml.protocol.LossGenerator;
+import io.switchml.protocol.telemetry.SystemCounter;
 
 import java.io.IOException;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 
 /**
- * A running appliance: data-plane shards, control endpoint and job registry. Embeddable (tests, the
- * demo) and the body of {@code switchml appliance}.
+ * A running appliance: data-plane shards, control endpoint, job registry, telemetry (counters file,
+ * error log, latency histograms) and the HTTP endpoint. Embeddable (tests, the demo) and the body of
+ * {@code switchml appliance}.
  */
 public final class Appliance implements AutoCloseable
 {
+    /** How often shard counters are folded into the system totals. */
+    public static final long AGGREGATE_INTERVAL_MS = 200;
+
     private final ApplianceContext context;
-    private final ApplianceCounters controlCounters = new ApplianceCounters();
-    private final ApplianceCounters[] shardCounters;
+    private final Telemetry telemetry;
     private final JobRegistry registry;
-    private final ExecutorService controlExecutor = Executors.newSingleThreadExecutor(
+    private final ScheduledExecutorService controlExecutor = Executors.newSingleThreadScheduledExecutor(
         runnable -> Thread.ofPlatform().name("switchml-control").daemon().unstarted(runnable));
     private final DataPlane dataPlane;
     private final ControlServer controlServer;
+    private final HttpEndpoint httpEndpoint;
     private final long startMs = System.currentTimeMillis();
+    private volatile boolean closed;
 
     private Appliance(final ApplianceContext context) throws IOException, InterruptedException
     {
         this.context = context;
         final int shards = context.shards();
-        this.shardCounters = new ApplianceCounters[shards];
         final LossGenerator[] rxLoss = new LossGenerator[shards];
         final LossGenerator[] txLoss = new LossGenerator[shards];
         for (int shard = 0; shard < shards; shard++)
         {
-            shardCounters[shard] = new ApplianceCounters();
             rxLoss[shard] = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_003L + shard);
             txLoss[shard] = LossGenerator.of(context.lossRate(), context.lossSeed() * 31 + 7 + shard);
         }
+        this.telemetry = new Telemetry(Path.of(context.dir()), shards);
         this.registry = new JobRegistry(context.memoryBudgetBytes(), context.tenantMemoryQuotaBytes(),
-            context.tenantMaxJobs(), shards, controlCounters);
-        this.dataPlane = new DataPlane(context.resolvedBindAddress(), context.dataPort(), shards,
-            context.resolvedShardCpus(), context.transport(), context.socketBufferBytes(), registry, shardCounters, rxLoss,
-            txLoss, controlExecutor);
+            context.tenantMaxJobs(), shards, telemetry);
+        DataPlane plane = null;
+        ControlServer control = null;
+        HttpEndpoint http = null;
         try
         {
-            this.controlServer = new ControlServer(context.resolvedBindAddress(), context.controlPort(), registry,
+            plane = new DataPlane(context.resolvedBindAddress(), context.dataPort(), shards, context.resolvedShardCpus(),
+                context.transport(), context.socketBufferBytes(), registry, telemetry, rxLoss, txLoss, controlExecutor);
+            control = new ControlServer(context.resolvedBindAddress(), context.controlPort(), registry,
                 new ControlServer.ControlDefaults(context.defaultTenant(), context.slotTimeoutMs(), context.joinTimeoutMs(),
                     context.macEnabled()),
-                dataPlane.ports(), this::counterSnapshot, this::healthLine);
+                plane.ports(), telemetry::snapshot, this::healthLine,
+                () -> telemetry.system(SystemCounter.JOINS_REFUSED).increment(),
+                () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).increment(),
+                () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).decrement());
+            if (context.httpPort() >= 0)
+            {
+                http = new HttpEndpoint(context.resolvedBindAddress(), context.httpPort(),
+                    telemetry.countersFile().countersReader(), telemetry::slotLatencyTotals, () -> !closed, this::healthJson);
+            }
         }
-        catch (final IOException ex)
+        catch (final IOException | RuntimeException | InterruptedException ex)
         {
-            dataPlane.close();
+            if (control != null)
+            {
+                control.close();
+            }
+            if (plane != null)
+            {
+                plane.close();
+            }
+            telemetry.close();
             throw ex;
         }
+        this.dataPlane = plane;
+        this.controlServer = control;
+        this.httpEndpoint = http;
+        controlExecutor.scheduleAtFixedRate(telemetry::aggregate, AGGREGATE_INTERVAL_MS, AGGREGATE_INTERVAL_MS,
+            TimeUnit.MILLISECONDS);
     }
 
     /**
@@ -75,27 +106,34 @@ public final class Appliance implements AutoCloseable
     {
         return "status=up uptimeMs=" + (System.currentTimeMillis() - startMs) + " jobs=" + registry.jobCount() +
             " memoryUsedBytes=" + registry.memoryUsedBytes() + " memoryBudgetBytes=" + registry.memoryBudgetBytes() +
-            " shards=" + context.shards() + " transport=" + dataPlane.transportName();
+            " shards=" + context.shards() + " transport=" + dataPlane.transportName() + " pid=" + ProcessHandle.current().pid();
+    }
+
+    private String healthJson()
+    {
+        return "{\"status\": \"" + (closed ? "stopping" : "up") + "\", \"uptimeMs\": " + (System.currentTimeMillis() - startMs) +
+            ", \"jobs\": " + registry.jobCount() + ", \"memoryUsedBytes\": " + registry.memoryUsedBytes() +
+            ", \"memoryBudgetBytes\": " + registry.memoryBudgetBytes() + ", \"shards\": " + context.shards() +
+            ", \"transport\": \"" + dataPlane.transportName() + "\"}";
     }
 
     /**
-     * @return every counter summed over the shards and the control plane.
+     * @return system counters and shard counters summed over the shards (as "shard_" + name).
      */
     public Map<String, Long> counterSnapshot()
     {
-        final ApplianceCounters[] all = new ApplianceCounters[shardCounters.length + 1];
-        System.arraycopy(shardCounters, 0, all, 0, shardCounters.length);
-        all[shardCounters.length] = controlCounters;
-        return ApplianceCounters.sum(all);
+        return telemetry.snapshot();
     }
 
     /**
-     * @param name of a counter as in {@link #counterSnapshot()}.
+     * @param name of a shard counter (e.g. "retransmissions_served", "drop_bad_mac") or a system counter.
      * @return its value summed over shards.
      */
     public long counter(final String name)
     {
-        return counterSnapshot().getOrDefault(name, 0L);
+        final Map<String, Long> snapshot = telemetry.snapshot();
+        final Long shardValue = snapshot.get("shard_" + name);
+        return shardValue != null ? shardValue : snapshot.getOrDefault(name, 0L);
     }
 
     public ApplianceContext context()
@@ -106,6 +144,11 @@ public final class Appliance implements AutoCloseable
     public JobRegistry registry()
     {
         return registry;
+    }
+
+    public Telemetry telemetry()
+    {
+        return telemetry;
     }
 
     /**
@@ -126,6 +169,14 @@ public final class Appliance implements AutoCloseable
         return controlServer.port();
     }
 
+    /**
+     * @return the HTTP port, or -1 when the endpoint is off.
+     */
+    public int httpPort()
+    {
+        return httpEndpoint == null ? -1 : httpEndpoint.port();
+    }
+
     public String transportName()
     {
         return dataPlane.transportName();
@@ -137,14 +188,25 @@ public final class Appliance implements AutoCloseable
     }
 
     /**
-     * Abort running jobs with the reason, then stop the endpoints.
+     * Abort running jobs with the reason, then stop the endpoints and flush telemetry.
      */
-    public void close(final String reason)
+    public synchronized void close(final String reason)
     {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
         registry.abortAll(reason);
         controlServer.close();
         dataPlane.close();
+        if (httpEndpoint != null)
+        {
+            httpEndpoint.close();
+        }
         controlExecutor.shutdownNow();
+        telemetry.aggregate();
+        telemetry.close();
     }
 
     public void close()

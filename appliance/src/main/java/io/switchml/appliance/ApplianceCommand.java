@@ -59,6 +59,13 @@ public final class ApplianceCommand implements Callable<Integer>
         ApplianceContext.SLOT_TIMEOUT_MS_DEFAULT + ").")
     private Long slotTimeoutMs;
 
+    @Option(names = "--dir", description = "Directory of the counters file and journal (default " + "${java.io.tmpdir}/switchml" + ").")
+    private String dir;
+
+    @Option(names = "--http-port", description = "HTTP /metrics and /health port, 0 for any, -1 off (default " +
+        ApplianceContext.HTTP_PORT_DEFAULT + ").")
+    private Integer httpPort;
+
     @Option(names = "--print-config", description = "Print the resolved configuration and exit.")
     private boolean printConfig;
 
@@ -91,7 +98,9 @@ public final class ApplianceCommand implements Callable<Integer>
         appliance.pinning().forEach(line -> System.out.println("switchml appliance: " + line));
         System.out.println("switchml appliance ready: data udp " + context.resolvedBindAddress().getHostAddress() + ":" +
             appliance.dataPort() + " (" + context.shards() + " shard(s), " + appliance.transportName() + "), control tcp " +
-            context.resolvedBindAddress().getHostAddress() + ":" + appliance.controlPort());
+            context.resolvedBindAddress().getHostAddress() + ":" + appliance.controlPort() +
+            (appliance.httpPort() >= 0 ? ", http " + context.resolvedBindAddress().getHostAddress() + ":" + appliance.httpPort() : "") +
+            ", counters " + appliance.telemetry().countersFile().file());
         System.out.flush();
         stopped.await();
         return 0;
@@ -140,6 +149,14 @@ public final class ApplianceCommand implements Callable<Integer>
         if (shards != null)
         {
             context.shards(shards);
+        }
+        if (dir != null)
+        {
+            context.dir(dir);
+        }
+        if (httpPort != null)
+        {
+            context.httpPort(httpPort);
         }
         if (shardCpus != null)
         {

@@ -56,6 +56,14 @@ public final class ApplianceContext
     public static final String MAC_PROP = "switchml.appliance.mac";
     public static final boolean MAC_DEFAULT = true;
 
+    /** Directory of the counters file (counters.dat) and the event journal. */
+    public static final String DIR_PROP = "switchml.appliance.dir";
+    public static final String DIR_DEFAULT = System.getProperty("java.io.tmpdir") + "/switchml";
+
+    /** TCP port of the HTTP endpoint (/metrics, /health) on the bind address; 0 picks a free port, -1 turns it off. */
+    public static final String HTTP_PORT_PROP = "switchml.appliance.http.port";
+    public static final int HTTP_PORT_DEFAULT = 7472;
+
     /** How long a job waits for all its ranks to join before the joiners are refused. */
     public static final String JOIN_TIMEOUT_MS_PROP = "switchml.appliance.join.timeout.ms";
     public static final long JOIN_TIMEOUT_MS_DEFAULT = 30_000;
@@ -76,6 +84,8 @@ public final class ApplianceContext
     public static final String LOSS_SEED_PROP = "switchml.appliance.loss.seed";
     public static final long LOSS_SEED_DEFAULT = 1;
 
+    private String dir = DIR_DEFAULT;
+    private int httpPort = HTTP_PORT_DEFAULT;
     private int shards = SHARDS_DEFAULT;
     private String shardCpus = SHARD_CPUS_DEFAULT;
     private String defaultTenant = DEFAULT_TENANT_DEFAULT;
@@ -126,6 +136,8 @@ public final class ApplianceContext
                     case LOSS_RATE_PROP -> lossRate = Double.parseDouble(value);
                     case LOSS_SEED_PROP -> lossSeed = Long.parseLong(value);
                     case SHARDS_PROP -> shards = Integer.parseInt(value);
+                    case DIR_PROP -> dir = value;
+                    case HTTP_PORT_PROP -> httpPort = Integer.parseInt(value);
                     case SHARD_CPUS_PROP -> shardCpus = value;
                     case DEFAULT_TENANT_PROP -> defaultTenant = value;
                     case TENANT_MEMORY_QUOTA_BYTES_PROP -> tenantMemoryQuotaBytes = Long.parseLong(value);
@@ -157,6 +169,14 @@ public final class ApplianceContext
         if (!t.equals("auto") && !t.equals("epoll") && !t.equals("io_uring") && !t.equals("nio"))
         {
             throw new IllegalArgumentException(TRANSPORT_PROP + " must be auto, epoll, io_uring or nio: '" + transport + "'");
+        }
+        if (httpPort < -1 || httpPort > 65_535)
+        {
+            throw new IllegalArgumentException(HTTP_PORT_PROP + " must be -1 (off) or within 0..65535: " + httpPort);
+        }
+        if (dir.isBlank())
+        {
+            throw new IllegalArgumentException(DIR_PROP + " must name a directory");
         }
         if (shards < 1 || shards > 64)
         {
@@ -269,6 +289,8 @@ public final class ApplianceContext
         out.println(SOCKET_BUFFER_BYTES_PROP + "=" + socketBufferBytes);
         out.println(LOSS_RATE_PROP + "=" + lossRate);
         out.println(LOSS_SEED_PROP + "=" + lossSeed);
+        out.println(DIR_PROP + "=" + dir);
+        out.println(HTTP_PORT_PROP + "=" + httpPort);
         out.println(SHARDS_PROP + "=" + shards);
         out.println(SHARD_CPUS_PROP + "=" + shardCpus);
         out.println(DEFAULT_TENANT_PROP + "=" + defaultTenant);
@@ -276,6 +298,28 @@ public final class ApplianceContext
         out.println(TENANT_MAX_JOBS_PROP + "=" + tenantMaxJobs);
         out.println(SLOT_TIMEOUT_MS_PROP + "=" + slotTimeoutMs);
         out.println(MAC_PROP + "=" + (macEnabled ? "on" : "off"));
+    }
+
+    public ApplianceContext dir(final String dir)
+    {
+        this.dir = dir;
+        return this;
+    }
+
+    public String dir()
+    {
+        return dir;
+    }
+
+    public ApplianceContext httpPort(final int httpPort)
+    {
+        this.httpPort = httpPort;
+        return this;
+    }
+
+    public int httpPort()
+    {
+        return httpPort;
     }
 
     public ApplianceContext shards(final int shards)

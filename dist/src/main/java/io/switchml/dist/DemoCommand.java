@@ -61,6 +61,7 @@ public final class DemoCommand implements Callable<Integer>
         final String token = java.util.HexFormat.of().formatHex(java.security.SecureRandom.getSeed(16));
         final int elements = (int)Math.min(Integer.MAX_VALUE - 8, sizeMb * 1_000_000L / Float.BYTES);
         final ApplianceContext applianceContext = new ApplianceContext().dataPort(0).controlPort(0).shards(shards)
+            .httpPort(0).dir(java.nio.file.Files.createTempDirectory("switchml-demo").toString())
             .lossRate(lossRate).lossSeed(42);
         try (Appliance appliance = Appliance.launch(applianceContext))
         {

@@ -54,6 +54,11 @@ final class JvmProcess implements AutoCloseable
         command.add("--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED");
         command.add("--enable-native-access=ALL-UNNAMED");
         command.add("--sun-misc-unsafe-memory-access=allow");
+        command.add("--add-opens=java.base/java.lang.reflect=ALL-UNNAMED");
+        command.add("--add-exports=java.base/sun.nio.ch=ALL-UNNAMED");
+        command.add("--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED");
+        command.add("-Dchronicle.analytics.disable=true");
+        command.add("-Dchronicle.announcer.disable=true");
         command.add("-Xmx512m");
         command.add("-XX:+UseSerialGC");
         command.add("-cp");

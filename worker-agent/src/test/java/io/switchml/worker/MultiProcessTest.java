@@ -25,6 +25,9 @@ class MultiProcessTest
     private static final Pattern READY = Pattern.compile("data udp [^:]+:(\\d+) .*control tcp [^:]+:(\\d+)");
     private static final Pattern RETRANSMISSIONS = Pattern.compile("retransmissions=(\\d+)");
 
+    @org.junit.jupiter.api.io.TempDir
+    java.nio.file.Path tempDir;
+
     private final List<JvmProcess> processes = new ArrayList<>();
 
     @AfterEach
@@ -35,7 +38,8 @@ class MultiProcessTest
 
     private int startAppliance(final String... extraArgs) throws Exception
     {
-        final List<String> args = new ArrayList<>(List.of("--data-port", "0", "--control-port", "0"));
+        final List<String> args = new ArrayList<>(List.of("--data-port", "0", "--control-port", "0", "--http-port", "0",
+            "--dir", tempDir.toString()));
         args.addAll(List.of(extraArgs));
         final JvmProcess appliance = JvmProcess.start("appliance", ApplianceCommand.class, args.toArray(String[]::new));
         processes.add(appliance);

@@ -32,13 +32,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 class WorkerClientTest
 {
+    @org.junit.jupiter.api.io.TempDir
+    java.nio.file.Path tempDir;
+
     private Appliance appliance;
     private final ExecutorService executor = Executors.newCachedThreadPool();
 
     @BeforeEach
     void startAppliance() throws Exception
     {
-        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).joinTimeoutMs(10_000));
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(tempDir.toString()).joinTimeoutMs(10_000));
     }
 
     @AfterEach
@@ -123,7 +126,7 @@ class WorkerClientTest
     void intSumIsBitExactAtOnePercentLossBothWays() throws Exception
     {
         appliance.close();
-        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).lossRate(0.01).lossSeed(3));
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(tempDir.toString()).lossRate(0.01).lossSeed(3));
         final int world = 4;
         final int length = 50_000;
         final List<WorkerCounters> counters = runRanks(world, rank ->

@@ -27,6 +27,9 @@ public final class ControlServer implements AutoCloseable
     private final int[] dataPorts;
     private final Supplier<Map<String, Long>> counters;
     private final Supplier<String> health;
+    private final Runnable joinsRefused;
+    private final Runnable connectionOpened;
+    private final Runnable connectionClosed;
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final Thread acceptThread;
     private volatile boolean running = true;
@@ -45,8 +48,14 @@ public final class ControlServer implements AutoCloseable
         final ControlDefaults defaults,
         final int[] dataPorts,
         final Supplier<Map<String, Long>> counters,
-        final Supplier<String> health) throws IOException
+        final Supplier<String> health,
+        final Runnable joinsRefused,
+        final Runnable connectionOpened,
+        final Runnable connectionClosed) throws IOException
     {
+        this.joinsRefused = joinsRefused;
+        this.connectionOpened = connectionOpened;
+        this.connectionClosed = connectionClosed;
         this.serverSocket = new ServerSocket();
         serverSocket.setReuseAddress(true);
         serverSocket.bind(new InetSocketAddress(bindAddress, port), 128);
@@ -94,6 +103,7 @@ public final class ControlServer implements AutoCloseable
 
     private void serve(final Socket socket)
     {
+        connectionOpened.run();
         try (ControlConnection connection = new ControlConnection(socket))
         {
             String line;
@@ -113,6 +123,10 @@ public final class ControlServer implements AutoCloseable
                 }
                 catch (final IllegalArgumentException | JobRegistry.RefusedException ex)
                 {
+                    if (ControlProtocol.JOIN.equals(line.strip().split(" ", 2)[0]))
+                    {
+                        joinsRefused.run();
+                    }
                     connection.send(ControlProtocol.ERR + " message=" + ex.getMessage());
                 }
             }
@@ -124,6 +138,10 @@ public final class ControlServer implements AutoCloseable
         catch (final InterruptedException ex)
         {
             Thread.currentThread().interrupt();
+        }
+        finally
+        {
+            connectionClosed.run();
         }
     }
 

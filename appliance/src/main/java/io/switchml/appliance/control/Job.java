@@ -1,6 +1,7 @@
 package io.switchml.appliance.control;
 
 import io.switchml.appliance.engine.SlotPool;
+import io.switchml.appliance.telemetry.JobCounters;
 import io.switchml.protocol.ElementType;
 
 import java.net.InetSocketAddress;
@@ -40,6 +41,7 @@ public final class Job
     final ControlConnection[] connections;
     final boolean[] left;
     final SlotPool[] pools;
+    final JobCounters counters;
     final long createdMs = System.currentTimeMillis();
     State state = State.JOINING;
     int joined;
@@ -47,8 +49,9 @@ public final class Job
     volatile boolean aborting;
 
     Job(final int jobId, final JobSpec spec, final int shardCount, final String token, final long macK0, final long macK1,
-        final long joinDeadlineMs)
+        final long joinDeadlineMs, final JobCounters counters)
     {
+        this.counters = counters;
         this.jobId = jobId;
         this.tenant = spec.tenant();
         this.name = spec.name();
@@ -133,6 +136,14 @@ public final class Job
     public long macK1()
     {
         return macK1;
+    }
+
+    /**
+     * @return the job's counters, incremented by every shard.
+     */
+    public JobCounters counters()
+    {
+        return counters;
     }
 
     public long slotTimeoutMs()

@@ -1,6 +1,7 @@
 package io.switchml.appliance.control;
 
-import io.switchml.appliance.telemetry.ApplianceCounters;
+import io.switchml.appliance.telemetry.Telemetry;
+import io.switchml.protocol.telemetry.SystemCounter;
 import io.switchml.protocol.DataHeaderFlyweight;
 import org.agrona.collections.Int2ObjectHashMap;
 
@@ -31,7 +32,7 @@ public final class JobRegistry
     private final long tenantMemoryQuotaBytes;
     private final int tenantMaxJobs;
     private final int shardCount;
-    private final ApplianceCounters counters;
+    private final Telemetry telemetry;
     private final SecureRandom random = new SecureRandom();
     private final List<Consumer<String>> eventListeners = new ArrayList<>();
     private long memoryUsedBytes;
@@ -40,13 +41,13 @@ public final class JobRegistry
 
     public JobRegistry(
         final long memoryBudgetBytes, final long tenantMemoryQuotaBytes, final int tenantMaxJobs, final int shardCount,
-        final ApplianceCounters counters)
+        final Telemetry telemetry)
     {
         this.memoryBudgetBytes = memoryBudgetBytes;
         this.tenantMemoryQuotaBytes = tenantMemoryQuotaBytes;
         this.tenantMaxJobs = tenantMaxJobs;
         this.shardCount = shardCount;
-        this.counters = counters;
+        this.telemetry = telemetry;
     }
 
     /**
@@ -139,26 +140,28 @@ public final class JobRegistry
             final long needed = Job.memoryBytes(spec.slots(), spec.lanes());
             if (memoryUsedBytes + needed > memoryBudgetBytes)
             {
-                counters.addConcurrent(ApplianceCounters.ADMISSIONS_REFUSED, 1);
+                telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
                 throw new RefusedException("job '" + spec.name() + "' needs " + needed + " bytes of aggregator memory but only " +
                     (memoryBudgetBytes - memoryUsedBytes) + " of " + memoryBudgetBytes + " are free");
             }
             final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[2]);
             if (usage[0] + needed > tenantMemoryQuotaBytes)
             {
-                counters.addConcurrent(ApplianceCounters.ADMISSIONS_REFUSED, 1);
+                telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
                 throw new RefusedException("tenant '" + spec.tenant() + "' would use " + (usage[0] + needed) +
                     " bytes of aggregator memory, over its quota of " + tenantMemoryQuotaBytes);
             }
             if (usage[1] + 1 > tenantMaxJobs)
             {
-                counters.addConcurrent(ApplianceCounters.ADMISSIONS_REFUSED, 1);
+                telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
                 throw new RefusedException("tenant '" + spec.tenant() + "' already runs " + usage[1] + " jobs, its limit");
             }
 
             final String jobToken = token != null ? token : HexFormat.of().formatHex(randomBytes(16));
-            final Job job = new Job(nextJobId++, spec, shardCount, jobToken, random.nextLong(), random.nextLong(),
-                System.currentTimeMillis() + spec.joinTimeoutMs());
+            final int jobId = nextJobId++;
+            final Job job = new Job(jobId, spec, shardCount, jobToken, random.nextLong(), random.nextLong(),
+                System.currentTimeMillis() + spec.joinTimeoutMs(), telemetry.allocateJobCounters(jobId, spec.tenant(), spec.name()));
+            telemetry.system(SystemCounter.JOBS_CREATED).increment();
             jobs.put(job.jobId, job);
             jobsByName.put(key, job);
             usage[0] += job.memoryBytes;
@@ -248,6 +251,7 @@ public final class JobRegistry
             if (job.joined == job.worldSize)
             {
                 job.state = Job.State.ACTIVE;
+                telemetry.system(SystemCounter.JOBS_ACTIVE).increment();
                 publishActive();
                 lock.notifyAll();
                 emit("job started: " + job.describe());
@@ -303,7 +307,7 @@ public final class JobRegistry
             {
                 return;
             }
-            counters.addConcurrent(ApplianceCounters.JOBS_ABORTED, 1);
+            telemetry.system(SystemCounter.JOBS_ABORTED).increment();
             endLocked(job, reason);
             for (int rank = 0; rank < job.worldSize; rank++)
             {
@@ -375,8 +379,10 @@ public final class JobRegistry
         }
         if (wasActive)
         {
+            telemetry.system(SystemCounter.JOBS_ACTIVE).decrement();
             publishActive();
         }
+        job.counters.close();
         lock.notifyAll();
         emit("job ended: job=" + job.jobId + " name=" + job.name + " tenant=" + job.tenant + " reason=" + reason);
     }

@@ -16,7 +16,7 @@ import io.netty.channel.uring.IoUring;
 import io.netty.channel.uring.IoUringDatagramChannel;
 import io.netty.channel.uring.IoUringIoHandler;
 import io.switchml.appliance.control.JobRegistry;
-import io.switchml.appliance.telemetry.ApplianceCounters;
+import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.LossGenerator;
 
@@ -51,7 +51,7 @@ public final class DataPlane implements AutoCloseable
         final String transport,
         final int socketBufferBytes,
         final JobRegistry registry,
-        final ApplianceCounters[] shardCounters,
+        final Telemetry telemetry,
         final LossGenerator[] rxLoss,
         final LossGenerator[] txLoss,
         final Executor controlExecutor) throws InterruptedException
@@ -80,8 +80,9 @@ public final class DataPlane implements AutoCloseable
                     });
                 final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, threadFactory, ioHandlerFactory());
                 groups.add(group);
-                final DataPlaneHandler handler = new DataPlaneHandler(shardId, shardCount, registry, shardCounters[shard],
-                    rxLoss[shard], txLoss[shard], controlExecutor);
+                final DataPlaneHandler handler = new DataPlaneHandler(shardId, shardCount, registry,
+                    telemetry.shardCounters(shard), telemetry.slotLatency(shard), telemetry.errorLog(), rxLoss[shard],
+                    txLoss[shard], controlExecutor);
                 final Bootstrap bootstrap = new Bootstrap()
                     .group(group)
                     .channel(channelClass())

@@ -7,7 +7,10 @@ import io.netty.channel.socket.DatagramPacket;
 import io.switchml.appliance.control.Job;
 import io.switchml.appliance.control.JobRegistry;
 import io.switchml.appliance.engine.SlotPool;
-import io.switchml.appliance.telemetry.ApplianceCounters;
+import io.switchml.appliance.telemetry.ErrorLog;
+import io.switchml.appliance.telemetry.JobCounters;
+import io.switchml.appliance.telemetry.ShardCounters;
+import io.switchml.appliance.telemetry.SlotLatency;
 import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.DropReason;
 import io.switchml.protocol.LossGenerator;
@@ -31,7 +34,9 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private final int shardId;
     private final int shardCount;
     private final JobRegistry registry;
-    private final ApplianceCounters counters;
+    private final ShardCounters counters;
+    private final SlotLatency slotLatency;
+    private final ErrorLog errorLog;
     private final LossGenerator rxLoss;
     private final LossGenerator txLoss;
     private final Executor controlExecutor;
@@ -44,7 +49,9 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         final int shardId,
         final int shardCount,
         final JobRegistry registry,
-        final ApplianceCounters counters,
+        final ShardCounters counters,
+        final SlotLatency slotLatency,
+        final ErrorLog errorLog,
         final LossGenerator rxLoss,
         final LossGenerator txLoss,
         final Executor controlExecutor)
@@ -53,6 +60,8 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         this.shardCount = shardCount;
         this.registry = registry;
         this.counters = counters;
+        this.slotLatency = slotLatency;
+        this.errorLog = errorLog;
         this.rxLoss = rxLoss;
         this.txLoss = txLoss;
         this.controlExecutor = controlExecutor;
@@ -82,7 +91,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         ctx.flush();
         if (burstStartNs != 0)
         {
-            counters.max(ApplianceCounters.DUTY_CYCLE_MAX_NS, System.nanoTime() - burstStartNs);
+            counters.onDutyCycleNs(System.nanoTime() - burstStartNs);
             burstStartNs = 0;
         }
     }
@@ -90,11 +99,10 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private void onPacket(final ChannelHandlerContext ctx, final ByteBuf content, final InetSocketAddress sender)
     {
         final int length = content.readableBytes();
-        counters.add(ApplianceCounters.PACKETS_IN, 1);
-        counters.add(ApplianceCounters.BYTES_IN, length);
+        counters.onPacketIn(length);
         if (rxLoss.shouldDrop())
         {
-            counters.drop(DropReason.LOSS_INJECTED);
+            counters.onDrop(DropReason.LOSS_INJECTED);
             return;
         }
 
@@ -102,25 +110,28 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         final DropReason reason = DataHeaderFlyweight.validate(inView, 0, length);
         if (reason != DropReason.NONE)
         {
-            counters.drop(reason);
+            counters.onDrop(reason);
             return;
         }
         header.wrap(inView, 0);
         if (header.type() != DataHeaderFlyweight.TYPE_UPDATE)
         {
-            counters.drop(DropReason.BAD_TYPE);
+            counters.onDrop(DropReason.BAD_TYPE);
             return;
         }
         final Job job = registry.activeJob(header.jobId());
         if (job == null)
         {
-            counters.drop(DropReason.UNKNOWN_JOB);
+            counters.onDrop(DropReason.UNKNOWN_JOB);
             return;
         }
+        final JobCounters jobCounters = job.counters();
+        jobCounters.onPacketIn(length);
         final int rank = header.workerRank();
         if (rank >= job.worldSize() || !sender.equals(job.member(rank, shardId)))
         {
-            counters.drop(DropReason.NOT_MEMBER);
+            counters.onDrop(DropReason.NOT_MEMBER);
+            jobCounters.onDrop();
             return;
         }
         final SlotPool pool = job.pool(shardId);
@@ -128,12 +139,14 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         if (pool == null || slot % shardCount != shardId || slot / shardCount >= pool.slotCount() ||
             header.elementType() != job.elementType() || header.elementCount() > job.lanes())
         {
-            counters.drop(DropReason.JOB_MISMATCH);
+            counters.onDrop(DropReason.JOB_MISMATCH);
+            jobCounters.onDrop();
             return;
         }
         if (job.macEnabled() && !PacketMac.verify(job.macK0(), job.macK1(), inView, 0, length))
         {
-            counters.drop(DropReason.BAD_MAC);
+            counters.onDrop(DropReason.BAD_MAC);
+            jobCounters.onDrop();
             return;
         }
 
@@ -147,24 +160,35 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
             {
                 case SlotPool.COMPLETED ->
                 {
-                    counters.add(ApplianceCounters.SLOTS_COMPLETED, 1);
+                    counters.onSlotCompleted();
+                    jobCounters.onSlotCompleted();
+                    slotLatency.recordNs(pool.lastCompletionLatencyNs());
                     sign(job, resultLength);
                     result.writerIndex(resultLength);
                     for (int member = 0, n = job.worldSize(); member < n; member++)
                     {
-                        send(ctx, result, job.member(member, shardId), resultLength);
+                        send(ctx, result, job.member(member, shardId), resultLength, jobCounters);
                     }
                 }
                 case SlotPool.SHADOW_RESULT ->
                 {
-                    counters.add(ApplianceCounters.RETRANSMISSIONS_SERVED, 1);
+                    counters.onRetransmissionServed();
+                    jobCounters.onRetransmissionServed();
                     sign(job, resultLength);
                     result.writerIndex(resultLength);
-                    send(ctx, result, sender, resultLength);
+                    send(ctx, result, sender, resultLength, jobCounters);
                 }
-                case SlotPool.DUPLICATE -> counters.add(ApplianceCounters.DUPLICATES, 1);
-                case SlotPool.STALE -> counters.add(ApplianceCounters.STALE_UPDATES, 1);
-                case SlotPool.MISMATCH -> counters.drop(DropReason.SLOT_MISMATCH);
+                case SlotPool.DUPLICATE ->
+                {
+                    counters.onDuplicate();
+                    jobCounters.onDuplicate();
+                }
+                case SlotPool.STALE -> counters.onStaleUpdate();
+                case SlotPool.MISMATCH ->
+                {
+                    counters.onDrop(DropReason.SLOT_MISMATCH);
+                    jobCounters.onDrop();
+                }
                 default ->
                 {
                     // absorbed: nothing to send yet
@@ -185,15 +209,17 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         }
     }
 
-    private void send(final ChannelHandlerContext ctx, final ByteBuf result, final InetSocketAddress to, final int length)
+    private void send(
+        final ChannelHandlerContext ctx, final ByteBuf result, final InetSocketAddress to, final int length,
+        final JobCounters jobCounters)
     {
         if (txLoss.shouldDrop())
         {
-            counters.add(ApplianceCounters.TX_LOSS_INJECTED, 1);
+            counters.onDrop(DropReason.LOSS_INJECTED);
             return;
         }
-        counters.add(ApplianceCounters.PACKETS_OUT, 1);
-        counters.add(ApplianceCounters.BYTES_OUT, length);
+        counters.onPacketOut(length);
+        jobCounters.onPacketOut();
         ctx.write(new DatagramPacket(result.retainedDuplicate(), to), ctx.voidPromise());
     }
 
@@ -241,6 +267,6 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     @Override
     public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
     {
-        System.err.println("data plane shard " + shardId + " error: " + cause);
+        errorLog.record(cause);
     }
 }
