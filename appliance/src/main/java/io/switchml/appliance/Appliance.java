@@ -182,6 +182,23 @@ public final class Appliance implements AutoCloseable
         return dataPlane.transportName();
     }
 
+    /**
+     * @return true while every data-plane shard's event loop is turning and the appliance is not closing.
+     */
+    public boolean isLive()
+    {
+        return !closed && dataPlane.isLive(1_000);
+    }
+
+    /**
+     * @return a one-line status for systemd and logs.
+     */
+    public String statusLine()
+    {
+        return registry.jobCount() + " job(s), " + counter("packets_in") + " packets in, " +
+            registry.memoryUsedBytes() + "/" + registry.memoryBudgetBytes() + " bytes of aggregator memory";
+    }
+
     public List<String> pinning()
     {
         return dataPlane.pinning();

@@ -1,5 +1,6 @@
 package io.switchml.appliance;
 
+import io.switchml.appliance.service.SystemdNotifier;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -88,11 +89,14 @@ public final class ApplianceCommand implements Callable<Integer>
             return 0;
         }
 
+        final SystemdNotifier notifier = SystemdNotifier.fromEnvironment();
         final Appliance appliance = Appliance.launch(context);
         final CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() ->
         {
+            notifier.stopping("aborting jobs: appliance received a termination signal");
             appliance.close("appliance received a termination signal");
+            notifier.close();
             stopped.countDown();
         }, "switchml-shutdown"));
         appliance.pinning().forEach(line -> System.out.println("switchml appliance: " + line));
@@ -102,6 +106,30 @@ public final class ApplianceCommand implements Callable<Integer>
             (appliance.httpPort() >= 0 ? ", http " + context.resolvedBindAddress().getHostAddress() + ":" + appliance.httpPort() : "") +
             ", counters " + appliance.telemetry().countersFile().file());
         System.out.flush();
+        if (notifier.isEnabled())
+        {
+            final String failure = notifier.ready("serving: " + appliance.statusLine());
+            if (failure != null)
+            {
+                System.err.println("switchml appliance: systemd notify failed: " + failure);
+            }
+            notifier.startWatchdog(appliance::isLive, appliance.telemetry().errorLog());
+            Thread.ofPlatform().daemon().name("switchml-status").start(() ->
+            {
+                while (!Thread.currentThread().isInterrupted())
+                {
+                    try
+                    {
+                        Thread.sleep(5_000);
+                    }
+                    catch (final InterruptedException ex)
+                    {
+                        return;
+                    }
+                    notifier.status("serving: " + appliance.statusLine());
+                }
+            });
+        }
         stopped.await();
         return 0;
     }

@@ -8,7 +8,8 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "worker", mixinStandardHelpOptions = true,
     description = "Worker agent: run a checked all-reduce job, benchmark, or serve the local bridge for PyTorch.",
-    subcommands = {WorkerRunCommand.class})
+    subcommands = {WorkerRunCommand.class, io.switchml.worker.bench.WorkerBenchCommand.class,
+        io.switchml.worker.bridge.WorkerServeCommand.class})
 public final class WorkerCommand implements Runnable
 {
     public void run()

@@ -145,4 +145,21 @@ class MultiProcessTest
             assertNotEquals(0, worker.awaitExit(10_000), worker.output());
         }
     }
+
+    @Test
+    void sigtermAbortsRunningJobsWithAClearReason() throws Exception
+    {
+        final int controlPort = startAppliance();
+        final List<JvmProcess> workers = startWorkers(2, controlPort, "--type", "int32", "--elements", "2000000",
+            "--iterations", "100000", "--warmups", "0", "-k", "1024", "-s", "16");
+        Thread.sleep(4_000);
+        processes.get(0).process().destroy();
+        for (final JvmProcess worker : workers)
+        {
+            final String error = worker.awaitLine(line -> line.startsWith("ERROR") || line.startsWith("RESULT"), 15_000);
+            assertTrue(error.contains("aborted by the appliance: appliance received a termination signal"), error);
+            assertEquals(3, worker.awaitExit(10_000), worker.output());
+        }
+        assertEquals(143, processes.get(0).awaitExit(10_000), processes.get(0).output());
+    }
 }

@@ -205,7 +205,8 @@ public final class SystemdNotifier implements AutoCloseable
      * Update the status line shown by {@code systemctl status}.
      *
      * @param status human-readable status line; newlines are replaced by spaces.
-     * @return null on success or when disabled, else why the notification could not be sent.
+     * @return null on success or when disabled, else why the notification could not be sent
+     * ({@code "nothing to send"} for a null status).
      */
     public String status(final String status)
     {
@@ -282,7 +283,7 @@ public final class SystemdNotifier implements AutoCloseable
      * <p>
      * A failed ping is reported to {@code errorHandler} as an {@link IOException} when its message differs
      * from the previous failure's; repeats are only counted ({@link #watchdogFailures()}), so a missing
-     * socket is reported once, not twice a interval forever.
+     * socket is reported once, not twice per interval forever.
      *
      * @param healthy      called on the watchdog thread before each ping; must be cheap and non-blocking.
      * @param errorHandler receives failures on the watchdog thread, e.g. the appliance's error log.
@@ -375,6 +376,7 @@ public final class SystemdNotifier implements AutoCloseable
     /**
      * @return the resolved configuration in one line, for the start-up log.
      */
+    @Override
     public String toString()
     {
         if (socketAddress == null)

@@ -42,6 +42,7 @@ public final class DataPlane implements AutoCloseable
     private final List<Channel> channels = new ArrayList<>();
     private final String transportName;
     private final List<String> pinning = new ArrayList<>();
+    private final List<DataPlaneHandler> handlers = new ArrayList<>();
 
     public DataPlane(
         final InetAddress bindAddress,
@@ -83,6 +84,7 @@ public final class DataPlane implements AutoCloseable
                 final DataPlaneHandler handler = new DataPlaneHandler(shardId, shardCount, registry,
                     telemetry.shardCounters(shard), telemetry.slotLatency(shard), telemetry.errorLog(), rxLoss[shard],
                     txLoss[shard], controlExecutor);
+                handlers.add(handler);
                 final Bootstrap bootstrap = new Bootstrap()
                     .group(group)
                     .channel(channelClass())
@@ -176,6 +178,23 @@ public final class DataPlane implements AutoCloseable
             ports[i] = ((InetSocketAddress)channels.get(i).localAddress()).getPort();
         }
         return ports;
+    }
+
+    /**
+     * @param maxAgeMs how recently every shard must have run its periodic task.
+     * @return true when every shard's event loop is turning: feeds the systemd watchdog.
+     */
+    public boolean isLive(final long maxAgeMs)
+    {
+        final long nowNs = System.nanoTime();
+        for (final DataPlaneHandler handler : handlers)
+        {
+            if (nowNs - handler.lastScanNs() > maxAgeMs * 1_000_000L)
+            {
+                return false;
+            }
+        }
+        return true;
     }
 
     public String transportName()

@@ -44,6 +44,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     private final UnsafeBuffer outView = new UnsafeBuffer(0L, 0);
     private final DataHeaderFlyweight header = new DataHeaderFlyweight();
     private long burstStartNs;
+    private volatile long lastScanNs = System.nanoTime();
 
     DataPlaneHandler(
         final int shardId,
@@ -231,6 +232,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
     void scanSlotDeadlines()
     {
         final long nowNs = System.nanoTime();
+        lastScanNs = nowNs;
         final Int2ObjectHashMap<Job> jobs = registry.activeJobs();
         for (final Job job : jobs.values())
         {
@@ -250,6 +252,14 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 controlExecutor.execute(() -> registry.abort(job, reason));
             }
         }
+    }
+
+    /**
+     * @return when this shard's thread last ran its periodic deadline scan: a liveness signal.
+     */
+    long lastScanNs()
+    {
+        return lastScanNs;
     }
 
     private static void wrap(final UnsafeBuffer view, final ByteBuf buf, final int index, final int length)

@@ -1,0 +1,44 @@
+package io.switchml.appliance.journal;
+
+/**
+ * System properties Chronicle reads when its classes load. The launcher and the tests pass the first two
+ * with {@code -D}; setting them here as well (unless already set) keeps a JVM started without them from
+ * reporting usage statistics to Chronicle's vendor, writing a client id file in {@code $HOME}, or
+ * printing a banner.
+ * <p>
+ * Chronicle logs through SLF4J (slf4j-simple here). Its INFO messages are timings of file growth and disk
+ * polls, so its loggers are set to WARN; and a reader, which cannot know the journal's roll cycle before
+ * opening it, would get a WARN each time it opens one that is not daily, so that logger is set to ERROR.
+ * A {@code -D} of the same property overrides either.
+ */
+final class ChronicleSettings
+{
+    static final String ANALYTICS_DISABLE_PROP = "chronicle.analytics.disable";
+    static final String ANNOUNCER_DISABLE_PROP = "chronicle.announcer.disable";
+    static final String CHRONICLE_LOG_LEVEL_PROP = "org.slf4j.simpleLogger.log.net.openhft";
+    static final String ROLL_OVERRIDE_LOG_LEVEL_PROP =
+        "org.slf4j.simpleLogger.log.net.openhft.chronicle.queue.impl.single.SCQMeta";
+
+    private ChronicleSettings()
+    {
+    }
+
+    /**
+     * Set the properties that are not set; call before any Chronicle class loads.
+     */
+    static void apply()
+    {
+        setIfAbsent(ANALYTICS_DISABLE_PROP, "true");
+        setIfAbsent(ANNOUNCER_DISABLE_PROP, "true");
+        setIfAbsent(CHRONICLE_LOG_LEVEL_PROP, "warn");
+        setIfAbsent(ROLL_OVERRIDE_LOG_LEVEL_PROP, "error");
+    }
+
+    private static void setIfAbsent(final String name, final String value)
+    {
+        if (null == System.getProperty(name))
+        {
+            System.setProperty(name, value);
+        }
+    }
+}

@@ -1,0 +1,207 @@
+package io.switchml.appliance.transport;
+
+import io.switchml.appliance.Appliance;
+import io.switchml.appliance.ApplianceContext;
+import io.switchml.protocol.ControlProtocol;
+import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.ElementType;
+import io.switchml.protocol.security.PacketMac;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A hostile peer on the data plane, speaking raw UDP and the control protocol directly: forged MACs,
+ * replays from another address, cross-job and malformed packets are dropped and counted by reason,
+ * and change no slot: the honest members' sums stay exact.
+ */
+@Timeout(60)
+class DataPlaneSecurityTest
+{
+    @TempDir
+    Path tempDir;
+
+    private Appliance appliance;
+
+    @BeforeEach
+    void start() throws Exception
+    {
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(tempDir.toString()));
+    }
+
+    @AfterEach
+    void stop()
+    {
+        appliance.close();
+    }
+
+    /** A member that speaks the protocol by hand: one control connection and one UDP socket. */
+    private final class RawMember implements AutoCloseable
+    {
+        final Socket control;
+        final BufferedReader reader;
+        final DatagramChannel udp;
+        int jobId;
+        long k0;
+        long k1;
+
+        RawMember() throws IOException
+        {
+            control = new Socket("127.0.0.1", appliance.controlPort());
+            reader = new BufferedReader(new InputStreamReader(control.getInputStream(), StandardCharsets.UTF_8));
+            udp = DatagramChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
+            udp.connect(new InetSocketAddress("127.0.0.1", appliance.dataPort()));
+            udp.socket().setSoTimeout(2000);
+        }
+
+        Map<String, String> request(final String line) throws IOException
+        {
+            control.getOutputStream().write((line + "\n").getBytes(StandardCharsets.UTF_8));
+            return ControlProtocol.parse(reader.readLine());
+        }
+
+        void create(final String name, final String mac) throws IOException
+        {
+            final Map<String, String> reply = request("CREATE name=" + name + " world=1 type=int32 k=4 s=2 mac=" + mac +
+                " token=token-" + name + " ifAbsent=true");
+            assertEquals("OK", reply.get(""), reply.toString());
+            jobId = Integer.parseInt(reply.get("job"));
+        }
+
+        void join(final String name) throws IOException
+        {
+            final int port = ((InetSocketAddress)udp.getLocalAddress()).getPort();
+            final Map<String, String> reply = request("JOIN job=" + jobId + " rank=0 token=token-" + name + " ports=" + port);
+            assertEquals("OK", reply.get(""), reply.toString());
+            k0 = Long.parseUnsignedLong(reply.get("key").substring(0, 16), 16);
+            k1 = Long.parseUnsignedLong(reply.get("key").substring(16), 16);
+        }
+
+        public void close() throws IOException
+        {
+            control.close();
+            udp.close();
+        }
+    }
+
+    private static ByteBuffer update(final int jobId, final int slot, final long sequence, final int version, final int value,
+        final long k0, final long k1, final boolean sign)
+    {
+        final ByteBuffer buffer = ByteBuffer.allocate(DataHeaderFlyweight.packetLength(4));
+        final UnsafeBuffer view = new UnsafeBuffer(buffer);
+        final DataHeaderFlyweight header = new DataHeaderFlyweight().wrap(view, 0).writeHeader(
+            DataHeaderFlyweight.TYPE_UPDATE, jobId, 0, version, ElementType.INT32, slot, sequence, 4,
+            DataHeaderFlyweight.NO_EXPONENT, DataHeaderFlyweight.NO_EXPONENT);
+        for (int i = 0; i < 4; i++)
+        {
+            header.lane(i, value + i);
+        }
+        if (sign)
+        {
+            PacketMac.sign(k0, k1, view, 0, buffer.capacity());
+        }
+        return buffer;
+    }
+
+    private static int resultLane0(final DatagramChannel udp) throws IOException
+    {
+        final ByteBuffer result = ByteBuffer.allocate(2048);
+        try
+        {
+            udp.socket().receive(new java.net.DatagramPacket(result.array(), result.capacity()));
+        }
+        catch (final SocketTimeoutException ex)
+        {
+            return Integer.MIN_VALUE;
+        }
+        return new DataHeaderFlyweight().wrap(new UnsafeBuffer(result), 0).lane(0);
+    }
+
+    private void awaitCounter(final String name, final long atLeast) throws InterruptedException
+    {
+        final long deadline = System.currentTimeMillis() + 5_000;
+        while (appliance.counter(name) < atLeast)
+        {
+            assertTrue(System.currentTimeMillis() < deadline, name + " stayed at " + appliance.counter(name));
+            Thread.sleep(10);
+        }
+    }
+
+    @Test
+    void forgedReplayedCrossJobAndMalformedPacketsAreDroppedAndCounted() throws Exception
+    {
+        try (RawMember alice = new RawMember(); RawMember bob = new RawMember();
+            DatagramChannel attacker = DatagramChannel.open().bind(new InetSocketAddress("127.0.0.1", 0)))
+        {
+            alice.create("alice", "on");
+            alice.join("alice");
+            bob.create("bob", "off");
+            bob.join("bob");
+            attacker.connect(new InetSocketAddress("127.0.0.1", appliance.dataPort()));
+
+            // forged: alice's own address and job, wrong key
+            alice.udp.write(update(alice.jobId, 0, 0, 0, 1000, 1, 2, true));
+            awaitCounter("drop_bad_mac", 1);
+
+            // a valid packet of alice's, replayed from another address
+            final ByteBuffer valid = update(alice.jobId, 0, 0, 0, 5, alice.k0, alice.k1, true);
+            attacker.write(valid.duplicate());
+            awaitCounter("drop_not_member", 1);
+
+            // bob's job runs without MAC: a packet for it from the attacker's address is still refused
+            attacker.write(update(bob.jobId, 0, 0, 0, 7777, 0, 0, false));
+            awaitCounter("drop_not_member", 2);
+
+            // cross-job: bob, a member of his own job, writes into alice's job
+            bob.udp.write(update(alice.jobId, 0, 0, 0, 9999, 0, 0, false));
+            awaitCounter("drop_not_member", 3);
+
+            // malformed and unknown-job packets
+            final SplittableRandom random = new SplittableRandom(7);
+            for (int i = 0; i < 200; i++)
+            {
+                final byte[] junk = new byte[random.nextInt(0, 300)];
+                random.nextBytes(junk);
+                attacker.write(ByteBuffer.wrap(junk));
+            }
+            attacker.write(update(424242, 0, 0, 0, 1, 0, 0, false));
+            awaitCounter("drop_unknown_job", 1);
+
+            // the honest members' slots are untouched: their own updates complete with exactly their values
+            alice.udp.write(valid.duplicate());
+            assertEquals(5, resultLane0(alice.udp));
+            bob.udp.write(update(bob.jobId, 0, 0, 0, 11, 0, 0, false));
+            assertEquals(11, resultLane0(bob.udp));
+
+            final Map<String, Long> counters = appliance.counterSnapshot();
+            final long malformed = counters.entrySet().stream()
+                .filter(e -> e.getKey().startsWith("shard_drop_") && !e.getKey().endsWith("not_member") &&
+                    !e.getKey().endsWith("bad_mac") && !e.getKey().endsWith("unknown_job"))
+                .mapToLong(Map.Entry::getValue).sum();
+            assertTrue(malformed >= 190, "malformed drops " + counters);
+            assertEquals(1L, counters.get("shard_drop_bad_mac"));
+            assertEquals(3L, counters.get("shard_drop_not_member"));
+            assertNull(counters.get("shard_drop_none"));
+        }
+    }
+}

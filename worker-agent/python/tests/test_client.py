@@ -1,0 +1,212 @@
+"""Unit tests of the switchml client against a fake agent speaking the bridge protocol.
+
+Run: PYTHONPATH=worker-agent/python /usr/bin/python3 -m unittest discover -s worker-agent/python/tests -v
+The fake agent plays a world of two ranks whose other rank contributes ``x + 1`` for every
+element ``x``, so a sum gives ``2x + 1`` and an average ``x + 0.5``, both exact in float32 for
+the small integers used here. The end-to-end test against real agents and Gloo is
+PyTorchBridgeTest (Java) driving ddp_bridge_check.py.
+"""
+
+import mmap
+import os
+import socket
+import tempfile
+import threading
+import unittest
+
+import torch
+
+import switchml
+from switchml.client import _parse
+
+
+class FakeAgent:
+    """A single-session agent on a Unix socket with a shared-memory file; records requests."""
+
+    def __init__(self, shm_bytes=4096, lanes=8, fail_with=None):
+        self.dir = tempfile.TemporaryDirectory(prefix="switchml-test-")
+        self.socket_path = os.path.join(self.dir.name, "agent.sock")
+        self.shm_path = os.path.join(self.dir.name, "agent.shm")
+        self.shm_bytes = shm_bytes
+        self.lanes = lanes
+        self.fail_with = fail_with
+        self.requests = []
+        with open(self.shm_path, "wb") as f:
+            f.truncate(shm_bytes)
+        fd = os.open(self.shm_path, os.O_RDWR)
+        self.mm = mmap.mmap(fd, shm_bytes)
+        os.close(fd)
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(self.socket_path)
+        self.server.listen(1)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        conn, _ = self.server.accept()
+        with conn, conn.makefile("rb") as reader:
+            for raw in reader:
+                line = raw.decode().strip()
+                self.requests.append(line)
+                conn.sendall((self._reply(line) + "\n").encode())
+                if line == "CLOSE":
+                    break
+
+    def _reply(self, line):
+        request = _parse(line)
+        verb = request[""]
+        if verb == "INFO":
+            return ("OK version=1 shm=%s shmBytes=%d rank=0 world=2 job=test tenant=default k=%d s=4 "
+                    "dtype=float32 byteOrder=LITTLE_ENDIAN" % (self.shm_path, self.shm_bytes, self.lanes))
+        if verb == "CLOSE":
+            return "OK"
+        if verb == "ALLREDUCE":
+            if self.fail_with:
+                return "ERR message=" + self.fail_with
+            offset, count = int(request["offset"]), int(request["count"])
+            view = torch.frombuffer(self.mm, dtype=torch.float32, count=count, offset=offset)
+            if request["op"] == "sum":
+                view.mul_(2).add_(1)
+            else:
+                view.add_(0.5)
+            del view
+            return "OK us=7"
+        return "ERR message=unknown request"
+
+    def close(self):
+        self.server.close()
+        self.thread.join(timeout=5)
+        self.mm.close()
+        self.dir.cleanup()
+
+
+class FakeBucket:
+    """Stands in for torch.distributed.GradBucket: only buffer() is used by the hook."""
+
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def buffer(self):
+        return self._tensor
+
+
+class ClientTest(unittest.TestCase):
+
+    def agent(self, **kwargs):
+        agent = FakeAgent(**kwargs)
+        self.addCleanup(agent.close)
+        return agent
+
+    def test_info_is_read_at_connect(self):
+        agent = self.agent(shm_bytes=1000 * 4, lanes=64)
+        with switchml.Client(agent.socket_path) as client:
+            self.assertEqual((client.rank, client.world_size, client.lanes), (0, 2, 64))
+            self.assertEqual(client.shm_bytes, 4000)
+            self.assertEqual(client.piece_elements, 960, "pieces are whole chunks of k")
+        self.assertEqual(agent.requests, ["INFO", "CLOSE"])
+
+    def test_sum_and_average_in_place(self):
+        agent = self.agent()
+        with switchml.Client(agent.socket_path) as client:
+            x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+            same = client.all_reduce(x)
+            self.assertIs(same, x)
+            self.assertTrue(torch.equal(x, torch.arange(12, dtype=torch.float32).reshape(3, 4) * 2 + 1))
+            y = torch.arange(5, dtype=torch.float32)
+            client.all_reduce(y, op="average")
+            self.assertTrue(torch.equal(y, torch.arange(5, dtype=torch.float32) + 0.5))
+        self.assertEqual(agent.requests[1:3], ["ALLREDUCE offset=0 count=12 op=sum",
+                                               "ALLREDUCE offset=0 count=5 op=average"])
+
+    def test_large_tensor_goes_in_shm_sized_pieces(self):
+        agent = self.agent(shm_bytes=64 * 4, lanes=16)
+        with switchml.Client(agent.socket_path) as client:
+            x = torch.arange(150, dtype=torch.float32)
+            client.all_reduce(x)
+            self.assertTrue(torch.equal(x, torch.arange(150, dtype=torch.float32) * 2 + 1))
+            self.assertEqual(client.requests, 3)
+            self.assertEqual(client.agent_us, 21)
+        counts = [_parse(r)["count"] for r in agent.requests if r.startswith("ALLREDUCE")]
+        self.assertEqual(counts, ["64", "64", "22"])
+
+    def test_non_contiguous_and_float64_tensors(self):
+        agent = self.agent()
+        with switchml.Client(agent.socket_path) as client:
+            base = torch.arange(20, dtype=torch.float32).reshape(4, 5)
+            t = base.t()
+            self.assertFalse(t.is_contiguous())
+            expected = t * 2 + 1
+            client.all_reduce(t)
+            self.assertTrue(torch.equal(t, expected))
+            d = torch.arange(6, dtype=torch.float64)
+            client.all_reduce(d, op="average")
+            self.assertEqual(d.dtype, torch.float64)
+            self.assertTrue(torch.equal(d, torch.arange(6, dtype=torch.float64) + 0.5))
+
+    def test_leaf_tensor_requiring_grad(self):
+        agent = self.agent()
+        with switchml.Client(agent.socket_path) as client:
+            w = torch.ones(3, requires_grad=True)
+            client.all_reduce(w)
+            self.assertTrue(torch.equal(w.detach(), torch.full((3,), 3.0)))
+
+    def test_empty_tensor_sends_nothing(self):
+        agent = self.agent()
+        with switchml.Client(agent.socket_path) as client:
+            client.all_reduce(torch.empty(0))
+        self.assertEqual(agent.requests, ["INFO", "CLOSE"])
+
+    def test_bad_arguments(self):
+        agent = self.agent()
+        with switchml.Client(agent.socket_path) as client:
+            with self.assertRaises(TypeError):
+                client.all_reduce(torch.arange(3))
+            with self.assertRaises(ValueError):
+                client.all_reduce(torch.ones(3), op="max")
+            with self.assertRaises(TypeError):
+                client.all_reduce([1.0, 2.0])
+
+    def test_agent_error_message_is_raised(self):
+        message = "job 3 aborted: rank 1 (127.0.0.1:4711) lost its control connection"
+        agent = self.agent(fail_with=message)
+        with switchml.Client(agent.socket_path) as client:
+            with self.assertRaises(switchml.SwitchMLError) as raised:
+                client.all_reduce(torch.ones(4))
+            self.assertEqual(str(raised.exception), message)
+
+    def test_missing_agent_is_a_clear_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(switchml.SwitchMLError) as raised:
+                switchml.Client(os.path.join(d, "nobody.sock"))
+            self.assertIn("switchml worker serve", str(raised.exception))
+
+    def test_socket_from_environment(self):
+        agent = self.agent()
+        previous = os.environ.get("SWITCHML_SOCKET")
+        os.environ["SWITCHML_SOCKET"] = agent.socket_path
+        try:
+            with switchml.Client() as client:
+                self.assertEqual(client.socket_path, agent.socket_path)
+        finally:
+            if previous is None:
+                del os.environ["SWITCHML_SOCKET"]
+            else:
+                os.environ["SWITCHML_SOCKET"] = previous
+
+    def test_ddp_comm_hook_averages_and_returns_completed_future(self):
+        agent = self.agent()
+        with switchml.Client(agent.socket_path) as client:
+            grad = torch.arange(10, dtype=torch.float32)
+            future = switchml.ddp_comm_hook(client, FakeBucket(grad))
+            self.assertTrue(future.done())
+            result = future.wait()
+            self.assertIs(result, grad)
+            self.assertTrue(torch.equal(result, torch.arange(10, dtype=torch.float32) + 0.5))
+
+    def test_parse_keeps_spaces_in_message(self):
+        self.assertEqual(_parse("ERR message=rank 2 is gone: x=y\n"), {"": "ERR", "message": "rank 2 is gone: x=y"})
+        self.assertEqual(_parse("OK us=5 k=8"), {"": "OK", "us": "5", "k": "8"})
+
+
+if __name__ == "__main__":
+    unittest.main()

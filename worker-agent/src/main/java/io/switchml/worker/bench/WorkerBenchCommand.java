@@ -1,0 +1,458 @@
+package io.switchml.worker.bench;
+
+import io.switchml.protocol.ElementType;
+import io.switchml.worker.WorkerContext;
+import org.HdrHistogram.Histogram;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintWriter;
+import java.security.SecureRandom;
+import java.util.HexFormat;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.function.ToLongFunction;
+
+/**
+ * {@code switchml worker bench}: the SwitchML paper's tensor aggregation microbenchmark (section 6.1). Joins a job
+ * as one rank, or as every rank of it on threads of this JVM with {@code --ranks}, runs warm-up all-reduces and then
+ * timed ones of a tensor whose sum is known, checks every result, and reports the tensor aggregation time (TAT)
+ * p50/p99/max, aggregated tensor elements per second (ATE/s) and retransmissions, as text or as one JSON object.
+ * <p>
+ * Exit codes: {@value #EXIT_OK} all results right, {@value #EXIT_WRONG_RESULT} a result was wrong,
+ * {@value #EXIT_BAD_ARGUMENTS} bad arguments, {@value #EXIT_JOB_FAILED} the job failed.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+    description = {
+        "Tensor aggregation microbenchmark (SwitchML paper, section 6.1): warm-ups, then timed all-reduces of a " +
+            "tensor whose sum is known, every result checked; TAT p50/p99/max, aggregated elements/s, retransmissions.",
+        "Run one rank per process with --world/--rank, or all ranks of a job as threads here with --ranks.",
+        "Exit codes: 0 ok, 1 wrong result, 2 bad arguments, 3 job failure."})
+public final class WorkerBenchCommand implements Callable<Integer>
+{
+    /** Every result was right. */
+    public static final int EXIT_OK = 0;
+    /** A result was wrong. */
+    public static final int EXIT_WRONG_RESULT = 1;
+    /** The arguments were invalid. */
+    public static final int EXIT_BAD_ARGUMENTS = 2;
+    /** The job failed: refused join, abort, no progress, or an unreachable appliance. */
+    public static final int EXIT_JOB_FAILED = 3;
+
+    private static final long BYTES_PER_MB = 1_000_000L;
+    /** Both element types, float32 and int32, take four bytes. */
+    private static final int ELEMENT_BYTES = 4;
+
+    @Spec
+    private CommandSpec spec;
+
+    @Option(names = "--appliance", description = "Appliance host (default ${DEFAULT-VALUE}).", defaultValue = "127.0.0.1")
+    private String applianceHost;
+
+    @Option(names = "--control-port", description = "Appliance control port (default ${DEFAULT-VALUE}).", defaultValue = "7470")
+    private int controlPort;
+
+    @Option(names = "--job", description = "Job name, the same on every rank (default ${DEFAULT-VALUE}).", defaultValue = "bench")
+    private String jobName;
+
+    @Option(names = "--tenant", description = "Tenant the job belongs to (default ${DEFAULT-VALUE}).", defaultValue = "default")
+    private String tenant;
+
+    @Option(names = "--token",
+        description = "The job's shared secret, the same on every rank (default: $SWITCHML_JOB_TOKEN; with --ranks, a random one).",
+        defaultValue = "${env:SWITCHML_JOB_TOKEN}")
+    private String token;
+
+    @Option(names = "--mac", description = "on: data packets carry a SipHash-2-4 MAC; off: trusted rack (default ${DEFAULT-VALUE}).",
+        defaultValue = "on")
+    private String mac;
+
+    @Option(names = "--slot-timeout-ms", description = "Abort the job when a slot stays partly filled this long (default: the appliance's).",
+        defaultValue = "0")
+    private long slotTimeoutMs;
+
+    @Option(names = "--world", description = "Number of ranks in the job (with --ranks: optional, must equal it).")
+    private Integer worldSize;
+
+    @Option(names = "--rank", description = "This worker's rank, 0 .. world-1 (not with --ranks).")
+    private Integer rank;
+
+    @Option(names = "--ranks", description = "Run all N ranks of the job as threads in this JVM, against the given appliance.")
+    private Integer localRanks;
+
+    @Option(names = "--type", description = "float32 or int32 (default ${DEFAULT-VALUE}).", defaultValue = "float32")
+    private String type;
+
+    @Option(names = "--size-mb", description = "Tensor size in MB (10^6 bytes) of 4-byte elements (default ${DEFAULT-VALUE}).",
+        defaultValue = "100")
+    private long sizeMb;
+
+    @Option(names = "--elements", description = "Tensor length in elements; overrides --size-mb.")
+    private Integer elements;
+
+    @Option(names = "--warmups", description = "Untimed all-reduces first (default ${DEFAULT-VALUE}).", defaultValue = "10")
+    private int warmups;
+
+    @Option(names = "--iterations", description = "Timed all-reduces (default ${DEFAULT-VALUE}).", defaultValue = "100")
+    private int iterations;
+
+    @Option(names = {"-k", "--lanes"}, description = "Elements per packet (default ${DEFAULT-VALUE}).", defaultValue = "8192")
+    private int lanes;
+
+    @Option(names = {"-s", "--slots"}, description = "Pool size, packets in flight (default ${DEFAULT-VALUE}).", defaultValue = "32")
+    private int slots;
+
+    @Option(names = "--rto-ms", description = "Initial retransmission timeout (default ${DEFAULT-VALUE}).", defaultValue = "20")
+    private long rtoMs;
+
+    @Option(names = "--progress-timeout-ms", description = "Fail when no result arrives for this long (default ${DEFAULT-VALUE}).",
+        defaultValue = "10000")
+    private long progressTimeoutMs;
+
+    @Option(names = "--loss-rate", description = "Drop this fraction of packets each way, for tests (default ${DEFAULT-VALUE}).",
+        defaultValue = "0")
+    private double lossRate;
+
+    @Option(names = "--loss-seed", description = "Seed of the loss generator (default ${DEFAULT-VALUE}).", defaultValue = "1")
+    private long lossSeed;
+
+    @Option(names = "--barrier", negatable = true, defaultValue = "true", fallbackValue = "true",
+        description = "Meet the other ranks (a one-element all-reduce) before each all-reduce, so a rank's TAT excludes " +
+            "waiting for ranks still checking the previous result (default ${DEFAULT-VALUE}).")
+    private boolean barrier;
+
+    @Option(names = "--json", description = "Print one JSON object with every figure instead of text.")
+    private boolean json;
+
+    @Override
+    public Integer call()
+    {
+        final PrintWriter out = spec.commandLine().getOut();
+        final PrintWriter err = spec.commandLine().getErr();
+
+        final int world;
+        final int firstRank;
+        final int rankCount;
+        final int tensorLength;
+        final byte elementType;
+        final WorkerContext[] contexts;
+        try
+        {
+            elementType = ElementType.parse(type);
+            if (!mac.equals("on") && !mac.equals("off"))
+            {
+                throw new IllegalArgumentException("--mac must be on or off: " + mac);
+            }
+            if (localRanks != null)
+            {
+                if (localRanks < 1)
+                {
+                    throw new IllegalArgumentException("--ranks must be positive: " + localRanks);
+                }
+                if (rank != null)
+                {
+                    throw new IllegalArgumentException("--rank cannot be combined with --ranks, which runs every rank");
+                }
+                if (worldSize != null && !worldSize.equals(localRanks))
+                {
+                    throw new IllegalArgumentException("--world " + worldSize + " differs from --ranks " + localRanks);
+                }
+                world = localRanks;
+                firstRank = 0;
+                rankCount = localRanks;
+                if (token == null)
+                {
+                    token = HexFormat.of().formatHex(new SecureRandom().generateSeed(16));
+                }
+            }
+            else
+            {
+                if (worldSize == null || rank == null)
+                {
+                    throw new IllegalArgumentException("give --world and --rank, or --ranks N to run every rank here");
+                }
+                world = worldSize;
+                firstRank = rank;
+                rankCount = 1;
+            }
+            if (elements != null)
+            {
+                tensorLength = elements;
+            }
+            else
+            {
+                if (sizeMb < 1)
+                {
+                    throw new IllegalArgumentException("--size-mb must be positive: " + sizeMb);
+                }
+                tensorLength = (int)Math.min(Integer.MAX_VALUE - 8, sizeMb * BYTES_PER_MB / ELEMENT_BYTES);
+            }
+            if (tensorLength < 1)
+            {
+                throw new IllegalArgumentException("--elements must be positive: " + tensorLength);
+            }
+            if (warmups < 0)
+            {
+                throw new IllegalArgumentException("--warmups must not be negative: " + warmups);
+            }
+            if (iterations < 1)
+            {
+                throw new IllegalArgumentException("--iterations must be positive: " + iterations);
+            }
+            contexts = new WorkerContext[rankCount];
+            for (int i = 0; i < rankCount; i++)
+            {
+                contexts[i] = new WorkerContext().applianceHost(applianceHost).controlPort(controlPort).jobName(jobName)
+                    .tenant(tenant).token(token).macEnabled(mac.equals("on")).slotTimeoutMs(slotTimeoutMs)
+                    .worldSize(world).rank(firstRank + i).elementType(elementType).lanes(lanes).slots(slots)
+                    .retransmitTimeoutMs(rtoMs).progressTimeoutMs(progressTimeoutMs).lossRate(lossRate).lossSeed(lossSeed)
+                    .conclude();
+            }
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            err.println("switchml worker bench: " + ex.getMessage());
+            err.flush();
+            return EXIT_BAD_ARGUMENTS;
+        }
+
+        final RankBenchmark.Result[] results = runRanks(contexts, tensorLength);
+
+        final Histogram tatNs = new Histogram(1, RankBenchmark.HIGHEST_TRACKABLE_NS, 3);
+        String wrongResult = null;
+        String jobFailure = null;
+        for (final RankBenchmark.Result result : results)
+        {
+            tatNs.add(result.tatNs);
+            wrongResult = wrongResult == null ? result.wrongResult : wrongResult;
+            jobFailure = jobFailure == null ? result.jobFailure : jobFailure;
+        }
+        final int exitCode = wrongResult != null ? EXIT_WRONG_RESULT : jobFailure != null ? EXIT_JOB_FAILED : EXIT_OK;
+        final String error = wrongResult != null ? wrongResult : jobFailure;
+        final Report report = new Report(world, firstRank, tensorLength, elementType, exitCode, error, tatNs, results);
+        if (json)
+        {
+            out.println(report.json());
+        }
+        else
+        {
+            report.text(out);
+        }
+        out.flush();
+        if (error != null)
+        {
+            err.println("switchml worker bench: " + (exitCode == EXIT_WRONG_RESULT ? "WRONG RESULT: " : "job failed: ") + error);
+            err.flush();
+        }
+        return exitCode;
+    }
+
+    private RankBenchmark.Result[] runRanks(final WorkerContext[] contexts, final int tensorLength)
+    {
+        final RankBenchmark.Result[] results = new RankBenchmark.Result[contexts.length];
+        if (contexts.length == 1)
+        {
+            results[0] = RankBenchmark.run(contexts[0], tensorLength, warmups, iterations, barrier);
+            return results;
+        }
+        final Thread[] threads = new Thread[contexts.length];
+        for (int i = 0; i < contexts.length; i++)
+        {
+            final int index = i;
+            threads[i] = Thread.ofPlatform().name("switchml-bench-rank-" + contexts[i].rank()).start(() ->
+            {
+                try
+                {
+                    results[index] = RankBenchmark.run(contexts[index], tensorLength, warmups, iterations, barrier);
+                }
+                catch (final RuntimeException | Error ex)
+                {
+                    final RankBenchmark.Result failed = new RankBenchmark.Result(contexts[index].rank());
+                    failed.jobFailure = "rank " + contexts[index].rank() + ": " + ex;
+                    results[index] = failed;
+                }
+            });
+        }
+        for (final Thread thread : threads)
+        {
+            boolean interrupted = false;
+            while (true)
+            {
+                try
+                {
+                    thread.join();
+                    break;
+                }
+                catch (final InterruptedException ex)
+                {
+                    interrupted = true;
+                }
+            }
+            if (interrupted)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return results;
+    }
+
+    /** The figures of one benchmark run, as text or JSON. */
+    private final class Report
+    {
+        private final int world;
+        private final int firstRank;
+        private final int tensorLength;
+        private final byte elementType;
+        private final int exitCode;
+        private final String error;
+        private final Histogram tatNs;
+        private final RankBenchmark.Result[] results;
+
+        Report(
+            final int world, final int firstRank, final int tensorLength, final byte elementType, final int exitCode,
+            final String error, final Histogram tatNs, final RankBenchmark.Result[] results)
+        {
+            this.world = world;
+            this.firstRank = firstRank;
+            this.tensorLength = tensorLength;
+            this.elementType = elementType;
+            this.exitCode = exitCode;
+            this.error = error;
+            this.tatNs = tatNs;
+            this.results = results;
+        }
+
+        private long sum(final ToLongFunction<RankBenchmark.Result> field)
+        {
+            long total = 0;
+            for (final RankBenchmark.Result result : results)
+            {
+                total += field.applyAsLong(result);
+            }
+            return total;
+        }
+
+        private static double ms(final double ns)
+        {
+            return ns / 1e6;
+        }
+
+        /** Elements per second for a TAT, NaN when there is none. */
+        private double elementsPerSec(final double tatNs)
+        {
+            return tatNs > 0 ? tensorLength / (tatNs / 1e9) : Double.NaN;
+        }
+
+        private long tensorBytes()
+        {
+            return (long)tensorLength * ELEMENT_BYTES;
+        }
+
+        String json()
+        {
+            final boolean any = tatNs.getTotalCount() > 0;
+            final double p50Ns = any ? tatNs.getValueAtPercentile(50) : Double.NaN;
+            final double meanNs = any ? tatNs.getMean() : Double.NaN;
+            final JsonWriter w = new JsonWriter().beginObject()
+                .field("ok", exitCode == EXIT_OK)
+                .field("exitCode", exitCode)
+                .field("error", error)
+                .field("job", jobName)
+                .field("tenant", tenant)
+                .field("world", world)
+                .field("firstRank", firstRank)
+                .field("localRanks", results.length)
+                .field("type", ElementType.name(elementType))
+                .field("elements", tensorLength)
+                .field("tensorBytes", tensorBytes())
+                .field("lanes", lanes)
+                .field("slots", slots)
+                .field("mac", mac.equals("on"))
+                .field("barrier", barrier)
+                .field("lossRate", lossRate)
+                .field("warmups", warmups)
+                .field("iterations", iterations)
+                .field("roundsChecked", sum(r -> r.roundsChecked))
+                .field("samples", tatNs.getTotalCount())
+                .field("tatP50Ms", ms(p50Ns))
+                .field("tatP99Ms", any ? ms(tatNs.getValueAtPercentile(99)) : Double.NaN)
+                .field("tatMaxMs", any ? ms(tatNs.getMaxValue()) : Double.NaN)
+                .field("tatMinMs", any ? ms(tatNs.getMinValue()) : Double.NaN)
+                .field("tatMeanMs", ms(meanNs))
+                .field("atePerSecP50", elementsPerSec(p50Ns))
+                .field("atePerSecMean", elementsPerSec(meanNs))
+                .field("tensorGbitPerSecP50", elementsPerSec(p50Ns) * ELEMENT_BYTES * 8 / 1e9)
+                .field("retransmissions", sum(r -> r.retransmissionsTimed))
+                .field("retransmissionsTotal", sum(r -> r.retransmissionsTotal))
+                .field("packetsSent", sum(r -> r.packetsSent))
+                .field("packetsReceived", sum(r -> r.packetsReceived))
+                .field("staleResults", sum(r -> r.staleResults))
+                .beginArray("ranks");
+            for (final RankBenchmark.Result result : results)
+            {
+                final Histogram h = result.tatNs;
+                final boolean has = h.getTotalCount() > 0;
+                w.beginObject()
+                    .field("rank", result.rank)
+                    .field("ok", result.ok())
+                    .field("roundsChecked", result.roundsChecked)
+                    .field("samples", h.getTotalCount())
+                    .field("tatP50Ms", has ? ms(h.getValueAtPercentile(50)) : Double.NaN)
+                    .field("tatP99Ms", has ? ms(h.getValueAtPercentile(99)) : Double.NaN)
+                    .field("tatMaxMs", has ? ms(h.getMaxValue()) : Double.NaN)
+                    .field("atePerSecP50", has ? elementsPerSec(h.getValueAtPercentile(50)) : Double.NaN)
+                    .field("retransmissions", result.retransmissionsTimed)
+                    .field("retransmissionsTotal", result.retransmissionsTotal)
+                    .field("smoothedRttMs", ms(result.smoothedRttNs))
+                    .endObject();
+            }
+            return w.endArray().endObject().toString();
+        }
+
+        void text(final PrintWriter out)
+        {
+            out.printf(Locale.ROOT, "job %s: world %d, %s, %s %d elements (%.1f MB), k=%d, s=%d, MAC %s, %d warm-ups + %d timed " +
+                    "all-reduces%s%n",
+                jobName, world, results.length == 1 ? "rank " + firstRank : "ranks 0-" + (results.length - 1) + " on threads here",
+                ElementType.name(elementType), tensorLength, tensorBytes() / 1e6, lanes, slots, mac, warmups, iterations,
+                barrier ? ", barrier before each" : "");
+            for (final RankBenchmark.Result result : results)
+            {
+                final Histogram h = result.tatNs;
+                if (h.getTotalCount() > 0)
+                {
+                    out.printf(Locale.ROOT, "  rank %d: TAT p50 %.2f ms, p99 %.2f ms, max %.2f ms; retransmissions %d (timed) / %d " +
+                            "(all); smoothed RTT %.3f ms%n",
+                        result.rank, ms(h.getValueAtPercentile(50)), ms(h.getValueAtPercentile(99)), ms(h.getMaxValue()),
+                        result.retransmissionsTimed, result.retransmissionsTotal, ms(result.smoothedRttNs));
+                }
+            }
+            if (exitCode == EXIT_OK)
+            {
+                out.printf(Locale.ROOT, "every result checked: %d all-reduces, %s%n", sum(r -> r.roundsChecked),
+                    elementType == ElementType.FLOAT32 ? "every element within n/f (+1/2 ulp) of the exact sum" : "bit-exact int32 sums");
+                final double p50Ns = tatNs.getValueAtPercentile(50);
+                out.printf(Locale.ROOT, "TAT over %d samples: p50 %.2f ms, p99 %.2f ms, max %.2f ms, mean %.2f ms%n",
+                    tatNs.getTotalCount(), ms(p50Ns), ms(tatNs.getValueAtPercentile(99)), ms(tatNs.getMaxValue()),
+                    ms(tatNs.getMean()));
+                out.printf(Locale.ROOT, "aggregated tensor elements/s: %.4g at p50, %.4g at mean (%.2f Gbit/s of tensor per worker at p50)%n",
+                    elementsPerSec(p50Ns), elementsPerSec(tatNs.getMean()), elementsPerSec(p50Ns) * ELEMENT_BYTES * 8 / 1e9);
+                out.printf(Locale.ROOT, "retransmissions: %d in timed all-reduces, %d in all%n",
+                    sum(r -> r.retransmissionsTimed), sum(r -> r.retransmissionsTotal));
+                out.println("PASSED");
+            }
+            else
+            {
+                out.println((exitCode == EXIT_WRONG_RESULT ? "WRONG RESULT: " : "JOB FAILED: ") + error);
+            }
+        }
+    }
+
+    public static void main(final String[] args)
+    {
+        System.exit(new CommandLine(new WorkerBenchCommand()).execute(args));
+    }
+}

@@ -1,0 +1,159 @@
+package io.switchml.worker.bridge;
+
+import io.switchml.worker.WorkerContext;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+
+/**
+ * Configuration of the local bridge that {@code switchml worker serve} runs for one training
+ * process: the job to join (a {@link WorkerContext}), the Unix-domain control socket, and the
+ * shared-memory file that carries tensor data. {@link #conclude()} validates it once and fails
+ * naming the option.
+ */
+public final class BridgeContext
+{
+    /** Size of the shared-memory file: the largest piece a client can all-reduce in one request. */
+    public static final long SHM_BYTES_DEFAULT = 256L << 20;
+    /** Smallest shared-memory file: one float. */
+    public static final long SHM_BYTES_MIN = Float.BYTES;
+    /** Directory of the default shared-memory file when it exists (a tmpfs on Linux). */
+    public static final String SHM_DIR_DEFAULT = "/dev/shm";
+    /** A Unix-domain socket path is limited to 108 bytes including the terminating NUL (Linux sun_path). */
+    public static final int MAX_SOCKET_PATH_BYTES = 107;
+
+    private WorkerContext worker = new WorkerContext();
+    private Path socketPath;
+    private Path shmPath;
+    private long shmBytes = SHM_BYTES_DEFAULT;
+    private boolean once;
+
+    /**
+     * Validate every option and derive the default paths from the job's tenant, name and rank.
+     *
+     * @return this for a fluent API.
+     * @throws IllegalArgumentException naming the first bad option.
+     */
+    public BridgeContext conclude()
+    {
+        worker.conclude();
+        if (shmBytes < SHM_BYTES_MIN || shmBytes % Float.BYTES != 0)
+        {
+            throw new IllegalArgumentException("--shm-bytes must be a positive multiple of 4: " + shmBytes);
+        }
+        final String stem = String.format(Locale.ROOT, "switchml-%s-%s-rank%d", worker.tenant(), worker.jobName(), worker.rank());
+        if (socketPath == null)
+        {
+            socketPath = Path.of(System.getProperty("java.io.tmpdir"), stem + ".sock");
+        }
+        if (shmPath == null)
+        {
+            final Path shmDir = Files.isDirectory(Path.of(SHM_DIR_DEFAULT)) ?
+                Path.of(SHM_DIR_DEFAULT) : Path.of(System.getProperty("java.io.tmpdir"));
+            shmPath = shmDir.resolve(stem + ".shm");
+        }
+        socketPath = socketPath.toAbsolutePath();
+        shmPath = shmPath.toAbsolutePath();
+        if (socketPath.toString().getBytes(StandardCharsets.UTF_8).length > MAX_SOCKET_PATH_BYTES)
+        {
+            throw new IllegalArgumentException("--socket path is longer than " + MAX_SOCKET_PATH_BYTES +
+                " bytes, the Unix-domain limit: " + socketPath);
+        }
+        requireNoWhitespace("--socket", socketPath);
+        requireNoWhitespace("--shm", shmPath);
+        if (socketPath.equals(shmPath))
+        {
+            throw new IllegalArgumentException("--socket and --shm must differ: " + socketPath);
+        }
+        return this;
+    }
+
+    private static void requireNoWhitespace(final String option, final Path path)
+    {
+        if (path.toString().chars().anyMatch(Character::isWhitespace))
+        {
+            throw new IllegalArgumentException(option + " path must not contain whitespace (the protocol is space-separated): " +
+                path);
+        }
+    }
+
+    /**
+     * @return the job, rank and slot geometry this bridge joins with.
+     */
+    public WorkerContext worker()
+    {
+        return worker;
+    }
+
+    public BridgeContext worker(final WorkerContext worker)
+    {
+        this.worker = worker;
+        return this;
+    }
+
+    /**
+     * @return the Unix-domain socket the training process connects to.
+     */
+    public Path socketPath()
+    {
+        return socketPath;
+    }
+
+    /**
+     * @param socketPath where to bind the control socket; default {@code $TMPDIR/switchml-TENANT-JOB-rankR.sock}.
+     */
+    public BridgeContext socketPath(final Path socketPath)
+    {
+        this.socketPath = socketPath;
+        return this;
+    }
+
+    /**
+     * @return the shared-memory file both sides map.
+     */
+    public Path shmPath()
+    {
+        return shmPath;
+    }
+
+    /**
+     * @param shmPath where to create the shared-memory file; default {@code /dev/shm/switchml-TENANT-JOB-rankR.shm}.
+     */
+    public BridgeContext shmPath(final Path shmPath)
+    {
+        this.shmPath = shmPath;
+        return this;
+    }
+
+    public long shmBytes()
+    {
+        return shmBytes;
+    }
+
+    /**
+     * @param shmBytes size of the shared-memory file, a multiple of 4; a client all-reduces larger
+     *                 tensors in pieces of this size.
+     */
+    public BridgeContext shmBytes(final long shmBytes)
+    {
+        this.shmBytes = shmBytes;
+        return this;
+    }
+
+    public boolean once()
+    {
+        return once;
+    }
+
+    /**
+     * @param once whether the bridge exits after its first client session ends (default: it serves
+     *             sessions one after another until terminated).
+     */
+    public BridgeContext once(final boolean once)
+    {
+        this.once = once;
+        return this;
+    }
+}

@@ -1,0 +1,130 @@
+package io.switchml.worker.bridge;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+
+/**
+ * The shared-memory file through which tensor data passes between the training process and the
+ * bridge: created with mode 0600, mapped read-write, holding float32 elements in the platform's
+ * native byte order (the layout of a CPU {@code torch.float32} tensor). The file is deleted on
+ * {@link #close()}.
+ */
+final class SharedMemoryRegion implements AutoCloseable
+{
+    private final Path path;
+    private final long sizeBytes;
+    private final Arena arena;
+    private final MemorySegment segment;
+
+    private SharedMemoryRegion(final Path path, final long sizeBytes, final Arena arena, final MemorySegment segment)
+    {
+        this.path = path;
+        this.sizeBytes = sizeBytes;
+        this.arena = arena;
+        this.segment = segment;
+    }
+
+    /**
+     * Create (replacing a stale file) and map the region.
+     *
+     * @throws IOException when the file cannot be created or its file system lacks the space.
+     */
+    static SharedMemoryRegion create(final Path path, final long sizeBytes) throws IOException
+    {
+        final Path dir = path.toAbsolutePath().getParent();
+        final long usable = Files.getFileStore(dir).getUsableSpace();
+        if (usable < sizeBytes)
+        {
+            throw new IOException("--shm-bytes " + sizeBytes + " exceeds the " + usable + " bytes free in " + dir +
+                "; lower --shm-bytes or free space there");
+        }
+        Files.deleteIfExists(path);
+        final Arena arena = Arena.ofShared();
+        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+            StandardOpenOption.WRITE))
+        {
+            Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
+            // mapping beyond the end grows the file (sparse on tmpfs); the mapping outlives the channel
+            final MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, sizeBytes, arena);
+            return new SharedMemoryRegion(path, sizeBytes, arena, segment);
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            arena.close();
+            Files.deleteIfExists(path);
+            throw ex;
+        }
+    }
+
+    Path path()
+    {
+        return path;
+    }
+
+    long sizeBytes()
+    {
+        return sizeBytes;
+    }
+
+    /**
+     * A native-order float view of part of the region.
+     *
+     * @param offsetBytes start, a multiple of 4.
+     * @param count       elements; the view must lie inside the region and span at most 2 GiB.
+     * @throws IllegalArgumentException naming the bad offset or count.
+     */
+    FloatBuffer floats(final long offsetBytes, final long count)
+    {
+        if (offsetBytes < 0 || offsetBytes % Float.BYTES != 0)
+        {
+            throw new IllegalArgumentException("offset must be a non-negative multiple of 4 bytes: " + offsetBytes);
+        }
+        if (count < 0)
+        {
+            throw new IllegalArgumentException("count must not be negative: " + count);
+        }
+        final long lengthBytes = count * Float.BYTES;
+        if (offsetBytes > sizeBytes || lengthBytes > sizeBytes - offsetBytes)
+        {
+            throw new IllegalArgumentException("offset " + offsetBytes + " + " + count + " float32 elements (" + lengthBytes +
+                " bytes) exceeds the shared memory of " + sizeBytes + " bytes at " + path);
+        }
+        if (lengthBytes > Integer.MAX_VALUE - 8)
+        {
+            throw new IllegalArgumentException(count + " elements exceed the largest single request of " +
+                (Integer.MAX_VALUE - 8) / Float.BYTES + " elements; send it in pieces");
+        }
+        return segment.asSlice(offsetBytes, lengthBytes).asByteBuffer().order(ByteOrder.nativeOrder()).asFloatBuffer();
+    }
+
+    /**
+     * Unmap and delete the file. Views handed out before fail on use afterwards.
+     */
+    public void close()
+    {
+        try
+        {
+            arena.close();
+        }
+        catch (final IllegalStateException ignore)
+        {
+            // a view is still in use by a thread being torn down; the mapping goes with the process
+        }
+        try
+        {
+            Files.deleteIfExists(path);
+        }
+        catch (final IOException ignore)
+        {
+            // nothing more to do on the way out
+        }
+    }
+}
