@@ -203,6 +203,39 @@ class ClientTest(unittest.TestCase):
             self.assertIs(result, grad)
             self.assertTrue(torch.equal(result, torch.arange(10, dtype=torch.float32) + 0.5))
 
+    def test_hook_inside_distributed_data_parallel(self):
+        """One-rank DDP over Gloo: the hook's result lands in .grad, and an agent error fails backward()."""
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+        with tempfile.TemporaryDirectory() as d:
+            dist.init_process_group("gloo", init_method="file://" + os.path.join(d, "init"), rank=0, world_size=1)
+            try:
+                torch.manual_seed(0)
+                model = torch.nn.Linear(3, 2)
+                x = torch.randn(5, 3)
+                model(x).sum().backward()
+                expected = [p.grad.clone() + 0.5 for p in model.parameters()]
+                model.zero_grad()
+
+                agent = self.agent()
+                with switchml.Client(agent.socket_path) as client:
+                    ddp = DistributedDataParallel(model)
+                    ddp.register_comm_hook(client, switchml.ddp_comm_hook)
+                    ddp(x).sum().backward()
+                    for p, e in zip(model.parameters(), expected):
+                        self.assertTrue(torch.allclose(p.grad, e), (p.grad, e))
+                self.assertTrue(any(r.endswith("op=average") for r in agent.requests), agent.requests)
+
+                failing = self.agent(fail_with="job 9 aborted: rank 2 lost its control connection")
+                with switchml.Client(failing.socket_path) as client:
+                    ddp = DistributedDataParallel(torch.nn.Linear(3, 2))
+                    ddp.register_comm_hook(client, switchml.ddp_comm_hook)
+                    with self.assertRaises(Exception) as raised:
+                        ddp(x).sum().backward()
+                    self.assertIn("rank 2 lost its control connection", str(raised.exception))
+            finally:
+                dist.destroy_process_group()
+
     def test_parse_keeps_spaces_in_message(self):
         self.assertEqual(_parse("ERR message=rank 2 is gone: x=y\n"), {"": "ERR", "message": "rank 2 is gone: x=y"})
         self.assertEqual(_parse("OK us=5 k=8"), {"": "OK", "us": "5", "k": "8"})

@@ -7,15 +7,17 @@ package io.switchml.appliance.journal;
  * printing a banner.
  * <p>
  * Chronicle logs through SLF4J (slf4j-simple here). Its INFO messages are timings of file growth and disk
- * polls, so its loggers are set to WARN; and a reader, which cannot know the journal's roll cycle before
- * opening it, would get a WARN each time it opens one that is not daily, so that logger is set to ERROR.
- * A {@code -D} of the same property overrides either.
+ * polls, so its loggers are set to WARN. Two WARNs are expected and set to ERROR: OpenHFT affinity saying
+ * that JNA is missing (the appliance's pom leaves JNA out on purpose), and a reader, which cannot know the
+ * journal's roll cycle before opening it, being told the roll cycle is taken from the journal's metadata.
+ * A {@code -D} of the same property overrides any of them.
  */
 final class ChronicleSettings
 {
     static final String ANALYTICS_DISABLE_PROP = "chronicle.analytics.disable";
     static final String ANNOUNCER_DISABLE_PROP = "chronicle.announcer.disable";
     static final String CHRONICLE_LOG_LEVEL_PROP = "org.slf4j.simpleLogger.log.net.openhft";
+    static final String AFFINITY_LOG_LEVEL_PROP = "org.slf4j.simpleLogger.log.net.openhft.affinity";
     static final String ROLL_OVERRIDE_LOG_LEVEL_PROP =
         "org.slf4j.simpleLogger.log.net.openhft.chronicle.queue.impl.single.SCQMeta";
 
@@ -31,6 +33,7 @@ final class ChronicleSettings
         setIfAbsent(ANALYTICS_DISABLE_PROP, "true");
         setIfAbsent(ANNOUNCER_DISABLE_PROP, "true");
         setIfAbsent(CHRONICLE_LOG_LEVEL_PROP, "warn");
+        setIfAbsent(AFFINITY_LOG_LEVEL_PROP, "error");
         setIfAbsent(ROLL_OVERRIDE_LOG_LEVEL_PROP, "error");
     }
 

@@ -94,6 +94,11 @@ final class JournalWriterAgent implements Agent, MessageHandler
         {
             return;
         }
+        if (null != appender)
+        {
+            // with an invoker, close() may come from another thread than the duty cycles did
+            appender.singleThreadedCheckReset();
+        }
         try
         {
             final long deadlineNs = System.nanoTime() + CLOSE_DRAIN_TIMEOUT_NS;

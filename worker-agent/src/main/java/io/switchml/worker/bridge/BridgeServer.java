@@ -43,20 +43,18 @@ public final class BridgeServer implements AutoCloseable
     private final BridgeContext context;
     private final ServerSocketChannel acceptor;
     private final SharedMemoryRegion shm;
-    private final WorkerClient client;
+    private volatile WorkerClient client;
     private final String infoReply;
     private final AtomicReference<SocketChannel> activeSession = new AtomicReference<>();
     private volatile Thread sessionThread;
     private volatile boolean closed;
     private volatile long requests;
 
-    private BridgeServer(
-        final BridgeContext context, final ServerSocketChannel acceptor, final SharedMemoryRegion shm, final WorkerClient client)
+    private BridgeServer(final BridgeContext context, final ServerSocketChannel acceptor, final SharedMemoryRegion shm)
     {
         this.context = context;
         this.acceptor = acceptor;
         this.shm = shm;
-        this.client = client;
         final WorkerContext worker = context.worker();
         this.infoReply = BridgeProtocol.OK + " version=" + BridgeProtocol.VERSION + " shm=" + shm.path() +
             " shmBytes=" + shm.sizeBytes() + " rank=" + worker.rank() + " world=" + worker.worldSize() +
@@ -65,8 +63,8 @@ public final class BridgeServer implements AutoCloseable
     }
 
     /**
-     * Bind the control socket, create the shared memory, and join the job (blocking until every rank
-     * has joined).
+     * {@link #open} then {@link #join}: bind the socket, create the shared memory, and join the job,
+     * blocking until every rank has joined.
      *
      * @param context bridge configuration; {@link BridgeContext#conclude()} is called here.
      * @throws IOException         when the socket or shared memory cannot be set up (the message names the path).
@@ -74,24 +72,63 @@ public final class BridgeServer implements AutoCloseable
      */
     public static BridgeServer launch(final BridgeContext context) throws IOException
     {
-        context.conclude();
-        final ServerSocketChannel acceptor = bind(context.socketPath());
-        SharedMemoryRegion shm = null;
+        final BridgeServer server = open(context);
         try
         {
-            shm = SharedMemoryRegion.create(context.shmPath(), context.shmBytes());
-            final WorkerClient client = WorkerClient.connect(context.worker());
-            return new BridgeServer(context, acceptor, shm, client);
+            return server.join();
+        }
+        catch (final RuntimeException ex)
+        {
+            server.close();
+            throw ex;
+        }
+    }
+
+    /**
+     * Bind the control socket and create the shared memory, without joining yet, so that a caller
+     * can install a shutdown hook that removes both before the (possibly long) join.
+     *
+     * @param context bridge configuration; {@link BridgeContext#conclude()} is called here.
+     * @throws IOException when the socket or shared memory cannot be set up (the message names the path).
+     */
+    public static BridgeServer open(final BridgeContext context) throws IOException
+    {
+        context.conclude();
+        final ServerSocketChannel acceptor = bind(context.socketPath());
+        try
+        {
+            return new BridgeServer(context, acceptor, SharedMemoryRegion.create(context.shmPath(), context.shmBytes()));
         }
         catch (final IOException | RuntimeException ex)
         {
             closeAcceptor(acceptor, context.socketPath());
-            if (shm != null)
-            {
-                shm.close();
-            }
             throw ex;
         }
+    }
+
+    /**
+     * Join the job through the appliance, blocking until every rank has joined.
+     *
+     * @return this.
+     * @throws AllReduceException when the join is refused or times out, or the bridge was closed meanwhile.
+     */
+    public BridgeServer join()
+    {
+        if (client != null)
+        {
+            return this;
+        }
+        final WorkerClient joined = WorkerClient.connect(context.worker());
+        synchronized (this)
+        {
+            if (closed)
+            {
+                joined.close();
+                throw new AllReduceException("bridge closed while joining job '" + context.worker().jobName() + "'");
+            }
+            client = joined;
+        }
+        return this;
     }
 
     private static ServerSocketChannel bind(final Path socketPath) throws IOException
@@ -154,6 +191,10 @@ public final class BridgeServer implements AutoCloseable
      */
     public void serve()
     {
+        if (client == null)
+        {
+            throw new IllegalStateException("join() the job before serve()");
+        }
         while (!closed)
         {
             final SocketChannel channel;
@@ -357,7 +398,11 @@ public final class BridgeServer implements AutoCloseable
                 // closing anyway
             }
         }
-        client.close();
+        final WorkerClient joined = client;
+        if (joined != null)
+        {
+            joined.close();
+        }
         final Thread thread = sessionThread;
         if (thread != null && thread != Thread.currentThread())
         {

@@ -40,6 +40,10 @@ final class SharedMemoryRegion implements AutoCloseable
     static SharedMemoryRegion create(final Path path, final long sizeBytes) throws IOException
     {
         final Path dir = path.toAbsolutePath().getParent();
+        if (dir == null || !Files.isDirectory(dir))
+        {
+            throw new IOException("--shm " + path + ": directory " + dir + " does not exist");
+        }
         final long usable = Files.getFileStore(dir).getUsableSpace();
         if (usable < sizeBytes)
         {
@@ -60,7 +64,7 @@ final class SharedMemoryRegion implements AutoCloseable
         {
             arena.close();
             Files.deleteIfExists(path);
-            throw ex;
+            throw new IOException("cannot create --shm " + path + " of " + sizeBytes + " bytes: " + ex, ex);
         }
     }
 

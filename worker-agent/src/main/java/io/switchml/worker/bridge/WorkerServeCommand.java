@@ -20,9 +20,10 @@ import java.util.concurrent.Callable;
  * be set up.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true,
-    description = {"Serve one training process (one rank) as a local bridge: all-reduce float32 tensors that it",
-        "places in shared memory, on request over a Unix-domain socket (see the Python package 'switchml').",
-        "Joins the job at start-up: start every rank's bridge; each prints a ready line once all have joined."})
+    description = {"Serve one training process (one rank) as a local bridge for PyTorch.",
+        "All-reduces float32 tensors that the process places in shared memory, on request over a Unix-domain " +
+            "socket (Python package 'switchml', worker-agent/python). Joins the job at start-up: start every rank's " +
+            "bridge; each prints 'switchml worker serve ready: socket=... shm=...' once all have joined."})
 public final class WorkerServeCommand implements Callable<Integer>
 {
     @Option(names = "--appliance", description = "Appliance host (default ${DEFAULT-VALUE}).", defaultValue = "127.0.0.1")
@@ -114,15 +115,24 @@ public final class WorkerServeCommand implements Callable<Integer>
         final BridgeServer server;
         try
         {
-            server = BridgeServer.launch(context);
+            server = BridgeServer.open(context);
         }
-        catch (final IOException | AllReduceException ex)
+        catch (final IOException ex)
         {
             System.out.println("ERROR rank=" + rank + " " + ex.getMessage());
             return 3;
         }
-        final Thread hook = new Thread(server::close, "switchml-bridge-shutdown");
-        Runtime.getRuntime().addShutdownHook(hook);
+        Runtime.getRuntime().addShutdownHook(new Thread(server::close, "switchml-bridge-shutdown"));
+        try
+        {
+            server.join();
+        }
+        catch (final AllReduceException ex)
+        {
+            server.close();
+            System.out.println("ERROR rank=" + rank + " " + ex.getMessage());
+            return 3;
+        }
         System.out.println("switchml worker serve ready: socket=" + context.socketPath() + " shm=" + context.shmPath() +
             " shmBytes=" + context.shmBytes() + " rank=" + rank + " world=" + worldSize + " job=" + jobName);
         System.out.flush();

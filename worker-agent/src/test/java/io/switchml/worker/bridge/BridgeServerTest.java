@@ -1,0 +1,373 @@
+package io.switchml.worker.bridge;
+
+import io.switchml.appliance.Appliance;
+import io.switchml.appliance.ApplianceContext;
+import io.switchml.worker.WorkerContext;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.FloatBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import io.switchml.protocol.ControlProtocol;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The bridge ({@code switchml worker serve}) with an embedded appliance, driven over its Unix socket
+ * and shared memory by a Java test client; one test runs a rank as a child JVM to kill it.
+ */
+@Timeout(120)
+class BridgeServerTest
+{
+    private static final String TOKEN = "bridge-test-token";
+    private static final int LANES = 64;
+
+    @TempDir
+    Path tempDir;
+
+    private Appliance appliance;
+    private final ExecutorService executor = Executors.newCachedThreadPool();
+    private final List<BridgeServer> servers = new ArrayList<>();
+    private final List<AutoCloseable> closeables = new ArrayList<>();
+
+    @BeforeEach
+    void startAppliance() throws Exception
+    {
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
+            .dir(tempDir.resolve("appliance").toString()).joinTimeoutMs(30_000));
+    }
+
+    @AfterEach
+    void stop() throws Exception
+    {
+        for (final AutoCloseable closeable : closeables)
+        {
+            closeable.close();
+        }
+        servers.forEach(BridgeServer::close);
+        executor.shutdownNow();
+        appliance.close();
+    }
+
+    private BridgeContext context(final String job, final int world, final int rank)
+    {
+        return new BridgeContext()
+            .worker(new WorkerContext().controlPort(appliance.controlPort()).jobName(job).token(TOKEN)
+                .worldSize(world).rank(rank).lanes(LANES).slots(8))
+            .socketPath(tempDir.resolve(job + "-" + rank + ".sock"))
+            .shmPath(tempDir.resolve(job + "-" + rank + ".shm"))
+            .shmBytes(64 * 1024);
+    }
+
+    /** Launch every rank's bridge (each launch waits for all joins) and serve each on its own thread. */
+    private List<BridgeServer> serveAll(final String job, final int world) throws Exception
+    {
+        final List<Future<BridgeServer>> launches = new ArrayList<>();
+        for (int rank = 0; rank < world; rank++)
+        {
+            final BridgeContext context = context(job, world, rank);
+            launches.add(executor.submit(() -> BridgeServer.launch(context)));
+        }
+        final List<BridgeServer> launched = new ArrayList<>();
+        for (final Future<BridgeServer> launch : launches)
+        {
+            final BridgeServer server = launch.get(30, TimeUnit.SECONDS);
+            servers.add(server);
+            launched.add(server);
+            executor.submit(server::serve);
+        }
+        return launched;
+    }
+
+    private BridgeTestClient connect(final BridgeServer server) throws IOException
+    {
+        final BridgeTestClient client = new BridgeTestClient(server.context().socketPath());
+        closeables.add(client);
+        return client;
+    }
+
+    @Test
+    void infoDescribesTheBridge() throws Exception
+    {
+        final BridgeServer server = serveAll("info", 1).getFirst();
+        final BridgeTestClient client = connect(server);
+        final Map<String, String> info = client.mapShm();
+        assertEquals("OK", info.get(""));
+        assertEquals("1", info.get("version"));
+        assertEquals(server.context().shmPath().toString(), info.get("shm"));
+        assertEquals("65536", info.get("shmBytes"));
+        assertEquals("0", info.get("rank"));
+        assertEquals("1", info.get("world"));
+        assertEquals(Integer.toString(LANES), info.get("k"));
+        assertEquals("float32", info.get("dtype"));
+        assertEquals(java.nio.ByteOrder.nativeOrder().toString(), info.get("byteOrder"));
+        assertEquals("OK", client.request("CLOSE"));
+        assertNull(client.readLine(), "the bridge closes the connection after CLOSE");
+    }
+
+    @Test
+    void sumsAndAveragesRangesOfSharedMemoryAcrossRanks() throws Exception
+    {
+        final List<BridgeServer> bridges = serveAll("sum", 2);
+        final int offsetElements = 32;
+        final int count = 1_000;
+        final List<BridgeTestClient> clients = new ArrayList<>();
+        for (final BridgeServer bridge : bridges)
+        {
+            final BridgeTestClient client = connect(bridge);
+            client.mapShm();
+            clients.add(client);
+        }
+        for (final String op : new String[]{"sum", "average"})
+        {
+            for (int rank = 0; rank < 2; rank++)
+            {
+                final FloatBuffer shm = clients.get(rank).shm();
+                shm.put(offsetElements - 1, -7.0f);
+                shm.put(offsetElements + count, -9.0f);
+                for (int i = 0; i < count; i++)
+                {
+                    shm.put(offsetElements + i, i + 0.5f * rank);
+                }
+            }
+            final List<Future<String>> replies = new ArrayList<>();
+            for (final BridgeTestClient client : clients)
+            {
+                replies.add(executor.submit(() ->
+                    client.request("ALLREDUCE offset=" + offsetElements * Float.BYTES + " count=" + count + " op=" + op)));
+            }
+            for (final Future<String> reply : replies)
+            {
+                assertTrue(reply.get(30, TimeUnit.SECONDS).startsWith("OK us="), reply.get());
+            }
+            final double divisor = op.equals("sum") ? 1 : 2;
+            for (final BridgeTestClient client : clients)
+            {
+                final FloatBuffer shm = client.shm();
+                assertEquals(-7.0f, shm.get(offsetElements - 1), "element before the range untouched");
+                assertEquals(-9.0f, shm.get(offsetElements + count), "element after the range untouched");
+                for (int i = 0; i < count; i++)
+                {
+                    final double expected = (2.0 * i + 0.5) / divisor;
+                    // chunk of 64 below 2^10: n^2 * 2^10 / (2^31 - 1) plus a float32 half ulp
+                    final double bound = 4.0 * 1024 / Integer.MAX_VALUE + Math.ulp((float)expected);
+                    assertEquals(expected, shm.get(offsetElements + i), bound, op + " element " + i);
+                }
+            }
+        }
+    }
+
+    @Test
+    void badRequestsGetErrorsAndTheSessionGoesOn() throws Exception
+    {
+        final BridgeServer server = serveAll("bad", 1).getFirst();
+        final BridgeTestClient client = connect(server);
+        client.mapShm();
+        assertError(client.request("FROB"), "unknown request 'FROB'");
+        assertError(client.request("ALLREDUCE offset=2 count=1"), "multiple of 4");
+        assertError(client.request("ALLREDUCE offset=0 count=16385"), "exceeds the shared memory of 65536 bytes");
+        assertError(client.request("ALLREDUCE offset=65532 count=2"), "exceeds the shared memory");
+        assertError(client.request("ALLREDUCE offset=0 count=-1"), "must not be negative");
+        assertError(client.request("ALLREDUCE offset=0"), "needs count=");
+        assertError(client.request("ALLREDUCE offset=0 count=x"), "count is not an integer");
+        assertError(client.request("ALLREDUCE offset=0 count=4 op=max"), "op must be sum or average");
+        client.shm().put(3, Float.NaN);
+        assertError(client.request("ALLREDUCE offset=0 count=4 op=sum"), "NaN or infinite");
+        client.shm().put(3, 1.5f);
+        assertTrue(client.request("ALLREDUCE offset=0 count=4 op=sum").startsWith("OK"));
+        assertEquals(1.5f, client.shm().get(3), 1e-6f);
+        assertTrue(client.request("ALLREDUCE offset=0 count=0 op=average").startsWith("OK"));
+    }
+
+    private static void assertError(final String reply, final String fragment)
+    {
+        final Map<String, String> fields = ControlProtocol.parse(reply);
+        assertEquals("ERR", fields.get(""), reply);
+        assertTrue(fields.get("message").contains(fragment), reply);
+    }
+
+    @Test
+    void aSecondClientIsToldTheBridgeIsBusy() throws Exception
+    {
+        final BridgeServer server = serveAll("busy", 1).getFirst();
+        final BridgeTestClient first = connect(server);
+        first.mapShm();
+        final BridgeTestClient second = connect(server);
+        assertError(second.readLine(), "busy");
+        assertNull(second.readLine());
+        assertEquals("OK", first.request("CLOSE"));
+        assertNull(first.readLine());
+
+        // the next session is served once the first ended (the bridge frees the session after replying)
+        final long deadline = System.currentTimeMillis() + 10_000;
+        String reply;
+        do
+        {
+            final BridgeTestClient third = connect(server);
+            reply = third.request("INFO");
+        }
+        while (!reply.startsWith("OK") && System.currentTimeMillis() < deadline);
+        assertTrue(reply.startsWith("OK version=1"), reply);
+    }
+
+    @Test
+    void closeDeletesTheSocketAndTheSharedMemory() throws Exception
+    {
+        final BridgeServer server = serveAll("close", 1).getFirst();
+        final Path socket = server.context().socketPath();
+        final Path shm = server.context().shmPath();
+        assertTrue(Files.exists(socket));
+        assertTrue(Files.exists(shm));
+        assertEquals(65536, Files.size(shm));
+        assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(shm)));
+        server.close();
+        assertFalse(Files.exists(socket));
+        assertFalse(Files.exists(shm));
+    }
+
+    @Test
+    void aLiveSocketIsNotReplacedButAStaleOneIs() throws Exception
+    {
+        serveAll("live", 1);
+        final IOException live = assertThrows(IOException.class, () -> BridgeServer.launch(context("live", 1, 0)));
+        assertTrue(live.getMessage().contains("another bridge already serves"), live.getMessage());
+
+        final BridgeContext staleContext = context("stale", 1, 0);
+        try (ServerSocketChannel dead = ServerSocketChannel.open(StandardProtocolFamily.UNIX))
+        {
+            dead.bind(UnixDomainSocketAddress.of(staleContext.socketPath()));
+        }
+        assertTrue(Files.exists(staleContext.socketPath()), "a closed Unix socket leaves its file behind");
+        Files.write(staleContext.shmPath(), new byte[10]);
+        final BridgeServer server = BridgeServer.launch(staleContext);
+        servers.add(server);
+        assertEquals(65536, Files.size(staleContext.shmPath()));
+
+        final BridgeContext fileContext = context("file", 1, 0);
+        Files.writeString(fileContext.socketPath(), "not a socket");
+        final IOException file = assertThrows(IOException.class, () -> BridgeServer.launch(fileContext));
+        assertTrue(file.getMessage().contains("is not a socket"), file.getMessage());
+    }
+
+    @Test
+    void onceStopsServingAfterTheFirstSession() throws Exception
+    {
+        final BridgeServer server = BridgeServer.launch(context("once", 1, 0).once(true));
+        servers.add(server);
+        final Future<?> serving = executor.submit(server::serve);
+        final BridgeTestClient client = connect(server);
+        assertTrue(client.request("INFO").startsWith("OK"));
+        assertEquals("OK", client.request("CLOSE"));
+        serving.get(10, TimeUnit.SECONDS);
+        assertFalse(Files.exists(server.context().socketPath()), "the socket goes when serving stops");
+    }
+
+    @Test
+    void aMissingShmDirectoryIsNamed()
+    {
+        final IOException missing = assertThrows(IOException.class, () -> BridgeServer.launch(
+            context("noshm", 1, 0).shmPath(tempDir.resolve("no-such-dir").resolve("x.shm"))));
+        assertTrue(missing.getMessage().contains("--shm") && missing.getMessage().contains("does not exist"), missing.getMessage());
+        assertFalse(Files.exists(tempDir.resolve("noshm-0.sock")), "the socket is removed when the shared memory fails");
+    }
+
+    @Test
+    void defaultPathsNameTenantJobAndRank()
+    {
+        final BridgeContext context = new BridgeContext()
+            .worker(new WorkerContext().jobName("resnet").tenant("acme").token(TOKEN).worldSize(4).rank(2)).conclude();
+        assertEquals("switchml-acme-resnet-rank2.sock", context.socketPath().getFileName().toString());
+        assertEquals("switchml-acme-resnet-rank2.shm", context.shmPath().getFileName().toString());
+        assertEquals(BridgeContext.SHM_BYTES_DEFAULT, context.shmBytes());
+        final IllegalArgumentException odd = assertThrows(IllegalArgumentException.class, () -> new BridgeContext()
+            .worker(new WorkerContext().jobName("j").token(TOKEN).worldSize(1).rank(0)).shmBytes(10).conclude());
+        assertTrue(odd.getMessage().contains("--shm-bytes"), odd.getMessage());
+        final IllegalArgumentException longPath = assertThrows(IllegalArgumentException.class, () -> new BridgeContext()
+            .worker(new WorkerContext().jobName("j").token(TOKEN).worldSize(1).rank(0))
+            .socketPath(Path.of("/tmp/" + "x".repeat(120))).conclude());
+        assertTrue(longPath.getMessage().contains("--socket"), longPath.getMessage());
+    }
+
+    @Test
+    void badCommandLineExitsWithTwo()
+    {
+        final CommandLine command = new CommandLine(new WorkerServeCommand());
+        assertEquals(2, command.execute("--world", "2", "--rank", "0", "--token", TOKEN, "--mac", "maybe"));
+        assertEquals(2, command.execute("--world", "2", "--rank", "5", "--token", TOKEN));
+        assertEquals(2, new CommandLine(new WorkerServeCommand()).execute("--world", "1", "--rank", "0", "--token", TOKEN,
+            "--shm-bytes", "7"));
+    }
+
+    private ChildProcess startChildBridge(final String job, final int world, final int rank) throws IOException
+    {
+        final BridgeContext context = context(job, world, rank);
+        final ChildProcess child = ChildProcess.startJvm("bridge-" + job + "-" + rank, WorkerServeCommand.class, List.of(
+            "--control-port", Integer.toString(appliance.controlPort()), "--job", job, "--token", TOKEN,
+            "--world", Integer.toString(world), "--rank", Integer.toString(rank), "-k", Integer.toString(LANES), "-s", "8",
+            "--socket", context.socketPath().toString(), "--shm", context.shmPath().toString(), "--shm-bytes", "65536"));
+        closeables.add(child);
+        return child;
+    }
+
+    @Test
+    @Tag("process")
+    void aKilledRanksBridgeIsNamedInTheOthersError() throws Exception
+    {
+        final ChildProcess victim = startChildBridge("dead", 2, 1);
+        final Future<BridgeServer> launch = executor.submit(() -> BridgeServer.launch(context("dead", 2, 0)));
+        victim.awaitLine(line -> line.startsWith("switchml worker serve ready: socket="), 60_000);
+        final BridgeServer server = launch.get(30, TimeUnit.SECONDS);
+        servers.add(server);
+        executor.submit(server::serve);
+        final BridgeTestClient client = connect(server);
+        client.mapShm();
+
+        victim.kill();
+        victim.awaitExit(10_000);
+        final long killedNs = System.nanoTime();
+        final String reply = client.request("ALLREDUCE offset=0 count=1000 op=sum");
+        final long elapsedMs = (System.nanoTime() - killedNs) / 1_000_000;
+        assertError(reply, "rank 1 ");
+        assertTrue(reply.contains("lost its control connection"), reply);
+        assertTrue(elapsedMs < 5_000, "failure took " + elapsedMs + " ms");
+        assertError(client.request("ALLREDUCE offset=0 count=10 op=sum"), "rank 1 ");
+    }
+
+    @Test
+    @Tag("process")
+    void sigtermDeletesTheSocketAndTheSharedMemory() throws Exception
+    {
+        final ChildProcess bridge = startChildBridge("term", 1, 0);
+        final String ready = bridge.awaitLine(line -> line.startsWith("switchml worker serve ready: socket="), 60_000);
+        final BridgeContext context = context("term", 1, 0);
+        assertTrue(ready.contains("socket=" + context.socketPath()) && ready.contains("shm=" + context.shmPath()), ready);
+        assertTrue(Files.exists(context.socketPath()));
+        assertTrue(Files.exists(context.shmPath()));
+        bridge.terminate();
+        bridge.awaitExit(15_000);
+        assertFalse(Files.exists(context.socketPath()), bridge.output());
+        assertFalse(Files.exists(context.shmPath()), bridge.output());
+    }
+}
