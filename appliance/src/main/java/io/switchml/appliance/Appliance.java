@@ -2,6 +2,8 @@ package io.switchml.appliance;
 
 import io.switchml.appliance.control.ControlServer;
 import io.switchml.appliance.control.JobRegistry;
+import io.switchml.appliance.journal.Journal;
+import io.switchml.appliance.journal.JournalContext;
 import io.switchml.appliance.telemetry.HttpEndpoint;
 import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.appliance.transport.DataPlane;
@@ -34,6 +36,8 @@ public final class Appliance implements AutoCloseable
     private final DataPlane dataPlane;
     private final ControlServer controlServer;
     private final HttpEndpoint httpEndpoint;
+    private final Journal journal;
+    private long lastSnapshotMs = System.currentTimeMillis();
     private final long startMs = System.currentTimeMillis();
     private volatile boolean closed;
 
@@ -49,6 +53,8 @@ public final class Appliance implements AutoCloseable
             txLoss[shard] = LossGenerator.of(context.lossRate(), context.lossSeed() * 31 + 7 + shard);
         }
         this.telemetry = new Telemetry(Path.of(context.dir()), shards);
+        this.journal = Journal.open(new JournalContext().directory(Path.of(context.dir(), "journal"))
+            .retainedCycles(context.journalRetainedCycles()).errorHandler(telemetry.errorLog()));
         this.registry = new JobRegistry(context.memoryBudgetBytes(), context.tenantMemoryQuotaBytes(),
             context.tenantMaxJobs(), shards, telemetry);
         DataPlane plane = null;
@@ -81,14 +87,21 @@ public final class Appliance implements AutoCloseable
             {
                 plane.close();
             }
+            journal.close();
             telemetry.close();
             throw ex;
         }
         this.dataPlane = plane;
         this.controlServer = control;
         this.httpEndpoint = http;
+        registry.addEventListener(new RegistryJournal(journal));
         controlExecutor.scheduleAtFixedRate(telemetry::aggregate, AGGREGATE_INTERVAL_MS, AGGREGATE_INTERVAL_MS,
             TimeUnit.MILLISECONDS);
+        controlExecutor.scheduleAtFixedRate(this::snapshotHistograms, context.histogramSnapshotIntervalMs(),
+            context.histogramSnapshotIntervalMs(), TimeUnit.MILLISECONDS);
+        journal.offerApplianceStarted("appliance started: " + context.shards() + " shard(s) on udp " +
+            java.util.Arrays.toString(dataPlane.ports()) + " (" + dataPlane.transportName() + "), control tcp " +
+            controlServer.port() + ", pid " + ProcessHandle.current().pid());
     }
 
     /**
@@ -100,6 +113,49 @@ public final class Appliance implements AutoCloseable
     public static Appliance launch(final ApplianceContext context) throws IOException, InterruptedException
     {
         return new Appliance(context.conclude());
+    }
+
+    private void snapshotHistograms()
+    {
+        final long nowMs = System.currentTimeMillis();
+        for (int shard = 0; shard < context.shards(); shard++)
+        {
+            journal.offerHistogramSnapshot(shard, lastSnapshotMs, nowMs, telemetry.slotLatency(shard).intervalSnapshot());
+        }
+        lastSnapshotMs = nowMs;
+    }
+
+    /**
+     * Writes job lifecycle events to the journal.
+     */
+    private record RegistryJournal(Journal journal) implements JobRegistry.JobEventListener
+    {
+        public void onJobCreated(final io.switchml.appliance.control.Job job, final String description)
+        {
+            journal.offerJobCreated(job.jobId(), job.tenant(), job.name(), description);
+        }
+
+        public void onJobStarted(final io.switchml.appliance.control.Job job, final String description)
+        {
+            journal.offerJobStarted(job.jobId(), job.tenant(), job.name(), description);
+        }
+
+        public void onJobEnded(final io.switchml.appliance.control.Job job, final String reason, final boolean aborted)
+        {
+            if (aborted)
+            {
+                journal.offerJobAborted(job.jobId(), job.tenant(), job.name(), reason);
+            }
+            else
+            {
+                journal.offerJobEnded(job.jobId(), job.tenant(), job.name(), reason);
+            }
+        }
+    }
+
+    public Journal journal()
+    {
+        return journal;
     }
 
     private String healthLine()
@@ -214,6 +270,7 @@ public final class Appliance implements AutoCloseable
             return;
         }
         closed = true;
+        journal.offerApplianceStopping("appliance stopping: " + reason);
         registry.abortAll(reason);
         controlServer.close();
         dataPlane.close();
@@ -222,6 +279,8 @@ public final class Appliance implements AutoCloseable
             httpEndpoint.close();
         }
         controlExecutor.shutdownNow();
+        snapshotHistograms();
+        journal.close();
         telemetry.aggregate();
         telemetry.close();
     }

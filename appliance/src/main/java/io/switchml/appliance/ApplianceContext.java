@@ -64,6 +64,14 @@ public final class ApplianceContext
     public static final String HTTP_PORT_PROP = "switchml.appliance.http.port";
     public static final int HTTP_PORT_DEFAULT = 7472;
 
+    /** Journal cycles (days) kept; older ones are deleted. */
+    public static final String JOURNAL_RETAINED_CYCLES_PROP = "switchml.appliance.journal.retained.cycles";
+    public static final int JOURNAL_RETAINED_CYCLES_DEFAULT = 7;
+
+    /** How often each shard's slot-completion latency histogram is written to the journal. */
+    public static final String HISTOGRAM_SNAPSHOT_INTERVAL_MS_PROP = "switchml.appliance.histogram.snapshot.interval.ms";
+    public static final long HISTOGRAM_SNAPSHOT_INTERVAL_MS_DEFAULT = 10_000;
+
     /** How long a job waits for all its ranks to join before the joiners are refused. */
     public static final String JOIN_TIMEOUT_MS_PROP = "switchml.appliance.join.timeout.ms";
     public static final long JOIN_TIMEOUT_MS_DEFAULT = 30_000;
@@ -85,6 +93,8 @@ public final class ApplianceContext
     public static final long LOSS_SEED_DEFAULT = 1;
 
     private String dir = DIR_DEFAULT;
+    private int journalRetainedCycles = JOURNAL_RETAINED_CYCLES_DEFAULT;
+    private long histogramSnapshotIntervalMs = HISTOGRAM_SNAPSHOT_INTERVAL_MS_DEFAULT;
     private int httpPort = HTTP_PORT_DEFAULT;
     private int shards = SHARDS_DEFAULT;
     private String shardCpus = SHARD_CPUS_DEFAULT;
@@ -137,6 +147,8 @@ public final class ApplianceContext
                     case LOSS_SEED_PROP -> lossSeed = Long.parseLong(value);
                     case SHARDS_PROP -> shards = Integer.parseInt(value);
                     case DIR_PROP -> dir = value;
+                    case JOURNAL_RETAINED_CYCLES_PROP -> journalRetainedCycles = Integer.parseInt(value);
+                    case HISTOGRAM_SNAPSHOT_INTERVAL_MS_PROP -> histogramSnapshotIntervalMs = Long.parseLong(value);
                     case HTTP_PORT_PROP -> httpPort = Integer.parseInt(value);
                     case SHARD_CPUS_PROP -> shardCpus = value;
                     case DEFAULT_TENANT_PROP -> defaultTenant = value;
@@ -173,6 +185,15 @@ public final class ApplianceContext
         if (httpPort < -1 || httpPort > 65_535)
         {
             throw new IllegalArgumentException(HTTP_PORT_PROP + " must be -1 (off) or within 0..65535: " + httpPort);
+        }
+        if (journalRetainedCycles < 1)
+        {
+            throw new IllegalArgumentException(JOURNAL_RETAINED_CYCLES_PROP + " must be positive: " + journalRetainedCycles);
+        }
+        if (histogramSnapshotIntervalMs < 100)
+        {
+            throw new IllegalArgumentException(HISTOGRAM_SNAPSHOT_INTERVAL_MS_PROP + " must be at least 100: " +
+                histogramSnapshotIntervalMs);
         }
         if (dir.isBlank())
         {
@@ -291,6 +312,8 @@ public final class ApplianceContext
         out.println(LOSS_SEED_PROP + "=" + lossSeed);
         out.println(DIR_PROP + "=" + dir);
         out.println(HTTP_PORT_PROP + "=" + httpPort);
+        out.println(JOURNAL_RETAINED_CYCLES_PROP + "=" + journalRetainedCycles);
+        out.println(HISTOGRAM_SNAPSHOT_INTERVAL_MS_PROP + "=" + histogramSnapshotIntervalMs);
         out.println(SHARDS_PROP + "=" + shards);
         out.println(SHARD_CPUS_PROP + "=" + shardCpus);
         out.println(DEFAULT_TENANT_PROP + "=" + defaultTenant);
@@ -309,6 +332,28 @@ public final class ApplianceContext
     public String dir()
     {
         return dir;
+    }
+
+    public int journalRetainedCycles()
+    {
+        return journalRetainedCycles;
+    }
+
+    public ApplianceContext journalRetainedCycles(final int journalRetainedCycles)
+    {
+        this.journalRetainedCycles = journalRetainedCycles;
+        return this;
+    }
+
+    public long histogramSnapshotIntervalMs()
+    {
+        return histogramSnapshotIntervalMs;
+    }
+
+    public ApplianceContext histogramSnapshotIntervalMs(final long histogramSnapshotIntervalMs)
+    {
+        this.histogramSnapshotIntervalMs = histogramSnapshotIntervalMs;
+        return this;
     }
 
     public ApplianceContext httpPort(final int httpPort)

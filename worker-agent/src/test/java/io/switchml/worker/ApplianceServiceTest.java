@@ -2,6 +2,9 @@ package io.switchml.worker;
 
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
+import io.switchml.appliance.journal.JournalEvent;
+import io.switchml.appliance.journal.JournalReader;
+import io.switchml.appliance.journal.JournalRecord;
 import io.switchml.protocol.ElementType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -92,6 +95,19 @@ class ApplianceServiceTest
         assertEquals(0, appliance.registry().jobCount(), "the aborted job's slots are freed");
         assertEquals(0, appliance.registry().memoryUsedBytes());
         stalled.close();
+
+        appliance.close();
+        try (JournalReader reader = JournalReader.open(tempDir.resolve("journal")))
+        {
+            final List<JournalRecord> records = new ArrayList<>();
+            reader.toStart().readAvailable(records::add);
+            assertTrue(records.stream().anyMatch(r -> r.type() == JournalEvent.JOB_STARTED && "stall".equals(r.jobName())),
+                records.toString());
+            assertTrue(records.stream().anyMatch(r -> r.type() == JournalEvent.JOB_ABORTED && r.message().contains("missing ranks [2]")),
+                records.toString());
+            assertTrue(records.stream().anyMatch(r -> r.type() == JournalEvent.HISTOGRAM_SNAPSHOT), records.toString());
+            assertTrue(records.stream().anyMatch(r -> r.type() == JournalEvent.APPLIANCE_STOPPING), records.toString());
+        }
     }
 
     @Test

@@ -47,6 +47,7 @@ public final class Job
     int joined;
     String endReason;
     volatile boolean aborting;
+    boolean aborted;
 
     Job(final int jobId, final JobSpec spec, final int shardCount, final String token, final long macK0, final long macK1,
         final long joinDeadlineMs, final JobCounters counters)

@@ -12,7 +12,6 @@ import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Consumer;
 
 /**
  * Jobs, their membership and admission. Control threads mutate under one lock; the data-plane shards
@@ -34,7 +33,7 @@ public final class JobRegistry
     private final int shardCount;
     private final Telemetry telemetry;
     private final SecureRandom random = new SecureRandom();
-    private final List<Consumer<String>> eventListeners = new ArrayList<>();
+    private final List<JobEventListener> eventListeners = new ArrayList<>();
     private long memoryUsedBytes;
     private int nextJobId = 1;
     private volatile Int2ObjectHashMap<Job> activeJobs = new Int2ObjectHashMap<>();
@@ -51,21 +50,25 @@ public final class JobRegistry
     }
 
     /**
-     * Listen to job lifecycle events (one line each), for the journal and logs.
+     * Job lifecycle events, for the journal and logs. Called under the registry lock: do not block.
      */
-    public void addEventListener(final Consumer<String> listener)
+    public interface JobEventListener
+    {
+        void onJobCreated(Job job, String description);
+
+        void onJobStarted(Job job, String description);
+
+        void onJobEnded(Job job, String reason, boolean aborted);
+    }
+
+    /**
+     * Listen to job lifecycle events.
+     */
+    public void addEventListener(final JobEventListener listener)
     {
         synchronized (lock)
         {
             eventListeners.add(listener);
-        }
-    }
-
-    private void emit(final String event)
-    {
-        for (final Consumer<String> listener : eventListeners)
-        {
-            listener.accept(event);
         }
     }
 
@@ -167,7 +170,10 @@ public final class JobRegistry
             usage[0] += job.memoryBytes;
             usage[1]++;
             memoryUsedBytes += job.memoryBytes;
-            emit("job created: " + job.describe());
+            for (final JobEventListener listener : eventListeners)
+            {
+                listener.onJobCreated(job, job.describe());
+            }
             return job;
         }
     }
@@ -254,7 +260,10 @@ public final class JobRegistry
                 telemetry.system(SystemCounter.JOBS_ACTIVE).increment();
                 publishActive();
                 lock.notifyAll();
-                emit("job started: " + job.describe());
+                for (final JobEventListener listener : eventListeners)
+                {
+                    listener.onJobStarted(job, job.describe());
+                }
                 return job;
             }
 
@@ -308,6 +317,7 @@ public final class JobRegistry
                 return;
             }
             telemetry.system(SystemCounter.JOBS_ABORTED).increment();
+            job.aborted = true;
             endLocked(job, reason);
             for (int rank = 0; rank < job.worldSize; rank++)
             {
@@ -384,7 +394,10 @@ public final class JobRegistry
         }
         job.counters.close();
         lock.notifyAll();
-        emit("job ended: job=" + job.jobId + " name=" + job.name + " tenant=" + job.tenant + " reason=" + reason);
+        for (final JobEventListener listener : eventListeners)
+        {
+            listener.onJobEnded(job, reason, job.aborted || reason.startsWith("join deadline"));
+        }
     }
 
     private void publishActive()
