@@ -189,6 +189,7 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
                 {
                     counters.onDrop(DropReason.SLOT_MISMATCH);
                     jobCounters.onDrop();
+                    onOrderingViolation(job, rank, slot, header.chunkSequence(), header.elementCount());
                 }
                 default ->
                 {
@@ -199,6 +200,23 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter
         finally
         {
             result.release();
+        }
+    }
+
+    /**
+     * A contribution that disagrees with its slot's chunk, element count or exponent never happens in
+     * a correct run (the randomized engine tests show it), so it means the ranks did not submit the
+     * same sequence of tensors, or a member is misbehaving: end the job with a reason naming the rank
+     * rather than leave the others waiting for a slot that can never complete correctly.
+     */
+    private void onOrderingViolation(final Job job, final int rank, final int slot, final long sequence, final int count)
+    {
+        if (job.markAborting())
+        {
+            final String reason = "ordering violation: rank " + rank + " sent chunk " + sequence + " (" + count +
+                " elements) to slot " + slot + " that the other ranks use for a different chunk, element count or " +
+                "exponent; all ranks must submit the same sequence of tensors";
+            controlExecutor.execute(() -> registry.abort(job, reason));
         }
     }
 
