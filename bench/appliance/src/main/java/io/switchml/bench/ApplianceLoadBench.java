@@ -1,0 +1,347 @@
+package io.switchml.bench;
+
+import io.switchml.appliance.Appliance;
+import io.switchml.appliance.ApplianceContext;
+import io.switchml.protocol.ControlProtocol;
+import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.ElementType;
+import io.switchml.protocol.security.PacketMac;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Data-plane capacity of the appliance on loopback: n lightweight senders (threads that speak the
+ * protocol with pre-built int32 packets and keep s slots in flight, self-clocked like Algorithm 4)
+ * drive an embedded appliance; the benchmark reports, per shard, packets/s in and out, aggregated
+ * payload Gbit/s (update payload bits absorbed per second), and bytes allocated per packet on the
+ * shard threads (ThreadMXBean). Senders and appliance share this machine's cores, so the figures
+ * are a floor on what a dedicated appliance host does.
+ * <pre>
+ * java ... io.switchml.bench.ApplianceLoadBench [--workers 4] [--shards 1] [--lanes 256,2233] [--slots 64]
+ *     [--seconds 5] [--warmup-seconds 2] [--transport auto] [--mac off]
+ * </pre>
+ */
+public final class ApplianceLoadBench
+{
+    private static String option(final String[] args, final String name, final String defaultValue)
+    {
+        for (int i = 0; i < args.length - 1; i++)
+        {
+            if (args[i].equals(name))
+            {
+                return args[i + 1];
+            }
+        }
+        return defaultValue;
+    }
+
+    public static void main(final String[] args) throws Exception
+    {
+        final int workers = Integer.parseInt(option(args, "--workers", "4"));
+        final int shards = Integer.parseInt(option(args, "--shards", "1"));
+        final int slots = Integer.parseInt(option(args, "--slots", "64"));
+        final double seconds = Double.parseDouble(option(args, "--seconds", "5"));
+        final double warmupSeconds = Double.parseDouble(option(args, "--warmup-seconds", "2"));
+        final String transport = option(args, "--transport", "auto");
+        final boolean mac = option(args, "--mac", "off").equals("on");
+        final String[] laneList = option(args, "--lanes", "256,2233").split(",");
+
+        System.out.printf(Locale.ROOT, "# appliance load: %d senders, %d shard(s), s=%d, transport %s, MAC %s, %d cores, %s%n",
+            workers, shards, slots, transport, mac ? "on" : "off", Runtime.getRuntime().availableProcessors(),
+            java.time.LocalDate.now());
+        System.out.println("| k | payload bytes | shard | packets in/s | packets out/s | aggregated Gbit/s | bytes allocated/packet |");
+        System.out.println("|---|---|---|---|---|---|---|");
+        for (final String lanesText : laneList)
+        {
+            run(workers, shards, slots, Integer.parseInt(lanesText.strip()), seconds, warmupSeconds, transport, mac);
+        }
+    }
+
+    private static void run(
+        final int workers, final int shards, final int slots, final int lanes, final double seconds,
+        final double warmupSeconds, final String transport, final boolean mac) throws Exception
+    {
+        final ApplianceContext context = new ApplianceContext().dataPort(0).controlPort(0).httpPort(-1)
+            .dir(Files.createTempDirectory("switchml-bench").toString()).shards(shards).transport(transport);
+        try (Appliance appliance = Appliance.launch(context))
+        {
+            final String token = "bench-token";
+            final List<Sender> senders = new ArrayList<>();
+            final CountDownLatch joined = new CountDownLatch(workers);
+            final List<Thread> joiners = new ArrayList<>();
+            final int[] jobId = new int[1];
+            try (Socket creator = new Socket("127.0.0.1", appliance.controlPort()))
+            {
+                final BufferedReader reader = new BufferedReader(new InputStreamReader(creator.getInputStream(), StandardCharsets.UTF_8));
+                creator.getOutputStream().write(("CREATE name=bench world=" + workers + " type=int32 k=" + lanes + " s=" + slots +
+                    " mac=" + (mac ? "on" : "off") + " token=" + token + "\n").getBytes(StandardCharsets.UTF_8));
+                final Map<String, String> created = ControlProtocol.parse(reader.readLine());
+                if (!"OK".equals(created.get("")))
+                {
+                    throw new IllegalStateException("create refused: " + created);
+                }
+                jobId[0] = Integer.parseInt(created.get("job"));
+            }
+            for (int rank = 0; rank < workers; rank++)
+            {
+                final Sender sender = new Sender(appliance, jobId[0], rank, lanes, slots, shards, token);
+                senders.add(sender);
+                joiners.add(Thread.ofPlatform().start(() ->
+                {
+                    try
+                    {
+                        sender.join();
+                    }
+                    catch (final IOException ex)
+                    {
+                        throw new RuntimeException(ex);
+                    }
+                    joined.countDown();
+                }));
+            }
+            joined.await();
+            final AtomicBoolean running = new AtomicBoolean(true);
+            final List<Thread> threads = new ArrayList<>();
+            for (final Sender sender : senders)
+            {
+                threads.add(Thread.ofPlatform().name("bench-sender-" + sender.rank).start(() -> sender.loop(running)));
+            }
+
+            Thread.sleep((long)(warmupSeconds * 1000));
+            final com.sun.management.ThreadMXBean threadBean =
+                (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+            final long[] shardThreads = new long[shards];
+            for (final Thread thread : Thread.getAllStackTraces().keySet())
+            {
+                for (int shard = 0; shard < shards; shard++)
+                {
+                    if (thread.getName().startsWith("switchml-shard-" + shard))
+                    {
+                        shardThreads[shard] = thread.threadId();
+                    }
+                }
+            }
+            final long[] inBefore = new long[shards];
+            final long[] outBefore = new long[shards];
+            final long[] allocBefore = new long[shards];
+            final long[] slotsBefore = new long[shards];
+            snapshot(appliance, threadBean, shardThreads, inBefore, outBefore, allocBefore, slotsBefore);
+            final long startNs = System.nanoTime();
+            Thread.sleep((long)(seconds * 1000));
+            final long[] inAfter = new long[shards];
+            final long[] outAfter = new long[shards];
+            final long[] allocAfter = new long[shards];
+            final long[] slotsAfter = new long[shards];
+            snapshot(appliance, threadBean, shardThreads, inAfter, outAfter, allocAfter, slotsAfter);
+            final double elapsed = (System.nanoTime() - startNs) / 1e9;
+            running.set(false);
+            for (final Thread thread : threads)
+            {
+                thread.join(5_000);
+            }
+            for (int shard = 0; shard < shards; shard++)
+            {
+                final long in = inAfter[shard] - inBefore[shard];
+                final long out = outAfter[shard] - outBefore[shard];
+                final double gbits = (slotsAfter[shard] - slotsBefore[shard]) * (double)workers * lanes * 4 * 8 / elapsed / 1e9;
+                System.out.printf(Locale.ROOT, "| %d | %d | %d | %.0f | %.0f | %.2f | %.1f |%n", lanes,
+                    DataHeaderFlyweight.packetLength(lanes), shard, in / elapsed, out / elapsed, gbits,
+                    in == 0 ? 0.0 : (allocAfter[shard] - allocBefore[shard]) / (double)in);
+            }
+            for (final Sender sender : senders)
+            {
+                sender.close();
+            }
+        }
+    }
+
+    private static void snapshot(
+        final Appliance appliance, final com.sun.management.ThreadMXBean threadBean, final long[] shardThreads,
+        final long[] in, final long[] out, final long[] alloc, final long[] slots)
+    {
+        final io.switchml.appliance.telemetry.Telemetry telemetry = appliance.telemetry();
+        for (int shard = 0; shard < shardThreads.length; shard++)
+        {
+            in[shard] = telemetry.shardCounters(shard).packetsIn().get();
+            out[shard] = telemetry.shardCounters(shard).packetsOut().get();
+            slots[shard] = telemetry.shardCounters(shard).slotsCompleted().get();
+            alloc[shard] = shardThreads[shard] == 0 ? 0 : threadBean.getThreadAllocatedBytes(shardThreads[shard]);
+        }
+    }
+
+    /**
+     * One virtual worker: Algorithm 4 with constant int32 payloads, one socket per shard.
+     */
+    private static final class Sender implements AutoCloseable
+    {
+        final Appliance appliance;
+        final int jobId;
+        final int rank;
+        final int lanes;
+        final int slots;
+        final int shards;
+        final String token;
+        final Socket control;
+        final DatagramChannel[] channels;
+        final ByteBuffer[] packets;
+        final UnsafeBuffer[] views;
+        final int[] version;
+        final long[] sequence;
+        final long[] sentNs;
+        long k0;
+        long k1;
+        boolean mac;
+
+        Sender(final Appliance appliance, final int jobId, final int rank, final int lanes, final int slots, final int shards,
+            final String token) throws IOException
+        {
+            this.appliance = appliance;
+            this.jobId = jobId;
+            this.rank = rank;
+            this.lanes = lanes;
+            this.slots = slots;
+            this.shards = shards;
+            this.token = token;
+            control = new Socket("127.0.0.1", appliance.controlPort());
+            channels = new DatagramChannel[shards];
+            for (int shard = 0; shard < shards; shard++)
+            {
+                channels[shard] = DatagramChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
+                channels[shard].setOption(java.net.StandardSocketOptions.SO_RCVBUF, 4 << 20);
+                channels[shard].setOption(java.net.StandardSocketOptions.SO_SNDBUF, 4 << 20);
+            }
+            packets = new ByteBuffer[slots];
+            views = new UnsafeBuffer[slots];
+            version = new int[slots];
+            sequence = new long[slots];
+            sentNs = new long[slots];
+        }
+
+        void join() throws IOException
+        {
+            final StringBuilder ports = new StringBuilder();
+            for (int shard = 0; shard < shards; shard++)
+            {
+                ports.append(shard == 0 ? "" : ",").append(((InetSocketAddress)channels[shard].getLocalAddress()).getPort());
+            }
+            control.getOutputStream().write(("JOIN job=" + jobId + " rank=" + rank + " token=" + token + " ports=" + ports +
+                "\n").getBytes(StandardCharsets.UTF_8));
+            final Map<String, String> reply = ControlProtocol.parse(
+                new BufferedReader(new InputStreamReader(control.getInputStream(), StandardCharsets.UTF_8)).readLine());
+            if (!"OK".equals(reply.get("")))
+            {
+                throw new IOException("join refused: " + reply);
+            }
+            mac = "on".equals(reply.get("mac"));
+            k0 = Long.parseUnsignedLong(reply.get("key").substring(0, 16), 16);
+            k1 = Long.parseUnsignedLong(reply.get("key").substring(16), 16);
+            final int[] dataPorts = appliance.dataPorts();
+            for (int shard = 0; shard < shards; shard++)
+            {
+                channels[shard].connect(new InetSocketAddress("127.0.0.1", dataPorts[shard]));
+                channels[shard].configureBlocking(false);
+            }
+            for (int slot = 0; slot < slots; slot++)
+            {
+                packets[slot] = ByteBuffer.allocateDirect(DataHeaderFlyweight.packetLength(lanes));
+                views[slot] = new UnsafeBuffer(packets[slot]);
+                sequence[slot] = slot;
+            }
+        }
+
+        private void send(final int slot) throws IOException
+        {
+            final DataHeaderFlyweight header = new DataHeaderFlyweight().wrap(views[slot], 0);
+            header.writeHeader(DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, version[slot], ElementType.INT32, slot,
+                sequence[slot], lanes, DataHeaderFlyweight.NO_EXPONENT, DataHeaderFlyweight.NO_EXPONENT);
+            if (mac)
+            {
+                PacketMac.sign(k0, k1, views[slot], 0, DataHeaderFlyweight.packetLength(lanes));
+            }
+            packets[slot].clear();
+            channels[slot % shards].write(packets[slot]);
+            sentNs[slot] = System.nanoTime();
+        }
+
+        void loop(final AtomicBoolean running)
+        {
+            final ByteBuffer receive = ByteBuffer.allocateDirect(65_536);
+            final UnsafeBuffer receiveView = new UnsafeBuffer(receive);
+            final DataHeaderFlyweight header = new DataHeaderFlyweight();
+            try (Selector selector = Selector.open())
+            {
+                for (final DatagramChannel channel : channels)
+                {
+                    channel.register(selector, SelectionKey.OP_READ);
+                }
+                for (int slot = 0; slot < slots; slot++)
+                {
+                    send(slot);
+                }
+                while (running.get())
+                {
+                    boolean any = false;
+                    for (final DatagramChannel channel : channels)
+                    {
+                        while (channel.read(receive.clear()) > 0)
+                        {
+                            any = true;
+                            header.wrap(receiveView, 0);
+                            final int slot = header.slotIndex();
+                            if (header.chunkSequence() == sequence[slot] && header.poolVersion() == version[slot])
+                            {
+                                version[slot] ^= 1;
+                                sequence[slot] += slots;
+                                send(slot);
+                            }
+                        }
+                    }
+                    final long nowNs = System.nanoTime();
+                    for (int slot = 0; slot < slots; slot++)
+                    {
+                        if (nowNs - sentNs[slot] > 50_000_000L)
+                        {
+                            send(slot);
+                        }
+                    }
+                    if (!any)
+                    {
+                        selector.select(5);
+                        selector.selectedKeys().clear();
+                    }
+                }
+            }
+            catch (final IOException ex)
+            {
+                throw new RuntimeException(ex);
+            }
+        }
+
+        public void close() throws IOException
+        {
+            control.close();
+            for (final DatagramChannel channel : channels)
+            {
+                channel.close();
+            }
+        }
+    }
+}
