@@ -1,0 +1,385 @@
+#!/usr/bin/env bash
+# ci-package-check.sh: install the Debian package, check its units, run the installed appliance the way
+# switchml-appliance.service would, then purge the package and check that nothing is left.
+#
+#   scripts/ci-package-check.sh            (as root; CI runs it after ./switchml test, see .ci/run)
+#
+# 1. builds dist/target/switchml_*_amd64.deb when it is missing or older than a source, unit or packaging file
+# 2. dpkg -i; checks the user, the state directory, the launcher, the conffiles and the JDK discovery
+# 3. systemd-analyze verify on the installed units (and an exposure ceiling from systemd-analyze security)
+# 4. starts /usr/bin/switchml appliance as the switchml user with no capabilities, the unit's CPUAffinity
+#    and a clean environment, NOTIFY_SOCKET pointing at a stand-in listener (systemd is not PID 1 here);
+#    expects READY=1, WATCHDOG=1, HTTP 200 "status": "up" on /health, the shard pinned; SIGTERM: STOPPING=1, clean exit
+# 5. dpkg --purge; checks that no file, user, group or file owned by the old uid is left
+# Idempotent: a switchml package left installed by an earlier run is purged first. Cleans up on failure
+# (trap). Exits non-zero on the first failed check. Takes about 30 s once the package is built.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+PKG=switchml
+UNIT_DIR=/usr/lib/systemd/system
+APPLIANCE_UNIT=$UNIT_DIR/switchml-appliance.service
+WORKER_UNIT=$UNIT_DIR/switchml-worker@.service
+CONFIG=/etc/switchml/appliance.properties
+STATE_DIR=/var/lib/switchml
+READY_TIMEOUT_S=60
+STOP_TIMEOUT_S=30
+# Ceiling for `systemd-analyze security` exposure (0 safest .. 10): a regression guard for the sandboxing.
+MAX_EXPOSURE=3.0
+
+WORK=
+APP_PID=
+LISTENER_PID=
+INSTALLED_BY_US=0
+STEP=
+
+step() {
+  STEP=$1
+  echo "== $1"
+}
+
+ok() {
+  echo "   ok    $1"
+}
+
+note() {
+  echo "   note  $1"
+}
+
+fail() {
+  echo "   FAIL  $1" >&2
+  exit 1
+}
+
+# check DESCRIPTION COMMAND...: run the command quietly; ok or fail naming the check.
+check() {
+  local description=$1
+  shift
+  if "$@" >/dev/null 2>&1; then
+    ok "$description"
+  else
+    fail "$description"
+  fi
+}
+
+stop_pid() {
+  local pid=$1
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+}
+
+cleanup() {
+  local rc=$?
+  stop_pid "$APP_PID"
+  stop_pid "$LISTENER_PID"
+  if [ "$rc" -ne 0 ]; then
+    echo "ci-package-check: FAILED at: $STEP" >&2
+    if [ -n "$WORK" ]; then
+      for log in appliance.log notify.log listener.err; do
+        if [ -s "$WORK/$log" ]; then
+          echo "---- $log (last 40 lines)" >&2
+          tail -n 40 "$WORK/$log" >&2
+        fi
+      done
+    fi
+    if [ "$INSTALLED_BY_US" = 1 ] && dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q installed; then
+      echo "ci-package-check: purging the package after the failure" >&2
+      dpkg --purge "$PKG" >/dev/null 2>&1 || true
+    fi
+  fi
+  if [ -n "$WORK" ]; then
+    rm -rf "$WORK"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Property value from the installed appliance configuration.
+config_value() {
+  sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*\\(.*[^[:space:]]\\)[[:space:]]*\$/\\1/p" "$CONFIG" | tail -n 1
+}
+
+# Setting from the installed appliance unit.
+unit_value() {
+  sed -n "s/^$1=\\(.*\\)\$/\\1/p" "$APPLIANCE_UNIT" | tail -n 1
+}
+
+# A Java 25 or newer for the stand-in listener, found the way the installed launcher finds one.
+find_java() {
+  local candidate major
+  for candidate in "${JAVA_HOME:-}" /usr/lib/jvm/temurin-25-jdk-amd64 /usr/lib/jvm/*; do
+    [ -n "$candidate" ] && [ -x "$candidate/bin/java" ] && [ -r "$candidate/release" ] || continue
+    major=$(sed -n 's/^JAVA_VERSION="\([0-9]*\).*/\1/p' "$candidate/release")
+    if [ -n "$major" ] && [ "$major" -ge 25 ]; then
+      echo "$candidate/bin/java"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# wait_for_line FILE REGEX SECONDS [PID]: poll FILE for an extended regex; give up early if PID exits.
+wait_for_line() {
+  local file=$1 regex=$2 seconds=$3 pid=${4:-}
+  local deadline=$((SECONDS + seconds))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    if grep -Eq "$regex" "$file" 2>/dev/null; then
+      return 0
+    fi
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+      return 1
+    fi
+    sleep 0.2
+  done
+  grep -Eq "$regex" "$file" 2>/dev/null
+}
+
+port_in_use() {
+  local proto=$1 port=$2
+  [ -n "$(ss -Hn"$proto"l "sport = :$port" 2>/dev/null)" ]
+}
+
+# ---------------------------------------------------------------------------------------------------------
+step "prerequisites"
+[ "$(id -u)" -eq 0 ] || fail "must run as root (dpkg -i, a system user); CI runs as root"
+missing=()
+for tool in systemd-analyze curl setpriv taskset ss; do
+  command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  note "installing what provides: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends systemd curl util-linux iproute2 >/dev/null
+fi
+ok "systemd-analyze ($(systemd-analyze --version | head -n 1)), curl, setpriv, taskset, ss"
+JAVA=$(find_java) || fail "no Java 25 or newer in JAVA_HOME or /usr/lib/jvm"
+ok "java for the stand-in listener: $JAVA"
+
+# ---------------------------------------------------------------------------------------------------------
+step "package"
+newest_deb() {
+  { ls -t "$ROOT"/dist/target/${PKG}_*_amd64.deb 2>/dev/null || true; } | head -n 1
+}
+DEB=$(newest_deb)
+stale=
+if [ -n "$DEB" ]; then
+  stale=$(find "$ROOT" -path "$ROOT/.git" -prune -o -path '*/target' -prune -o \
+    \( -name pom.xml -o -path '*/src/main/*' -o -path "$ROOT/packaging/*" -o -path "$ROOT/systemd/*" \) \
+    -type f -newer "$DEB" -print -quit)
+fi
+if [ -z "$DEB" ] || [ -n "$stale" ]; then
+  if [ -n "$stale" ]; then
+    note "building the package: ${stale#"$ROOT"/} is newer than $(basename "$DEB")"
+  else
+    note "building the package: none built yet"
+  fi
+  "$ROOT/switchml" build
+  DEB=$(newest_deb)
+  [ -n "$DEB" ] || fail "the build made no dist/target/${PKG}_*_amd64.deb"
+fi
+ok "$(basename "$DEB") ($(du -h "$DEB" | cut -f1)): $(dpkg-deb -f "$DEB" Version), $(dpkg-deb -f "$DEB" Architecture), Depends: $(dpkg-deb -f "$DEB" Depends)"
+ARCHIVE=$({ ls -t "$ROOT"/dist/target/switchml-*-dist.tar.gz 2>/dev/null || true; } | head -n 1)
+[ -n "$ARCHIVE" ] || fail "no distribution archive dist/target/switchml-*-dist.tar.gz"
+check "distribution archive $(basename "$ARCHIVE") has bin/switchml, lib/switchml.jar, etc/switchml, systemd units" \
+  bash -c "tar tzf '$ARCHIVE' | grep -q '/bin/switchml\$' && tar tzf '$ARCHIVE' | grep -q '/lib/switchml.jar\$' &&
+    tar tzf '$ARCHIVE' | grep -q '/etc/switchml/appliance.properties\$' &&
+    tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-appliance.service\$' &&
+    tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-worker@.service\$'"
+
+if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q "installed\|config-files"; then
+  note "purging a $PKG package left by an earlier run"
+  dpkg --purge "$PKG" >/dev/null
+fi
+WORK=$(mktemp -d /tmp/switchml-package-check.XXXXXX)
+# The switchml user must reach $WORK/run, where the stand-in notify socket goes.
+chmod 0711 "$WORK"
+
+# ---------------------------------------------------------------------------------------------------------
+step "dpkg -i"
+INSTALLED_BY_US=1
+dpkg -i "$DEB" >"$WORK/dpkg-install.log" 2>&1 || { cat "$WORK/dpkg-install.log" >&2; fail "dpkg -i $(basename "$DEB")"; }
+check "dpkg status: install ok installed" bash -c "dpkg-query -W -f='\${Status}' $PKG | grep -qx 'install ok installed'"
+for path in /usr/bin/switchml /usr/lib/switchml/switchml.jar "$APPLIANCE_UNIT" "$WORKER_UNIT" "$CONFIG" \
+  /etc/switchml/worker.env /usr/share/doc/switchml/README.md /usr/share/doc/switchml/examples/worker-INSTANCE.env; do
+  check "installed $path" test -f "$path"
+done
+check "/usr/bin/switchml is executable" test -x /usr/bin/switchml
+check "conffiles registered: $CONFIG, /etc/switchml/worker.env" \
+  bash -c "dpkg-query -W -f='\${Conffiles}' $PKG | grep -q ' $CONFIG ' && dpkg-query -W -f='\${Conffiles}' $PKG | grep -q ' /etc/switchml/worker.env '"
+IFS=: read -r _ _ SWITCHML_UID SWITCHML_GID _ SWITCHML_HOME SWITCHML_SHELL < <(getent passwd switchml) ||
+  fail "user switchml exists"
+check "system user switchml (uid $SWITCHML_UID < 1000, home $SWITCHML_HOME, shell $SWITCHML_SHELL)" \
+  test "$SWITCHML_UID" -lt 1000 -a "$SWITCHML_HOME" = "$STATE_DIR" -a "$SWITCHML_SHELL" = /usr/sbin/nologin
+check "group switchml (gid $SWITCHML_GID)" test "$(getent group switchml | cut -d: -f3)" = "$SWITCHML_GID"
+check "$STATE_DIR is switchml:switchml 750" test "$(stat -c '%U:%G %a' "$STATE_DIR")" = "switchml:switchml 750"
+version=$(setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin /usr/bin/switchml --version 2>&1) ||
+  fail "switchml --version as switchml, without JAVA_HOME: $version"
+ok "launcher finds a JDK without JAVA_HOME: switchml --version -> $version"
+if unshare -m true 2>/dev/null; then
+  set +e
+  nojdk=$(unshare -m bash -c 'mount -t tmpfs none /usr/lib/jvm && env -i PATH=/usr/bin:/bin JAVA_HOME=/nonexistent /usr/bin/switchml --version' 2>&1)
+  nojdk_rc=$?
+  set -e
+  [ "$nojdk_rc" -eq 2 ] && grep -q "no Java 25 or newer found" <<<"$nojdk" ||
+    fail "without a JDK the launcher exits 2 with a clear message (got $nojdk_rc: $nojdk)"
+  ok "without a JDK (empty /usr/lib/jvm): exit 2, \"$(head -n 1 <<<"$nojdk")\""
+else
+  note "cannot make a mount namespace here: the no-JDK message is not checked"
+fi
+resolved=$(setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin \
+  /usr/bin/switchml appliance --config "$CONFIG" --print-config 2>&1) || fail "packaged configuration is valid: $resolved"
+grep -qx "switchml.appliance.dir=$STATE_DIR" <<<"$resolved" || fail "packaged configuration sets switchml.appliance.dir=$STATE_DIR"
+ok "packaged configuration is valid (--print-config), switchml.appliance.dir=$STATE_DIR"
+
+# ---------------------------------------------------------------------------------------------------------
+step "systemd-analyze verify"
+# A template cannot be verified as such: verify an instance of it, linked next to the template's name.
+mkdir "$WORK/units"
+ln -s "$WORKER_UNIT" "$WORK/units/switchml-worker@ci.service"
+for unit in "$APPLIANCE_UNIT" "$WORK/units/switchml-worker@ci.service"; do
+  if ! systemd-analyze verify "$unit" >"$WORK/verify.log" 2>&1; then
+    cat "$WORK/verify.log" >&2
+    fail "systemd-analyze verify $(basename "$unit")"
+  fi
+  if grep -q . "$WORK/verify.log"; then
+    cat "$WORK/verify.log" >&2
+    fail "systemd-analyze verify $(basename "$unit") printed warnings"
+  fi
+  ok "systemd-analyze verify $(basename "$unit"): clean"
+done
+for unit in "$APPLIANCE_UNIT" "$WORK/units/switchml-worker@ci.service"; do
+  if systemd-analyze security --offline=true "$unit" >"$WORK/security.log" 2>&1 ||
+    grep -q "Overall exposure level" "$WORK/security.log"; then
+    exposure=$(sed -n 's/.*Overall exposure level for .*: \([0-9.]*\) \(.*\)$/\1 \2/p' "$WORK/security.log")
+    [ -n "$exposure" ] || { cat "$WORK/security.log" >&2; fail "systemd-analyze security $(basename "$unit")"; }
+    awk -v e="${exposure%% *}" -v max="$MAX_EXPOSURE" 'BEGIN { exit !(e <= max) }' ||
+      { cat "$WORK/security.log" >&2; fail "exposure of $(basename "$unit") $exposure is above $MAX_EXPOSURE"; }
+    ok "systemd-analyze security $(basename "$unit"): exposure $exposure (ceiling $MAX_EXPOSURE)"
+  else
+    cat "$WORK/security.log" >&2
+    fail "systemd-analyze security --offline=true $(basename "$unit")"
+  fi
+done
+
+# ---------------------------------------------------------------------------------------------------------
+step "run the installed appliance as switchml-appliance.service would"
+BIND=$(config_value switchml.appliance.bind)
+HTTP_PORT=$(config_value switchml.appliance.http.port)
+DATA_PORT=$(config_value switchml.appliance.data.port)
+CONTROL_PORT=$(config_value switchml.appliance.control.port)
+SHARD_CPUS=$(config_value switchml.appliance.shard.cpus)
+AFFINITY=$(unit_value CPUAffinity)
+WATCHDOG_SEC=$(unit_value WatchdogSec)
+[ -n "$BIND" ] && [ -n "$HTTP_PORT" ] || fail "bind address and HTTP port in $CONFIG"
+[ "$(unit_value User)" = switchml ] || fail "the unit runs as User=switchml"
+[ "$(unit_value ExecStart)" = "/usr/bin/switchml appliance --config $CONFIG" ] || fail "the unit's ExecStart is the one run here"
+for port in "t:$CONTROL_PORT" "t:$HTTP_PORT" "u:$DATA_PORT"; do
+  if port_in_use "${port%%:*}" "${port#*:}"; then
+    fail "port ${port#*:} is free (something already listens there: stop it, or another appliance, first)"
+  fi
+done
+ok "ports $CONTROL_PORT/tcp $HTTP_PORT/tcp $DATA_PORT/udp on $BIND are free"
+
+install -d -o switchml -g switchml -m 0700 "$WORK/run"
+NOTIFY_SOCKET_PATH=$WORK/run/notify.sock
+setpriv --reuid=switchml --regid=switchml --init-groups \
+  "$JAVA" --enable-native-access=ALL-UNNAMED -cp "/usr/lib/switchml/*" \
+  io.switchml.appliance.service.NotifySocketListener "$NOTIFY_SOCKET_PATH" --exit-on=STOPPING=1 \
+  --timeout-ms=$(((READY_TIMEOUT_S + STOP_TIMEOUT_S + 30) * 1000)) >"$WORK/notify.log" 2>"$WORK/listener.err" &
+LISTENER_PID=$!
+wait_for_line "$WORK/listener.err" "^listening on " 20 "$LISTENER_PID" || fail "stand-in notify listener bound $NOTIFY_SOCKET_PATH"
+ok "stand-in NOTIFY_SOCKET listener on $NOTIFY_SOCKET_PATH (pid $LISTENER_PID)"
+
+# Like the unit: User=switchml, no capabilities (CapabilityBoundingSet= empty), NoNewPrivileges, the unit's
+# CPUAffinity, WorkingDirectory=/var/lib/switchml, and a clean environment without JAVA_HOME. WATCHDOG_USEC
+# is 2 s instead of the unit's WatchdogSec so that pings show up quickly.
+cd "$STATE_DIR"
+setpriv --reuid=switchml --regid=switchml --init-groups --no-new-privs --inh-caps=-all --bounding-set=-all \
+  taskset -c "${AFFINITY:-0-$(($(nproc) - 1))}" \
+  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$STATE_DIR" LANG=C.UTF-8 \
+  NOTIFY_SOCKET="$NOTIFY_SOCKET_PATH" WATCHDOG_USEC=2000000 \
+  /usr/bin/switchml appliance --config "$CONFIG" >"$WORK/appliance.log" 2>&1 &
+APP_PID=$!
+APP_STARTED=$SECONDS
+cd "$ROOT"
+ok "started /usr/bin/switchml appliance --config $CONFIG (pid $APP_PID, CPUAffinity=${AFFINITY:-unset}, unit WatchdogSec=$WATCHDOG_SEC)"
+
+wait_for_line "$WORK/notify.log" '(^|\\n)READY=1(\\n|$)' "$READY_TIMEOUT_S" "$APP_PID" ||
+  fail "READY=1 within ${READY_TIMEOUT_S}s"
+ok "READY=1 $((SECONDS - APP_STARTED))s after the start: $(grep -E '(^|\\n)READY=1' "$WORK/notify.log" | head -n 1)"
+check "the JVM is the main process (the launcher exec'd java: /proc/$APP_PID/exe is java)" \
+  bash -c "readlink /proc/$APP_PID/exe | grep -q '/bin/java\$'"
+check "it runs as switchml with no capabilities" \
+  bash -c "[ \"\$(stat -c %U /proc/$APP_PID)\" = switchml ] && grep -q '^CapEff:[[:space:]]*0*\$' /proc/$APP_PID/status && grep -q '^CapBnd:[[:space:]]*0*\$' /proc/$APP_PID/status"
+wait_for_line "$WORK/notify.log" '(^|\\n)WATCHDOG=1(\\n|$)' 10 "$APP_PID" || fail "WATCHDOG=1 within 10s (WATCHDOG_USEC=2 s)"
+ok "WATCHDOG=1 pings arrive"
+
+http_code=$(curl -sS -o "$WORK/health.body" -w '%{http_code}' --max-time 5 "http://$BIND:$HTTP_PORT/health") ||
+  fail "GET http://$BIND:$HTTP_PORT/health"
+[ "$http_code" = 200 ] && grep -Eq '"status": *"up"' "$WORK/health.body" ||
+  fail "GET /health: expected 200 and \"status\": \"up\", got $http_code: $(head -c 300 "$WORK/health.body")"
+ok "GET http://$BIND:$HTTP_PORT/health -> $http_code $(tr -d '\n' <"$WORK/health.body" | head -c 200)"
+http_code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "http://$BIND:$HTTP_PORT/metrics") || http_code=none
+[ "$http_code" = 200 ] || fail "GET /metrics: expected 200, got $http_code"
+ok "GET http://$BIND:$HTTP_PORT/metrics -> 200"
+check "counters file $STATE_DIR/counters.dat owned by switchml" \
+  bash -c "[ \"\$(stat -c %U $STATE_DIR/counters.dat)\" = switchml ]"
+
+if [ -n "$SHARD_CPUS" ] && [ "$(nproc)" -gt "${SHARD_CPUS%%,*}" ]; then
+  grep -q "shard 0 pinned to cpu ${SHARD_CPUS%%,*}" "$WORK/appliance.log" ||
+    fail "shard 0 pinned to cpu ${SHARD_CPUS%%,*} (switchml.appliance.shard.cpus=$SHARD_CPUS)"
+  # Linux keeps 15 characters of a thread name: "switchml-shard-0" reads "switchml-shard-".
+  shard_tid=$( (grep -l '^switchml-shard' /proc/"$APP_PID"/task/*/comm 2>/dev/null || true) | head -n 1 | cut -d/ -f5)
+  [ -n "$shard_tid" ] || fail "shard thread (switchml-shard-0) found in /proc/$APP_PID/task"
+  ok "shard 0 (tid $shard_tid) $(taskset -cp "$shard_tid" | sed 's/.*: /on CPUs /'), main thread $(taskset -cp "$APP_PID" | sed 's/.*: /on CPUs /')"
+else
+  note "shard pinning not checked (shard.cpus='$SHARD_CPUS', $(nproc) CPUs): $(grep -m1 'shard 0' "$WORK/appliance.log" || true)"
+fi
+
+kill -TERM "$APP_PID"
+app_rc=0
+deadline=$((SECONDS + STOP_TIMEOUT_S))
+while kill -0 "$APP_PID" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
+  sleep 0.1
+done
+kill -0 "$APP_PID" 2>/dev/null && fail "the appliance exits within ${STOP_TIMEOUT_S}s of SIGTERM (TimeoutStopSec)"
+wait "$APP_PID" || app_rc=$?
+APP_PID=
+[ "$app_rc" -eq 0 ] || [ "$app_rc" -eq 143 ] || fail "clean exit after SIGTERM: 0 or 143 (SuccessExitStatus=143), got $app_rc"
+ok "SIGTERM: exited with $app_rc (a success for the unit: SuccessExitStatus=143)"
+listener_rc=0
+wait_for_line "$WORK/notify.log" '(^|\\n)STOPPING=1(\\n|$)' 10 || fail "STOPPING=1 after SIGTERM"
+wait "$LISTENER_PID" || listener_rc=$?
+LISTENER_PID=
+[ "$listener_rc" -eq 0 ] || fail "stand-in listener saw STOPPING=1 and exited 0 (got $listener_rc)"
+ok "STOPPING=1: $(grep -E '(^|\\n)STOPPING=1' "$WORK/notify.log" | head -n 1)"
+note "notifications received: $(wc -l <"$WORK/notify.log") ($(grep -c 'WATCHDOG=1' "$WORK/notify.log") watchdog ping(s))"
+note "appliance output: $(tr '\n' ' ' <"$WORK/appliance.log" | head -c 600)"
+rm -rf "$WORK/run"
+
+# ---------------------------------------------------------------------------------------------------------
+step "dpkg --purge"
+dpkg --purge "$PKG" >"$WORK/dpkg-purge.log" 2>&1 || { cat "$WORK/dpkg-purge.log" >&2; fail "dpkg --purge $PKG"; }
+INSTALLED_BY_US=0
+check "package is gone from dpkg's database" bash -c "! dpkg-query -W -f='\${Status}' $PKG 2>/dev/null | grep -q 'installed\\|config-files'"
+for path in /usr/bin/switchml /usr/lib/switchml "$APPLIANCE_UNIT" "$WORKER_UNIT" /etc/switchml "$STATE_DIR" \
+  /usr/share/doc/switchml /run/switchml; do
+  check "removed $path" test ! -e "$path"
+done
+check "user switchml removed" bash -c "! getent passwd switchml"
+check "group switchml removed" bash -c "! getent group switchml"
+leftover=$(find /etc /usr /var /run /tmp /dev/shm -xdev \( -uid "$SWITCHML_UID" -o -gid "$SWITCHML_GID" \) -print 2>/dev/null | head -n 5)
+[ -z "$leftover" ] || fail "files owned by the old uid $SWITCHML_UID or gid $SWITCHML_GID: $leftover"
+ok "no file owned by the old uid $SWITCHML_UID / gid $SWITCHML_GID in /etc /usr /var /run /tmp /dev/shm"
+
+STEP="done"
+echo "ci-package-check: all checks passed (${SECONDS}s)"
