@@ -1,5 +1,7 @@
 package io.switchml.ops;
 
+import io.switchml.protocol.ControlProtocol;
+
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -9,48 +11,122 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
- * A short-lived connection to the appliance's control endpoint for operator queries.
+ * A short-lived connection to the appliance's control endpoint for operator queries (see
+ * {@link ControlProtocol}): HEALTH, JOBS, STATS and ABORTJOB. An ERR reply becomes an
+ * {@link OpsException} with exit code {@link OpsException#FAILED} and the appliance's message.
  */
 final class ControlClient implements AutoCloseable
 {
+    private final String address;
     private final Socket socket;
     private final BufferedReader reader;
     private final OutputStream out;
 
     ControlClient(final String host, final int port, final int timeoutMs) throws IOException
     {
+        address = host + ":" + port;
         socket = new Socket();
-        socket.connect(new InetSocketAddress(host, port), timeoutMs);
-        socket.setSoTimeout(timeoutMs);
-        reader = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
-        out = socket.getOutputStream();
-    }
-
-    String request(final String verb) throws IOException
-    {
-        out.write((verb + "\n").getBytes(StandardCharsets.UTF_8));
-        out.flush();
-        final String line = reader.readLine();
-        if (line == null)
+        try
         {
-            throw new IOException("appliance closed the connection");
+            socket.connect(new InetSocketAddress(host, port), timeoutMs);
+            socket.setSoTimeout(timeoutMs);
+            reader = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+            out = socket.getOutputStream();
         }
-        return line;
+        catch (final IOException ex)
+        {
+            socket.close();
+            throw ex;
+        }
     }
 
-    List<String> requestUntilEnd(final String verb, final String end) throws IOException
+    /**
+     * @return the HEALTH reply's fields (status, uptimeMs, jobs, memoryUsedBytes, ...).
+     */
+    Map<String, String> health() throws IOException
     {
-        out.write((verb + "\n").getBytes(StandardCharsets.UTF_8));
-        out.flush();
+        return expectOk(request(ControlProtocol.HEALTH));
+    }
+
+    /**
+     * @return the fields of each JOB line of the JOBS reply (job, name, tenant, state, world, ...).
+     */
+    List<Map<String, String>> jobs() throws IOException
+    {
+        final List<Map<String, String>> jobs = new ArrayList<>();
+        for (final String line : requestUntilEnd(ControlProtocol.JOBS, ControlProtocol.END))
+        {
+            final Map<String, String> fields = ControlProtocol.parse(line);
+            if (ControlProtocol.ERR.equals(fields.get("")))
+            {
+                expectOk(fields);
+            }
+            jobs.add(fields);
+        }
+        return jobs;
+    }
+
+    /**
+     * Abort a job by id.
+     *
+     * @throws OpsException with the appliance's message when it refuses (no such job).
+     */
+    void abortJob(final int jobId, final String reason) throws IOException
+    {
+        expectOk(request(ControlProtocol.ABORT_JOB + " job=" + jobId + " reason=" + reason.replace('\n', ' ')));
+    }
+
+    private Map<String, String> request(final String line) throws IOException
+    {
+        send(line);
+        final String reply = reader.readLine();
+        if (reply == null)
+        {
+            throw new IOException("the appliance at " + address + " closed the connection");
+        }
+        return ControlProtocol.parse(reply);
+    }
+
+    private List<String> requestUntilEnd(final String verb, final String end) throws IOException
+    {
+        send(verb);
         final List<String> lines = new ArrayList<>();
         String line;
         while ((line = reader.readLine()) != null && !line.equals(end))
         {
             lines.add(line);
+            if (line.startsWith(ControlProtocol.ERR))
+            {
+                break;
+            }
+        }
+        if (line == null)
+        {
+            throw new IOException("the appliance at " + address + " closed the connection before " + end);
         }
         return lines;
+    }
+
+    private void send(final String line) throws IOException
+    {
+        out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        out.flush();
+    }
+
+    private static Map<String, String> expectOk(final Map<String, String> reply)
+    {
+        if (ControlProtocol.ERR.equals(reply.get("")))
+        {
+            throw new OpsException(OpsException.FAILED, "the appliance refused: " + reply.getOrDefault("message", "(no message)"));
+        }
+        if (!ControlProtocol.OK.equals(reply.get("")))
+        {
+            throw new OpsException(OpsException.FAILED, "unexpected reply from the appliance: " + reply);
+        }
+        return reply;
     }
 
     public void close() throws IOException

@@ -1,141 +1,173 @@
 package io.switchml.ops;
 
-import io.switchml.protocol.ControlProtocol;
+import io.switchml.appliance.ApplianceContext;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-import java.io.IOException;
-import java.util.List;
-import java.util.Map;
-import java.util.StringJoiner;
-import java.util.concurrent.Callable;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 
 /**
- * {@code switchml ops}: ask a running appliance for its health, jobs and counters.
- * Exit codes: 0 success, 1 the appliance answered with an error, 4 the appliance is not reachable.
+ * {@code switchml ops}: the operator CLI. On the appliance host it reads the counters file and the journal
+ * in the appliance's directory and asks the control endpoint; from elsewhere ({@code --url}) it reads the
+ * HTTP endpoint's {@code /metrics} and {@code /health}. Every subcommand takes {@code --json}, and exits
+ * with the codes listed in {@code --help}.
  */
-@Command(name = "ops", mixinStandardHelpOptions = true,
-    description = "Operator commands against a running appliance.",
-    subcommands = {OpsCommand.Health.class, OpsCommand.Jobs.class, OpsCommand.Counters.class})
+@Command(name = "ops", mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false,
+    description = {
+        "Operator commands for a SwitchML appliance.",
+        "",
+        "Local mode (the default, on the appliance host) reads the counters file and the journal in --dir and asks " +
+            "the control endpoint. Remote mode (--url http://host:7472) reads /metrics and /health; the commands that " +
+            "need the journal (histograms over a window, events, job history) say so.",
+        ""},
+    subcommands = {
+        StatusCommand.class, CountersCommand.class, HistogramsCommand.class, JobsCommand.class, EventsCommand.class,
+        CommandLine.HelpCommand.class},
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {OpsCommand.EXIT_OK, OpsCommand.EXIT_FAILED, OpsCommand.EXIT_USAGE, OpsCommand.EXIT_TIMED_OUT,
+        OpsCommand.EXIT_UNREACHABLE})
 public final class OpsCommand implements Runnable
 {
-    static final int UNREACHABLE = 4;
+    static final String EXIT_OK = "0:success.";
+    static final String EXIT_FAILED = "1:the appliance answered with an error, the job was not found, or there was nothing to show.";
+    static final String EXIT_USAGE = "2:bad arguments (unknown option, bad value, a local-only command given --url).";
+    static final String EXIT_TIMED_OUT = "3:events --follow --follow-ms ended before --max-events events came.";
+    static final String EXIT_UNREACHABLE = "4:the appliance is not running or not reachable (no counters file, control or HTTP endpoint refused).";
 
-    @Option(names = "--host", description = "Appliance host (default ${DEFAULT-VALUE}).", defaultValue = "127.0.0.1",
-        scope = CommandLine.ScopeType.INHERIT)
+    /** Environment variable naming the appliance directory, when --dir is not given. */
+    static final String DIR_ENV = "SWITCHML_DIR";
+    /** Control port when neither --control-port nor the journal says otherwise. */
+    static final int CONTROL_PORT_DEFAULT = ApplianceContext.CONTROL_PORT_DEFAULT;
+
+    @Option(names = "--dir", paramLabel = "DIR", scope = CommandLine.ScopeType.INHERIT,
+        description = "Appliance directory (counters.dat, journal/); default $" + DIR_ENV +
+            ", else the appliance's default ${java.io.tmpdir}/switchml.")
+    Path dir;
+
+    @Option(names = "--url", paramLabel = "URL", scope = CommandLine.ScopeType.INHERIT,
+        description = "Remote mode: the appliance's HTTP endpoint, e.g. http://host:7472.")
+    String url;
+
+    @Option(names = "--host", paramLabel = "HOST", defaultValue = "127.0.0.1", scope = CommandLine.ScopeType.INHERIT,
+        description = "Host of the control endpoint (default ${DEFAULT-VALUE}; the --url host in remote mode).")
     String host;
 
-    @Option(names = "--control-port", description = "Appliance control port (default ${DEFAULT-VALUE}).",
-        defaultValue = "7470", scope = CommandLine.ScopeType.INHERIT)
-    int controlPort;
+    @Option(names = "--control-port", paramLabel = "PORT", scope = CommandLine.ScopeType.INHERIT,
+        description = "Control port (default: the one the running appliance announced in its journal, else " +
+            ApplianceContext.CONTROL_PORT_DEFAULT + ").")
+    Integer controlPort;
 
-    @Option(names = "--json", description = "Print JSON instead of text.", scope = CommandLine.ScopeType.INHERIT)
+    @Option(names = "--timeout-ms", paramLabel = "MS", defaultValue = "3000", scope = CommandLine.ScopeType.INHERIT,
+        description = "Connect and read timeout of the control and HTTP endpoints (default ${DEFAULT-VALUE}).")
+    int timeoutMs;
+
+    @Option(names = "--json", scope = CommandLine.ScopeType.INHERIT,
+        description = "Print JSON (one document; one line per event or refresh for --follow and --watch).")
     boolean json;
 
+    @Option(names = "--ascii", scope = CommandLine.ScopeType.INHERIT,
+        description = "Draw charts with ASCII only (the default when stdout is not UTF-8).")
+    boolean ascii;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    Boolean terminalOverride;
+
+    /**
+     * Without a subcommand: a usage error (exit code 2) that lists the subcommands.
+     */
     public void run()
     {
-        new CommandLine(this).usage(System.out);
+        throw new CommandLine.ParameterException(spec.commandLine(),
+            "missing subcommand: status, counters, histograms, jobs or events");
     }
 
-    abstract static class Query implements Callable<Integer>
+    /**
+     * @return where the appliance is, from the global options.
+     * @throws CommandLine.ParameterException when --url is not an http(s) URL or a number is out of range.
+     */
+    Target target()
     {
-        @CommandLine.ParentCommand
-        OpsCommand parent;
-
-        public Integer call()
+        if (timeoutMs <= 0)
         {
-            try (ControlClient client = new ControlClient(parent.host, parent.controlPort, 3000))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--timeout-ms must be positive: " + timeoutMs);
+        }
+        if (controlPort != null && (controlPort < 1 || controlPort > 65_535))
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--control-port must be within 1..65535: " + controlPort);
+        }
+        URI uri = null;
+        if (url != null)
+        {
+            try
             {
-                return query(client);
+                uri = new URI(url.endsWith("/") ? url : url + "/");
             }
-            catch (final IOException ex)
+            catch (final URISyntaxException ex)
             {
-                System.err.println("switchml ops: appliance at " + parent.host + ":" + parent.controlPort +
-                    " is not reachable: " + ex.getMessage());
-                return UNREACHABLE;
+                throw new CommandLine.ParameterException(spec.commandLine(), "--url is not a URL: " + ex.getMessage());
+            }
+            if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme()) || uri.getHost() == null)
+            {
+                throw new CommandLine.ParameterException(spec.commandLine(),
+                    "--url must be http://HOST:PORT (the appliance's HTTP endpoint): '" + url + "'");
             }
         }
+        return new Target(resolvedDir(), uri, host, controlPort, timeoutMs);
+    }
 
-        abstract int query(ControlClient client) throws IOException;
-
-        void print(final Map<String, String> fields)
+    Path resolvedDir()
+    {
+        if (dir != null)
         {
-            if (parent.json)
-            {
-                System.out.println(toJson(fields));
-            }
-            else
-            {
-                fields.forEach((key, value) ->
-                {
-                    if (!key.isEmpty())
-                    {
-                        System.out.println(key + ": " + value);
-                    }
-                });
-            }
+            return dir;
         }
+        final String fromEnv = System.getenv(DIR_ENV);
+        return Path.of(fromEnv != null && !fromEnv.isBlank() ? fromEnv : ApplianceContext.DIR_DEFAULT);
     }
 
-    static String toJson(final Map<String, String> fields)
+    /**
+     * @return whether stdout is a terminal (and TERM is not "dumb"): only then are cursor escapes written.
+     */
+    boolean isTerminal()
     {
-        final StringJoiner joiner = new StringJoiner(", ", "{", "}");
-        fields.forEach((key, value) ->
+        if (terminalOverride != null)
         {
-            if (!key.isEmpty())
-            {
-                joiner.add("\"" + key + "\": " + (value.matches("-?\\d+(\\.\\d+)?") ? value : "\"" + value.replace("\"", "\\\"") + "\""));
-            }
-        });
-        return joiner.toString();
-    }
-
-    @Command(name = "health", mixinStandardHelpOptions = true, description = "Is the appliance up; uptime, jobs, memory used.")
-    static final class Health extends Query
-    {
-        int query(final ControlClient client) throws IOException
-        {
-            final Map<String, String> reply = ControlProtocol.parse(client.request(ControlProtocol.HEALTH));
-            print(reply);
-            return ControlProtocol.OK.equals(reply.get("")) ? 0 : 1;
+            return terminalOverride;
         }
+        final java.io.Console console = System.console();
+        return console != null && console.isTerminal() && !"dumb".equals(System.getenv("TERM"));
     }
 
-    @Command(name = "jobs", mixinStandardHelpOptions = true, description = "List jobs with their state and geometry.")
-    static final class Jobs extends Query
+    /**
+     * @return whether charts may use block characters: stdout encodes UTF-8 and --ascii is not set.
+     */
+    boolean unicode()
     {
-        int query(final ControlClient client) throws IOException
+        if (ascii)
         {
-            final List<String> lines = client.requestUntilEnd(ControlProtocol.JOBS, ControlProtocol.END);
-            if (parent.json)
-            {
-                final StringJoiner joiner = new StringJoiner(", ", "[", "]");
-                lines.forEach(line -> joiner.add(toJson(ControlProtocol.parse(line))));
-                System.out.println(joiner);
-            }
-            else if (lines.isEmpty())
-            {
-                System.out.println("no jobs");
-            }
-            else
-            {
-                lines.forEach(line -> System.out.println(line.substring(line.indexOf(' ') + 1)));
-            }
-            return 0;
+            return false;
+        }
+        final String encoding = System.getProperty("stdout.encoding", System.getProperty("native.encoding", "UTF-8"));
+        try
+        {
+            return StandardCharsets.UTF_8.equals(Charset.forName(encoding));
+        }
+        catch (final RuntimeException ex)
+        {
+            return false;
         }
     }
 
-    @Command(name = "counters", mixinStandardHelpOptions = true, description = "Print the appliance's counters.")
-    static final class Counters extends Query
-    {
-        int query(final ControlClient client) throws IOException
-        {
-            print(ControlProtocol.parse(client.request(ControlProtocol.STATS)));
-            return 0;
-        }
-    }
-
+    /**
+     * Run the ops CLI on its own.
+     */
     public static void main(final String[] args)
     {
         System.exit(new CommandLine(new OpsCommand()).execute(args));

@@ -292,6 +292,10 @@ public final class JobRegistry
     {
         synchronized (lock)
         {
+            if (job.state == Job.State.ENDED)
+            {
+                return;
+            }
             job.left[rank] = true;
             for (final boolean hasLeft : job.left)
             {
