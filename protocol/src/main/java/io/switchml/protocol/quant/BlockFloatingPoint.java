@@ -46,12 +46,13 @@ public final class BlockFloatingPoint
      */
     public static int maxExponent(final float[] src, final int from, final int count)
     {
-        int maxBits = 0;
+        // a float max over |x| vectorizes (an int max over floatToRawIntBits does not); NaN propagates
+        float max = 0.0f;
         for (int i = from, end = from + count; i < end; i++)
         {
-            maxBits = Math.max(maxBits, Float.floatToRawIntBits(src[i]) & ABS_MASK);
+            max = Math.max(max, Math.abs(src[i]));
         }
-        return exponentOfMagnitudeBits(maxBits);
+        return exponentOfMagnitudeBits(Float.floatToIntBits(max) & ABS_MASK);
     }
 
     /**
@@ -157,12 +158,10 @@ public final class BlockFloatingPoint
         final float[] src, final int from, final int count, final double scale, final int limit,
         final int[] dst, final int dstFrom)
     {
-        final double max = limit;
-        final double min = -limit;
+        // clamping the int after the saturating cast compiles to vector min/max instructions
         for (int i = 0; i < count; i++)
         {
-            final double scaled = Math.rint(src[from + i] * scale);
-            dst[dstFrom + i] = (int)Math.max(min, Math.min(max, scaled));
+            dst[dstFrom + i] = Math.max(-limit, Math.min(limit, (int)Math.rint(src[from + i] * scale)));
         }
     }
 
