@@ -62,8 +62,7 @@ public final class Appliance implements AutoCloseable
         HttpEndpoint http = null;
         try
         {
-            plane = new DataPlane(context.resolvedBindAddress(), context.dataPort(), shards, context.resolvedShardCpus(),
-                context.transport(), context.socketBufferBytes(), registry, telemetry, rxLoss, txLoss, controlExecutor);
+            plane = new DataPlane(context, registry, telemetry, rxLoss, txLoss, controlExecutor);
             control = new ControlServer(context.resolvedBindAddress(), context.controlPort(), registry,
                 new ControlServer.ControlDefaults(context.defaultTenant(), context.slotTimeoutMs(), context.joinTimeoutMs(),
                     context.macEnabled()),
@@ -101,7 +100,7 @@ public final class Appliance implements AutoCloseable
             context.histogramSnapshotIntervalMs(), TimeUnit.MILLISECONDS);
         journal.offerApplianceStarted("appliance started: " + context.shards() + " shard(s) on udp " +
             java.util.Arrays.toString(dataPlane.ports()) + " (" + dataPlane.transportName() + "), control tcp " +
-            controlServer.port() + ", pid " + ProcessHandle.current().pid());
+            controlServer.port() + ", pid " + ProcessHandle.current().pid() + "; " + String.join("; ", dataPlane.details()));
     }
 
     /**
@@ -258,6 +257,22 @@ public final class Appliance implements AutoCloseable
     public List<String> pinning()
     {
         return dataPlane.pinning();
+    }
+
+    /**
+     * @return one line per shard describing its transport.
+     */
+    public List<String> transportDetails()
+    {
+        return dataPlane.details();
+    }
+
+    /**
+     * @return results the native transport dropped because a shard's send batch was full.
+     */
+    public long sendDrops()
+    {
+        return dataPlane.sendDrops();
     }
 
     /**

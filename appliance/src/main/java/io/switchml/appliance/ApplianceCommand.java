@@ -34,7 +34,7 @@ public final class ApplianceCommand implements Callable<Integer>
     @Option(names = "--control-port", description = "TCP control port, 0 for any (default " + ApplianceContext.CONTROL_PORT_DEFAULT + ").")
     private Integer controlPort;
 
-    @Option(names = "--transport", description = "auto, epoll or nio (default auto).")
+    @Option(names = "--transport", description = "auto, native, epoll, io_uring or nio (default auto: native where it works).")
     private String transport;
 
     @Option(names = "--join-timeout-ms", description = "How long a job waits for all ranks (default " + ApplianceContext.JOIN_TIMEOUT_MS_DEFAULT + ").")

@@ -24,9 +24,45 @@ public final class ApplianceContext
     public static final String CONTROL_PORT_PROP = "switchml.appliance.control.port";
     public static final int CONTROL_PORT_DEFAULT = 7470;
 
-    /** UDP transport: auto (epoll when available, else nio), epoll, io_uring or nio. */
+    /**
+     * UDP transport: auto (native where it works, else epoll when available, else nio), native (recvmmsg and
+     * sendmmsg through the JDK's foreign function interface, no allocation per packet), epoll, io_uring or
+     * nio (Netty). The default is also read from the system property, so that a test run can choose it.
+     */
     public static final String TRANSPORT_PROP = "switchml.appliance.transport";
     public static final String TRANSPORT_DEFAULT = "auto";
+
+    /** Native transport: datagrams received per recvmmsg call (1..1024). */
+    public static final String NATIVE_BATCH_PROP = "switchml.appliance.native.batch";
+    public static final int NATIVE_BATCH_DEFAULT = 32;
+
+    /**
+     * Native transport: idle turns a shard spends re-reading its socket before it sleeps in poll(2) (which
+     * wakes it when a datagram arrives). Each turn is a system call; a few catch the next datagram of a burst
+     * without a sleep and wake-up. Raise it (thousands) only when shards have CPUs of their own: a spinning
+     * shard takes a whole core from the workers on a shared host.
+     */
+    public static final String NATIVE_IDLE_SPINS_PROP = "switchml.appliance.native.idle.spins";
+    public static final int NATIVE_IDLE_SPINS_DEFAULT = 4;
+
+    /**
+     * First IPv4 address of the result multicast groups, e.g. 239.192.0.0: job j's completed results go to
+     * group base + (j mod 65536) as one datagram instead of one unicast per member (retransmitted results
+     * stay unicast), so that the switch replicates them. Empty (the default) sends unicasts.
+     */
+    public static final String MULTICAST_BASE_PROP = "switchml.appliance.multicast.base";
+    public static final String MULTICAST_BASE_DEFAULT = "";
+
+    /** UDP port results are multicast to; 0 means each shard's data port + {@link #MULTICAST_PORT_OFFSET}. */
+    public static final String MULTICAST_PORT_PROP = "switchml.appliance.multicast.port";
+    public static final int MULTICAST_PORT_DEFAULT = 0;
+
+    /** Added to a shard's data port to give its multicast port when none is configured. */
+    public static final int MULTICAST_PORT_OFFSET = 1000;
+
+    /** IP TTL of multicast results: 1 keeps them on the local network (the rack). */
+    public static final String MULTICAST_TTL_PROP = "switchml.appliance.multicast.ttl";
+    public static final int MULTICAST_TTL_DEFAULT = 1;
 
     /** Number of data-plane shards: single-threaded event loops, each with its own UDP port (data port + i). */
     public static final String SHARDS_PROP = "switchml.appliance.shards";
@@ -107,7 +143,13 @@ public final class ApplianceContext
     private String bindAddress = BIND_ADDRESS_DEFAULT;
     private int dataPort = DATA_PORT_DEFAULT;
     private int controlPort = CONTROL_PORT_DEFAULT;
-    private String transport = TRANSPORT_DEFAULT;
+    private String transport = System.getProperty(TRANSPORT_PROP, TRANSPORT_DEFAULT);
+    private int nativeBatch = NATIVE_BATCH_DEFAULT;
+    private int nativeIdleSpins = NATIVE_IDLE_SPINS_DEFAULT;
+    private String multicastBase = MULTICAST_BASE_DEFAULT;
+    private int multicastPort = MULTICAST_PORT_DEFAULT;
+    private int multicastTtl = MULTICAST_TTL_DEFAULT;
+    private int resolvedMulticastBase;
     private long joinTimeoutMs = JOIN_TIMEOUT_MS_DEFAULT;
     private long memoryBudgetBytes = MEMORY_BUDGET_BYTES_DEFAULT;
     private int socketBufferBytes = SOCKET_BUFFER_BYTES_DEFAULT;
@@ -140,6 +182,11 @@ public final class ApplianceContext
                     case DATA_PORT_PROP -> dataPort = Integer.parseInt(value);
                     case CONTROL_PORT_PROP -> controlPort = Integer.parseInt(value);
                     case TRANSPORT_PROP -> transport = value;
+                    case NATIVE_BATCH_PROP -> nativeBatch = Integer.parseInt(value);
+                    case NATIVE_IDLE_SPINS_PROP -> nativeIdleSpins = Integer.parseInt(value);
+                    case MULTICAST_BASE_PROP -> multicastBase = value;
+                    case MULTICAST_PORT_PROP -> multicastPort = Integer.parseInt(value);
+                    case MULTICAST_TTL_PROP -> multicastTtl = Integer.parseInt(value);
                     case JOIN_TIMEOUT_MS_PROP -> joinTimeoutMs = Long.parseLong(value);
                     case MEMORY_BUDGET_BYTES_PROP -> memoryBudgetBytes = Long.parseLong(value);
                     case SOCKET_BUFFER_BYTES_PROP -> socketBufferBytes = Integer.parseInt(value);
@@ -178,9 +225,42 @@ public final class ApplianceContext
         requirePort(DATA_PORT_PROP, dataPort);
         requirePort(CONTROL_PORT_PROP, controlPort);
         final String t = transport.toLowerCase(Locale.ROOT);
-        if (!t.equals("auto") && !t.equals("epoll") && !t.equals("io_uring") && !t.equals("nio"))
+        if (!t.equals("auto") && !t.equals("native") && !t.equals("epoll") && !t.equals("io_uring") && !t.equals("nio"))
         {
-            throw new IllegalArgumentException(TRANSPORT_PROP + " must be auto, epoll, io_uring or nio: '" + transport + "'");
+            throw new IllegalArgumentException(TRANSPORT_PROP + " must be auto, native, epoll, io_uring or nio: '" + transport + "'");
+        }
+        if (nativeBatch < 1 || nativeBatch > 1024)
+        {
+            throw new IllegalArgumentException(NATIVE_BATCH_PROP + " must be within 1..1024: " + nativeBatch);
+        }
+        if (nativeIdleSpins < 0)
+        {
+            throw new IllegalArgumentException(NATIVE_IDLE_SPINS_PROP + " must not be negative: " + nativeIdleSpins);
+        }
+        requirePort(MULTICAST_PORT_PROP, multicastPort);
+        if (multicastTtl < 0 || multicastTtl > 255)
+        {
+            throw new IllegalArgumentException(MULTICAST_TTL_PROP + " must be within 0..255: " + multicastTtl);
+        }
+        resolvedMulticastBase = 0;
+        if (!multicastBase.isBlank())
+        {
+            final InetAddress group;
+            try
+            {
+                group = InetAddress.getByName(multicastBase.strip());
+            }
+            catch (final UnknownHostException ex)
+            {
+                throw new IllegalArgumentException(MULTICAST_BASE_PROP + " is not an address: '" + multicastBase + "'", ex);
+            }
+            if (!(group instanceof java.net.Inet4Address) || !group.isMulticastAddress() ||
+                (group.hashCode() + 0xFFFF) >>> 28 != 0xE)
+            {
+                throw new IllegalArgumentException(MULTICAST_BASE_PROP + " must be an IPv4 multicast address (224.0.0.0/4) " +
+                    "with 65536 group addresses above it still multicast, e.g. 239.192.0.0: '" + multicastBase + "'");
+            }
+            resolvedMulticastBase = group.hashCode();
         }
         if (httpPort < -1 || httpPort > 65_535)
         {
@@ -273,6 +353,11 @@ public final class ApplianceContext
         {
             throw new IllegalArgumentException(BIND_ADDRESS_PROP + " cannot be resolved: '" + bindAddress + "'", ex);
         }
+        if (!(resolvedBindAddress instanceof java.net.Inet4Address))
+        {
+            throw new IllegalArgumentException(BIND_ADDRESS_PROP + " must be an IPv4 address (the data plane identifies " +
+                "members by IPv4 address and port): '" + bindAddress + "'");
+        }
         return this;
     }
 
@@ -305,6 +390,11 @@ public final class ApplianceContext
         out.println(DATA_PORT_PROP + "=" + dataPort);
         out.println(CONTROL_PORT_PROP + "=" + controlPort);
         out.println(TRANSPORT_PROP + "=" + transport);
+        out.println(NATIVE_BATCH_PROP + "=" + nativeBatch);
+        out.println(NATIVE_IDLE_SPINS_PROP + "=" + nativeIdleSpins);
+        out.println(MULTICAST_BASE_PROP + "=" + multicastBase);
+        out.println(MULTICAST_PORT_PROP + "=" + multicastPort);
+        out.println(MULTICAST_TTL_PROP + "=" + multicastTtl);
         out.println(JOIN_TIMEOUT_MS_PROP + "=" + joinTimeoutMs);
         out.println(MEMORY_BUDGET_BYTES_PROP + "=" + memoryBudgetBytes);
         out.println(SOCKET_BUFFER_BYTES_PROP + "=" + socketBufferBytes);
@@ -489,6 +579,78 @@ public final class ApplianceContext
     public String transport()
     {
         return transport;
+    }
+
+    public ApplianceContext nativeBatch(final int nativeBatch)
+    {
+        this.nativeBatch = nativeBatch;
+        return this;
+    }
+
+    public int nativeBatch()
+    {
+        return nativeBatch;
+    }
+
+    public ApplianceContext nativeIdleSpins(final int nativeIdleSpins)
+    {
+        this.nativeIdleSpins = nativeIdleSpins;
+        return this;
+    }
+
+    public int nativeIdleSpins()
+    {
+        return nativeIdleSpins;
+    }
+
+    public ApplianceContext multicastBase(final String multicastBase)
+    {
+        this.multicastBase = multicastBase;
+        return this;
+    }
+
+    public String multicastBase()
+    {
+        return multicastBase;
+    }
+
+    /**
+     * @return whether completed results are multicast, after {@link #conclude()}.
+     */
+    public boolean multicastEnabled()
+    {
+        return resolvedMulticastBase != 0;
+    }
+
+    /**
+     * @return the first group address in host order (first octet most significant) after
+     * {@link #conclude()}, 0 when multicast is off.
+     */
+    public int resolvedMulticastBase()
+    {
+        return resolvedMulticastBase;
+    }
+
+    public ApplianceContext multicastPort(final int multicastPort)
+    {
+        this.multicastPort = multicastPort;
+        return this;
+    }
+
+    public int multicastPort()
+    {
+        return multicastPort;
+    }
+
+    public ApplianceContext multicastTtl(final int multicastTtl)
+    {
+        this.multicastTtl = multicastTtl;
+        return this;
+    }
+
+    public int multicastTtl()
+    {
+        return multicastTtl;
     }
 
     public ApplianceContext joinTimeoutMs(final long joinTimeoutMs)

@@ -26,15 +26,16 @@ import java.nio.ByteOrder;
  *  +                     Chunk Sequence Number                     +
  *  |                                                               |
  *  +-------------------------------+-------------------------------+
- *  |         Element Count         |       Reserved (zero)         |
- *  +-------------------------------+-------------------------------+
+ *  |         Element Count         |     Check     |  Check Compl. |
+ *  +-------------------------------+---------------+---------------+
  *  |        Scale Exponent         |     Look-ahead Exponent       |
  *  +-------------------------------+-------------------------------+
  *  |                                                               |
  *  +                  MAC (SipHash-2-4, 0 when off)                +
  *  |                                                               |
  *  +---------------------------------------------------------------+
- *  |              Payload: Element Count lanes ...                ...
+ *  |   Payload: Element Count lanes of 4 bytes (int32, float32)   ...
+ *  |            or of 2 bytes (float16, bfloat16), no padding      |
  *  +---------------------------------------------------------------+
  * </pre>
  * <ul>
@@ -48,11 +49,20 @@ import java.nio.ByteOrder;
  *   (f = (2^31-1)/(n*2^m)), within [-126, 128], or {@link #NO_EXPONENT} for integer data or an all-zero
  *   block.</li>
  *   <li><b>Look-ahead Exponent</b>: in an update, the sender's exponent of the next chunk that will use
- *   the same slot; in a result, the maximum of those over all workers. {@link #NO_EXPONENT} when there is
- *   none; always {@link #NO_EXPONENT} for integer data.</li>
+ *   the same slot; in a result, the maximum of those over all workers. {@link #NO_EXPONENT} for an
+ *   all-zero next chunk; {@link #UNKNOWN_EXPONENT} when the sender does not know the next chunk yet (its
+ *   stream ran dry): being the largest value, it wins the maximum, and every worker then opens that chunk
+ *   with an exponent-only round. Always {@link #NO_EXPONENT} for integer data.</li>
+ *   <li><b>Check</b> and <b>Check Complement</b>: in an update, an 8-bit digest c of the chunk's place in
+ *   its tensor (tensor length, chunk index, reduce operation) and 255 - c; in a result, the maximum of
+ *   each byte over the contributions. A result carries (c, 255 - c) exactly when every contribution
+ *   carried c, so each worker sees on its own, from the result, whether the ranks put the same tensor at
+ *   that point of the stream (see {@link #tensorCheckOf(int)}). A switch computes both with byte-wide max
+ *   registers, like the look-ahead exponent. Not judged by {@link #validate}.</li>
  * </ul>
- * 32-bit element types carry one int32 lane per element; payload length is exactly
- * {@code 4 * elementCount} bytes.
+ * The payload is {@code elementCount} lanes with no padding: int32 and float32 lanes are 4 bytes
+ * ({@code 4 * elementCount} bytes), float16 and bfloat16 lanes 2 bytes ({@code 2 * elementCount}),
+ * all big-endian. {@link #MAX_ELEMENTS} is the same for every type.
  */
 public final class DataHeaderFlyweight
 {
@@ -67,8 +77,14 @@ public final class DataHeaderFlyweight
     public static final int FLAG_RETRANSMIT = 0x04;
     public static final int KNOWN_FLAGS = FLAG_POOL_VERSION | FLAG_EXPONENT_ONLY | FLAG_RETRANSMIT;
 
-    /** Exponent value meaning "none": an all-zero block, integer data, or no next chunk on the slot. */
+    /** Exponent value meaning "none": an all-zero block or integer data. */
     public static final short NO_EXPONENT = Short.MIN_VALUE;
+    /**
+     * Look-ahead value meaning "the sender does not know the next chunk on this slot yet". It is the
+     * largest short, so it survives the maximum and the result tells every worker to open that chunk
+     * with an exponent-only round. Never a scale exponent.
+     */
+    public static final short UNKNOWN_EXPONENT = Short.MAX_VALUE;
     /** Smallest block exponent of a float32 chunk (subnormals). */
     public static final short MIN_EXPONENT = -126;
     /** Largest block exponent of a float32 chunk (values up to Float.MAX_VALUE &lt; 2^128). */
@@ -84,14 +100,15 @@ public final class DataHeaderFlyweight
     public static final int SLOT_INDEX_OFFSET = 12;
     public static final int CHUNK_SEQUENCE_OFFSET = 16;
     public static final int ELEMENT_COUNT_OFFSET = 24;
-    public static final int RESERVED_OFFSET = 26;
+    /** Offset of the check byte; the check complement byte follows it. */
+    public static final int TENSOR_CHECK_OFFSET = 26;
     public static final int SCALE_EXPONENT_OFFSET = 28;
     public static final int LOOKAHEAD_EXPONENT_OFFSET = 30;
     public static final int MAC_OFFSET = 32;
     public static final int HEADER_LENGTH = 40;
     public static final int PAYLOAD_OFFSET = HEADER_LENGTH;
 
-    /** Bytes of a lane on the wire. */
+    /** Bytes of an int32 or float32 lane on the wire; see {@link ElementType#laneBytes(byte)} for all types. */
     public static final int LANE_BYTES = 4;
 
     /** Largest UDP payload over IPv4. */
@@ -163,7 +180,7 @@ public final class DataHeaderFlyweight
             return DropReason.BAD_TYPE;
         }
         final int flags = buffer.getByte(offset + FLAGS_OFFSET) & 0xFF;
-        if ((flags & ~KNOWN_FLAGS) != 0 || buffer.getShort(offset + RESERVED_OFFSET, ORDER) != 0)
+        if ((flags & ~KNOWN_FLAGS) != 0)
         {
             return DropReason.BAD_FLAGS;
         }
@@ -171,7 +188,8 @@ public final class DataHeaderFlyweight
         {
             return DropReason.BAD_RANK;
         }
-        if (!ElementType.isValid(buffer.getByte(offset + ELEMENT_TYPE_OFFSET)))
+        final byte elementType = buffer.getByte(offset + ELEMENT_TYPE_OFFSET);
+        if (!ElementType.isValid(elementType))
         {
             return DropReason.BAD_ELEMENT_TYPE;
         }
@@ -181,15 +199,15 @@ public final class DataHeaderFlyweight
         {
             return DropReason.BAD_ELEMENT_COUNT;
         }
-        if (length != HEADER_LENGTH + elementCount * LANE_BYTES)
+        if (length != HEADER_LENGTH + elementCount * ElementType.laneBytes(elementType))
         {
             return DropReason.LENGTH_MISMATCH;
         }
         final short scaleExponent = buffer.getShort(offset + SCALE_EXPONENT_OFFSET, ORDER);
         final short lookaheadExponent = buffer.getShort(offset + LOOKAHEAD_EXPONENT_OFFSET, ORDER);
-        if (!isValidExponent(scaleExponent) || !isValidExponent(lookaheadExponent) ||
-            (buffer.getByte(offset + ELEMENT_TYPE_OFFSET) == ElementType.INT32 &&
-            (scaleExponent != NO_EXPONENT || lookaheadExponent != NO_EXPONENT)))
+        if (!isValidExponent(scaleExponent) ||
+            !(isValidExponent(lookaheadExponent) || lookaheadExponent == UNKNOWN_EXPONENT) ||
+            (elementType == ElementType.INT32 && (scaleExponent != NO_EXPONENT || lookaheadExponent != NO_EXPONENT)))
         {
             return DropReason.BAD_EXPONENT;
         }
@@ -213,7 +231,7 @@ public final class DataHeaderFlyweight
     }
 
     /**
-     * Length in bytes of a packet carrying a number of elements.
+     * Length in bytes of a packet carrying a number of 4-byte (int32 or float32) lanes.
      *
      * @param elementCount lanes in the payload.
      * @return header plus payload length.
@@ -224,7 +242,42 @@ public final class DataHeaderFlyweight
     }
 
     /**
-     * Write the fixed fields of a header with magic and version, zero reserved and MAC fields.
+     * Length in bytes of a packet carrying a number of elements of a type.
+     *
+     * @param elementType  a valid {@link ElementType} code.
+     * @param elementCount lanes in the payload.
+     * @return header plus payload length.
+     */
+    public static int packetLength(final byte elementType, final int elementCount)
+    {
+        return HEADER_LENGTH + elementCount * ElementType.laneBytes(elementType);
+    }
+
+    /**
+     * The check field of an update: the digest in the first byte, its complement to 255 in the second.
+     *
+     * @param digest an 8-bit digest of the chunk's place in its tensor (only the low 8 bits are used).
+     * @return the 16-bit field value.
+     */
+    public static int tensorCheckOf(final int digest)
+    {
+        final int c = digest & 0xFF;
+        return (c << 8) | (0xFF - c);
+    }
+
+    /**
+     * Combine the check fields of two contributions to a slot as the aggregator does: the maximum of
+     * each byte.
+     *
+     * @return the combined 16-bit field.
+     */
+    public static int combineTensorChecks(final int a, final int b)
+    {
+        return (Math.max(a & 0xFF00, b & 0xFF00)) | Math.max(a & 0xFF, b & 0xFF);
+    }
+
+    /**
+     * Write the fixed fields of a header with magic and version, a zero check field and a zero MAC.
      *
      * @return this for a fluent API.
      */
@@ -240,6 +293,30 @@ public final class DataHeaderFlyweight
         final int scaleExponent,
         final int lookaheadExponent)
     {
+        return writeHeader(
+            type, jobId, workerRank, flags, elementType, slotIndex, chunkSequence, elementCount, scaleExponent,
+            lookaheadExponent, 0);
+    }
+
+    /**
+     * Write the fixed fields of a header with magic and version and a zero MAC.
+     *
+     * @param tensorCheck the check field, from {@link #tensorCheckOf(int)}.
+     * @return this for a fluent API.
+     */
+    public DataHeaderFlyweight writeHeader(
+        final byte type,
+        final int jobId,
+        final int workerRank,
+        final int flags,
+        final byte elementType,
+        final int slotIndex,
+        final long chunkSequence,
+        final int elementCount,
+        final int scaleExponent,
+        final int lookaheadExponent,
+        final int tensorCheck)
+    {
         buffer.putShort(offset + MAGIC_OFFSET, MAGIC, ORDER);
         buffer.putByte(offset + VERSION_OFFSET, CURRENT_VERSION);
         buffer.putByte(offset + TYPE_OFFSET, type);
@@ -250,7 +327,7 @@ public final class DataHeaderFlyweight
         buffer.putInt(offset + SLOT_INDEX_OFFSET, slotIndex, ORDER);
         buffer.putLong(offset + CHUNK_SEQUENCE_OFFSET, chunkSequence, ORDER);
         buffer.putShort(offset + ELEMENT_COUNT_OFFSET, (short)elementCount, ORDER);
-        buffer.putShort(offset + RESERVED_OFFSET, (short)0, ORDER);
+        buffer.putShort(offset + TENSOR_CHECK_OFFSET, (short)tensorCheck, ORDER);
         buffer.putShort(offset + SCALE_EXPONENT_OFFSET, (short)scaleExponent, ORDER);
         buffer.putShort(offset + LOOKAHEAD_EXPONENT_OFFSET, (short)lookaheadExponent, ORDER);
         buffer.putLong(offset + MAC_OFFSET, 0L, ORDER);
@@ -340,6 +417,20 @@ public final class DataHeaderFlyweight
         return buffer.getShort(offset + ELEMENT_COUNT_OFFSET, ORDER) & 0xFFFF;
     }
 
+    /**
+     * @return the check field, 0 to 0xFFFF (check byte high, complement byte low).
+     */
+    public int tensorCheck()
+    {
+        return buffer.getShort(offset + TENSOR_CHECK_OFFSET, ORDER) & 0xFFFF;
+    }
+
+    public DataHeaderFlyweight tensorCheck(final int tensorCheck)
+    {
+        buffer.putShort(offset + TENSOR_CHECK_OFFSET, (short)tensorCheck, ORDER);
+        return this;
+    }
+
     public short scaleExponent()
     {
         return buffer.getShort(offset + SCALE_EXPONENT_OFFSET, ORDER);
@@ -375,7 +466,7 @@ public final class DataHeaderFlyweight
 
     /**
      * @param index of the lane.
-     * @return the int32 lane at an index of the payload.
+     * @return the 4-byte lane at an index of the payload (int32 and float32).
      */
     public int lane(final int index)
     {
@@ -385,6 +476,21 @@ public final class DataHeaderFlyweight
     public DataHeaderFlyweight lane(final int index, final int value)
     {
         buffer.putInt(offset + PAYLOAD_OFFSET + index * LANE_BYTES, value, ORDER);
+        return this;
+    }
+
+    /**
+     * @param index of the lane.
+     * @return the 2-byte lane at an index of the payload (float16 and bfloat16 bits).
+     */
+    public short halfLane(final int index)
+    {
+        return buffer.getShort(offset + PAYLOAD_OFFSET + index * 2, ORDER);
+    }
+
+    public DataHeaderFlyweight halfLane(final int index, final short bits)
+    {
+        buffer.putShort(offset + PAYLOAD_OFFSET + index * 2, bits, ORDER);
         return this;
     }
 }

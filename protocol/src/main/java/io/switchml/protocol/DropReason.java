@@ -11,7 +11,7 @@ public enum DropReason
     BAD_MAGIC("bad magic"),
     BAD_VERSION("unsupported protocol version"),
     BAD_TYPE("unknown message type"),
-    BAD_FLAGS("unknown flags or non-zero reserved field"),
+    BAD_FLAGS("unknown flags"),
     BAD_RANK("rank out of range"),
     BAD_ELEMENT_TYPE("unknown element type"),
     BAD_ELEMENT_COUNT("element count out of range"),

@@ -8,25 +8,46 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
- * Bulk conversion between network-order int32 lanes in a buffer and an int array. The JDK's
- * byte-swapping memory copy runs several times faster than a loop of single big-endian reads.
+ * Bulk conversion between network-order lanes in a buffer and an array: int32 lanes and int arrays
+ * (int32, float32), 16-bit lanes and short arrays (float16, bfloat16). The JDK's byte-swapping memory
+ * copy runs several times faster than a loop of single big-endian reads.
+ * <p>
+ * Off-heap buffers (the data path's) are copied through one segment spanning the address space, after
+ * an explicit bounds check against the buffer, so a call allocates nothing whether or not the JIT
+ * inlines it (a segment per call is only free when escape analysis removes it, which depends on the
+ * caller's size). Heap buffers go through a segment over their array, allocated per call.
  */
 public final class Lanes
 {
     private static final ValueLayout.OfInt BIG_ENDIAN_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfShort BIG_ENDIAN_SHORT =
+        ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final MemorySegment NATIVE = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
     private Lanes()
     {
     }
 
-    private static MemorySegment segment(final DirectBuffer buffer)
+    /**
+     * @return the segment to copy through: the whole address space for off-heap buffers, the array for heap ones.
+     */
+    private static MemorySegment segment(final DirectBuffer buffer, final int index, final int count, final int laneBytes)
     {
-        final byte[] array = buffer.byteArray();
-        if (array != null)
+        if (index < 0 || count < 0 || (long)index + (long)count * laneBytes > buffer.capacity())
         {
-            return MemorySegment.ofArray(array).asSlice(buffer.wrapAdjustment(), buffer.capacity());
+            throw new IndexOutOfBoundsException("lanes " + count + " x " + laneBytes + " bytes at " + index +
+                " outside a buffer of " + buffer.capacity() + " bytes");
         }
-        return MemorySegment.ofAddress(buffer.addressOffset()).reinterpret(buffer.capacity());
+        final byte[] array = buffer.byteArray();
+        return array != null ? MemorySegment.ofArray(array) : NATIVE;
+    }
+
+    /**
+     * @return the offset within {@link #segment} of a buffer index.
+     */
+    private static long offset(final DirectBuffer buffer, final int index)
+    {
+        return (buffer.byteArray() != null ? buffer.wrapAdjustment() : buffer.addressOffset()) + index;
     }
 
     /**
@@ -40,7 +61,7 @@ public final class Lanes
      */
     public static void read(final DirectBuffer buffer, final int index, final int[] dst, final int from, final int count)
     {
-        MemorySegment.copy(segment(buffer), BIG_ENDIAN_INT, index, dst, from, count);
+        MemorySegment.copy(segment(buffer, index, count, Integer.BYTES), BIG_ENDIAN_INT, offset(buffer, index), dst, from, count);
     }
 
     /**
@@ -54,6 +75,35 @@ public final class Lanes
      */
     public static void write(final int[] src, final int from, final int count, final MutableDirectBuffer buffer, final int index)
     {
-        MemorySegment.copy(src, from, segment(buffer), BIG_ENDIAN_INT, index, count);
+        MemorySegment.copy(src, from, segment(buffer, index, count, Integer.BYTES), BIG_ENDIAN_INT, offset(buffer, index), count);
+    }
+
+    /**
+     * Read network-order 16-bit lanes into an array.
+     *
+     * @param buffer holding the lanes.
+     * @param index  of the first lane's first byte.
+     * @param dst    destination.
+     * @param from   first index in dst.
+     * @param count  number of lanes.
+     */
+    public static void read(final DirectBuffer buffer, final int index, final short[] dst, final int from, final int count)
+    {
+        MemorySegment.copy(segment(buffer, index, count, Short.BYTES), BIG_ENDIAN_SHORT, offset(buffer, index), dst, from, count);
+    }
+
+    /**
+     * Write an array's values as network-order 16-bit lanes.
+     *
+     * @param src    values.
+     * @param from   first index in src.
+     * @param count  number of lanes.
+     * @param buffer destination.
+     * @param index  of the first lane's first byte.
+     */
+    public static void write(
+        final short[] src, final int from, final int count, final MutableDirectBuffer buffer, final int index)
+    {
+        MemorySegment.copy(src, from, segment(buffer, index, count, Short.BYTES), BIG_ENDIAN_SHORT, offset(buffer, index), count);
     }
 }

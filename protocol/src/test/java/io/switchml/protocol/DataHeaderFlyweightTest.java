@@ -30,7 +30,7 @@ class DataHeaderFlyweightTest
         "0506" + "05" + "02" +          // worker rank, flags (pool version | retransmit), element type FLOAT32
         "0a0b0c0d" +                    // slot index
         "1112131415161718" +            // chunk sequence number
-        "0003" + "0000" +               // element count, reserved
+        "0003" + "0000" +               // element count, check and check complement (zero: no check)
         "fffd" + "0102" +               // scale exponent -3, look-ahead exponent (layout only: out of range)
         "2122232425262728" +            // MAC
         "31323334" + "41424344" + "c1c2c3c4"; // lanes
@@ -86,6 +86,7 @@ class DataHeaderFlyweightTest
         assertEquals((short)-3, header.scaleExponent());
         assertEquals((short)0x0102, header.lookaheadExponent());
         assertEquals(0x2122232425262728L, header.mac());
+        assertEquals(0, header.tensorCheck());
         for (int i = 0; i < GOLDEN_LANES.length; i++)
         {
             assertEquals(GOLDEN_LANES[i], header.lane(i), "lane " + i);
@@ -121,6 +122,8 @@ class DataHeaderFlyweightTest
         assertSetterWrites(h -> h.scaleExponent(-126), SCALE_EXPONENT_OFFSET, "ff82");
         assertSetterWrites(h -> h.lookaheadExponent(128), LOOKAHEAD_EXPONENT_OFFSET, "0080");
         assertSetterWrites(h -> h.mac(0x0123456789ABCDEFL), MAC_OFFSET, "0123456789abcdef");
+        assertSetterWrites(h -> h.tensorCheck(0xA15E), TENSOR_CHECK_OFFSET, "a15e");
+        assertSetterWrites(h -> h.halfLane(1, (short)0xBEEF), PAYLOAD_OFFSET + 2, "beef");
         assertSetterWrites(h -> h.lane(1, -2), PAYLOAD_OFFSET + LANE_BYTES, "fffffffe");
     }
 
@@ -165,7 +168,7 @@ class DataHeaderFlyweightTest
         assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)129, BIG_ENDIAN));
         assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)-127, BIG_ENDIAN));
         // far outside, and the neighbours of NO_EXPONENT
-        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)0x7FFF, BIG_ENDIAN));
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)0x7FFE, BIG_ENDIAN));
         assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, (short)0x7FFF, BIG_ENDIAN));
         assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, (short)(NO_EXPONENT + 1), BIG_ENDIAN));
         assertDrop(DropReason.BAD_EXPONENT, 3,
@@ -182,6 +185,7 @@ class DataHeaderFlyweightTest
         assertInt32Drop(h -> h.scaleExponent(MIN_EXPONENT));
         assertInt32Drop(h -> h.lookaheadExponent(MAX_EXPONENT));
         assertInt32Drop(h -> h.scaleExponent(-3).lookaheadExponent(5));
+        assertInt32Drop(h -> h.lookaheadExponent(UNKNOWN_EXPONENT));
         final UnsafeBuffer float32Headed = goodPacket(0, 3);
         float32Headed.putByte(ELEMENT_TYPE_OFFSET, ElementType.INT32);
         assertEquals(DropReason.BAD_EXPONENT, DataHeaderFlyweight.validate(float32Headed, 0, packetLength(3)),
@@ -197,6 +201,12 @@ class DataHeaderFlyweightTest
             assertAccepted(0, h -> h.flags(FLAG_EXPONENT_ONLY).scaleExponent(NO_EXPONENT).lookaheadExponent(exponent),
                 "exponent-only packet with look-ahead exponent " + exponent);
         }
+
+        // UNKNOWN_EXPONENT (the stream ran dry) is a look-ahead value only
+        assertAccepted(3, h -> h.lookaheadExponent(UNKNOWN_EXPONENT), "unknown look-ahead");
+        assertAccepted(0, h -> h.flags(FLAG_EXPONENT_ONLY).scaleExponent(NO_EXPONENT).lookaheadExponent(UNKNOWN_EXPONENT),
+            "exponent-only packet with unknown look-ahead");
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, UNKNOWN_EXPONENT, BIG_ENDIAN));
 
         assertTrue(isValidExponent(MIN_EXPONENT));
         assertTrue(isValidExponent(MAX_EXPONENT));
@@ -249,12 +259,10 @@ class DataHeaderFlyweightTest
             final int flag = 1 << bit;
             assertDrop(DropReason.BAD_FLAGS, 3, b -> b.putByte(FLAGS_OFFSET, (byte)(FLAG_POOL_VERSION | flag)));
         }
-        assertDrop(DropReason.BAD_FLAGS, 3, b -> b.putByte(RESERVED_OFFSET, (byte)1));
-        assertDrop(DropReason.BAD_FLAGS, 3, b -> b.putByte(RESERVED_OFFSET + 1, (byte)0x80));
         assertDrop(DropReason.BAD_RANK, 3, b -> b.putShort(WORKER_RANK_OFFSET, (short)MAX_WORKERS, BIG_ENDIAN));
         assertDrop(DropReason.BAD_RANK, 3, b -> b.putShort(WORKER_RANK_OFFSET, (short)0xFFFF, BIG_ENDIAN));
         assertDrop(DropReason.BAD_ELEMENT_TYPE, 3, b -> b.putByte(ELEMENT_TYPE_OFFSET, (byte)0));
-        assertDrop(DropReason.BAD_ELEMENT_TYPE, 3, b -> b.putByte(ELEMENT_TYPE_OFFSET, (byte)3));
+        assertDrop(DropReason.BAD_ELEMENT_TYPE, 3, b -> b.putByte(ELEMENT_TYPE_OFFSET, (byte)5));
         assertDrop(DropReason.BAD_ELEMENT_TYPE, 3, b -> b.putByte(ELEMENT_TYPE_OFFSET, (byte)-1));
         assertDrop(DropReason.BAD_SLOT, 3, b -> b.putInt(SLOT_INDEX_OFFSET, -1, BIG_ENDIAN));
         assertDrop(DropReason.BAD_SLOT, 3, b -> b.putInt(SLOT_INDEX_OFFSET, Integer.MIN_VALUE, BIG_ENDIAN));
@@ -327,6 +335,61 @@ class DataHeaderFlyweightTest
     }
 
     @Test
+    void sixteenBitTypesCarryTwoBytesPerLaneWithoutPadding()
+    {
+        for (final byte type : new byte[]{ ElementType.FLOAT16, ElementType.BFLOAT16 })
+        {
+            for (final int count : new int[]{ 1, 2, 3, 4, MAX_ELEMENTS })
+            {
+                assertEquals(HEADER_LENGTH + 2 * count, packetLength(type, count));
+                final UnsafeBuffer buffer = new UnsafeBuffer(new byte[packetLength(count)]);
+                header.wrap(buffer, 0).writeHeader(TYPE_UPDATE, 7, 3, 0, type, 11, 42L, count, -3, 5, tensorCheckOf(9));
+                assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(buffer, 0, packetLength(type, count)),
+                    ElementType.name(type) + " count " + count);
+                assertEquals(DropReason.LENGTH_MISMATCH, DataHeaderFlyweight.validate(buffer, 0, packetLength(count)),
+                    ElementType.name(type) + " count " + count + " with 4-byte lanes");
+                assertEquals(DropReason.LENGTH_MISMATCH,
+                    DataHeaderFlyweight.validate(buffer, 0, packetLength(type, count) + 2),
+                    ElementType.name(type) + " count " + count + " padded");
+            }
+            final UnsafeBuffer exponentOnly = new UnsafeBuffer(new byte[HEADER_LENGTH]);
+            header.wrap(exponentOnly, 0).writeHeader(
+                TYPE_UPDATE, 7, 3, FLAG_EXPONENT_ONLY, type, 11, 42L, 0, NO_EXPONENT, 5, tensorCheckOf(9));
+            assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(exponentOnly, 0, HEADER_LENGTH));
+        }
+        assertEquals(packetLength(3), packetLength(ElementType.FLOAT32, 3));
+        assertEquals(packetLength(3), packetLength(ElementType.INT32, 3));
+    }
+
+    @Test
+    void tensorCheckShowsDisagreementInTheByteWiseMaximum()
+    {
+        for (int digest = 0; digest < 256; digest++)
+        {
+            final int check = tensorCheckOf(digest);
+            assertEquals(digest, check >>> 8);
+            assertEquals(255 - digest, check & 0xFF);
+            assertEquals(check, combineTensorChecks(check, check), "agreeing contributions keep the check");
+            assertEquals(check, tensorCheckOf(digest + 256), "only the low 8 bits count");
+            for (int other = 0; other < 256; other++)
+            {
+                final int combined = combineTensorChecks(check, tensorCheckOf(other));
+                assertEquals(Math.max(digest, other), combined >>> 8);
+                assertEquals(255 - Math.min(digest, other), combined & 0xFF);
+                if (other != digest)
+                {
+                    assertTrue(combined != check && combined != tensorCheckOf(other),
+                        "a disagreement is visible to both sides: " + digest + " vs " + other);
+                }
+            }
+        }
+        final UnsafeBuffer buffer = goodPacket(0, 3);
+        header.wrap(buffer, 0).tensorCheck(0xFFFF);
+        assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(buffer, 0, packetLength(3)), "the check is not validated");
+        assertEquals(0xFFFF, header.tensorCheck());
+    }
+
+    @Test
     void validateShouldNeverThrowOnRandomBytes()
     {
         final long seed = TestSeed.seed();
@@ -351,9 +414,9 @@ class DataHeaderFlyweightTest
                 buffer.putByte(offset + VERSION_OFFSET, CURRENT_VERSION);
                 buffer.putByte(offset + TYPE_OFFSET, random.nextBoolean() ? TYPE_UPDATE : TYPE_RESULT);
                 buffer.putByte(offset + FLAGS_OFFSET, (byte)(random.nextInt(16) == 0 ? random.nextInt(256) : flags));
-                buffer.putShort(offset + RESERVED_OFFSET, (short)(random.nextInt(16) == 0 ? random.nextInt() : 0), BIG_ENDIAN);
+                buffer.putShort(offset + TENSOR_CHECK_OFFSET, (short)random.nextInt(), BIG_ENDIAN);
                 buffer.putByte(offset + WORKER_RANK_OFFSET, (byte)(random.nextInt(16) == 0 ? random.nextInt(256) : 0));
-                final byte elementType = (byte)random.nextInt(4);
+                final byte elementType = (byte)random.nextInt(6);
                 buffer.putByte(offset + ELEMENT_TYPE_OFFSET, elementType);
                 buffer.putShort(offset + ELEMENT_COUNT_OFFSET, (short)count, BIG_ENDIAN);
                 buffer.putShort(offset + SCALE_EXPONENT_OFFSET, plausibleExponent(random, elementType), BIG_ENDIAN);
@@ -362,7 +425,7 @@ class DataHeaderFlyweightTest
                 buffer.putByte(offset + CHUNK_SEQUENCE_OFFSET, (byte)(random.nextInt(16) == 0 ? 0x80 : random.nextInt(128)));
                 if (random.nextInt(4) != 0)
                 {
-                    length = packetLength(count);
+                    length = ElementType.isValid(elementType) ? packetLength(elementType, count) : packetLength(count);
                 }
             }
             if (checkValidateInvariants(window, offset, length, seed, "iteration " + iteration) == DropReason.NONE)
@@ -483,7 +546,7 @@ class DataHeaderFlyweightTest
         {
             header.wrap(buffer, offset);
             final int count = header.elementCount();
-            assertEquals(length, HEADER_LENGTH + LANE_BYTES * count, where);
+            assertEquals(length, HEADER_LENGTH + ElementType.laneBytes(header.elementType()) * count, where);
             assertTrue(header.type() == TYPE_UPDATE || header.type() == TYPE_RESULT, where);
             assertTrue(header.workerRank() < MAX_WORKERS, where);
             assertEquals(0, header.flags() & ~KNOWN_FLAGS, where);
@@ -510,10 +573,11 @@ class DataHeaderFlyweightTest
         return reason;
     }
 
-    /** Bytes (relative to the header) that validate must not judge: job id, MAC, lanes and beyond. */
+    /** Bytes (relative to the header) that validate must not judge: job id, check, MAC, lanes and beyond. */
     private static boolean isFreeField(final int position)
     {
-        return (position >= JOB_ID_OFFSET && position < WORKER_RANK_OFFSET) || position >= MAC_OFFSET;
+        return (position >= JOB_ID_OFFSET && position < WORKER_RANK_OFFSET) ||
+            (position >= TENSOR_CHECK_OFFSET && position < SCALE_EXPONENT_OFFSET) || position >= MAC_OFFSET;
     }
 
     /** Bytes (relative to the header) of the scale and look-ahead exponents: judged only by their value. */
@@ -528,12 +592,12 @@ class DataHeaderFlyweightTest
         return exponent == Short.MIN_VALUE || (exponent >= -126 && exponent <= 128);
     }
 
-    /** Both exponents in range, and both NO_EXPONENT for integer data. */
+    /** Both exponents in range (the look-ahead may also be unknown), and both NO_EXPONENT for integer data. */
     private static boolean expectedValidExponents(final DataHeaderFlyweight h)
     {
         final short scale = h.scaleExponent();
         final short lookahead = h.lookaheadExponent();
-        return expectedValidExponent(scale) && expectedValidExponent(lookahead) &&
+        return expectedValidExponent(scale) && (expectedValidExponent(lookahead) || lookahead == Short.MAX_VALUE) &&
             (h.elementType() != ElementType.INT32 || (scale == Short.MIN_VALUE && lookahead == Short.MIN_VALUE));
     }
 

@@ -1,6 +1,8 @@
 package io.switchml.worker;
 
+import io.switchml.protocol.ElementType;
 import io.switchml.protocol.quant.BlockFloatingPoint;
+import io.switchml.protocol.quant.HalfFloats;
 
 /**
  * Tensors whose all-reduce result is known without gathering them: rank r holds
@@ -8,7 +10,8 @@ import io.switchml.protocol.quant.BlockFloatingPoint;
  * in wrap-around arithmetic). For floats g(round, i) is pseudo-random in [-1, 1) scaled by a power of
  * two that changes every 4096 elements, so chunks see different block exponents.
  * Verification checks every element against the exact sum within the quantization bound n/f of its
- * chunk plus half an ulp of the float result.
+ * chunk plus half an ulp of the float result, or for the 16-bit wire formats within
+ * {@link HalfFloats#errorBound} (input rounding, n/f, output rounding).
  */
 public final class KnownTensors
 {
@@ -107,6 +110,56 @@ public final class KnownTensors
                 {
                     return "element " + i + " is " + result[i] + ", exact " + exact + ", error " + error +
                         " exceeds bound " + bound + " (n/f) + ulp";
+                }
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Check a float sum or average that travelled in a given element type: float32 as
+     * {@link #verifyFloat(float[], int, long, int, ReduceOp)}, float16 and bfloat16 within
+     * {@link HalfFloats#errorBound} of each element (divided by n for an average, plus the rounding of
+     * that division).
+     *
+     * @return a description of the first element out of bound, or null when all are within it.
+     */
+    public static String verifyFloat(
+        final float[] result, final int worldSize, final long round, final int lanesPerChunk, final ReduceOp op,
+        final byte elementType)
+    {
+        if (!ElementType.isSixteenBit(elementType))
+        {
+            return verifyFloat(result, worldSize, round, lanesPerChunk, op);
+        }
+        final double divisor = op == ReduceOp.AVERAGE ? worldSize : 1.0;
+        final int top = worldSize - 1;
+        for (int from = 0; from < result.length; from += lanesPerChunk)
+        {
+            final int to = Math.min(result.length, from + lanesPerChunk);
+            int maxBits = 0;
+            for (int i = from; i < to; i++)
+            {
+                maxBits = Math.max(maxBits, Float.floatToRawIntBits(floatValue(top, round, i)) & 0x7FFF_FFFF);
+            }
+            final int exponent = HalfFloats.blockExponent(elementType, maxBits);
+            for (int i = from; i < to; i++)
+            {
+                double exact = 0;
+                double sumOfAbs = 0;
+                for (int rank = 0; rank < worldSize; rank++)
+                {
+                    final float value = floatValue(rank, round, i);
+                    exact += value;
+                    sumOfAbs += Math.abs(value);
+                }
+                final double bound = HalfFloats.errorBound(elementType, worldSize, exponent, sumOfAbs, Math.abs(exact)) /
+                    divisor + Math.ulp((float)(exact / divisor));
+                final double error = Math.abs(result[i] - exact / divisor);
+                if (!(error <= bound))
+                {
+                    return "element " + i + " is " + result[i] + ", exact " + exact / divisor + ", error " + error +
+                        " exceeds the " + ElementType.name(elementType) + " bound " + bound;
                 }
             }
         }

@@ -1,6 +1,7 @@
 package io.switchml.worker;
 
 import io.switchml.protocol.quant.BlockFloatingPoint;
+import io.switchml.protocol.quant.HalfFloats;
 
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -8,31 +9,75 @@ import java.nio.IntBuffer;
 /**
  * Source and destination of one all-reduce, seen chunk by chunk. Implementations cover heap
  * arrays and off-heap buffers of floats and ints; source and destination may be the same storage
- * (in place), since every chunk is quantized into its packet before any result is written.
+ * (in place), since every chunk is quantized into its packet before any result for it is written and
+ * chunks do not overlap.
+ * <p>
+ * The block exponents are computed on the submitting thread ({@link #maxAbsBits}); the I/O agents
+ * quantize and dequantize with their own scratch arrays, so one view may be worked on by several
+ * agents at once (they touch disjoint chunks).
  */
 abstract class TensorView
 {
+    private static final int ABS_MASK = 0x7FFF_FFFF;
+
     abstract int length();
 
     abstract boolean isFloat();
 
-    /** Block exponent of a float chunk, see {@link BlockFloatingPoint#maxExponent}. */
-    int maxExponent(final int from, final int count)
+    /** For messages: "float[1000]", "IntBuffer[7]". */
+    abstract String describe();
+
+    /** Largest {@code floatToRawIntBits(x) & 0x7FFFFFFF} of a float chunk. */
+    int maxAbsBits(final int from, final int count)
     {
         throw new UnsupportedOperationException();
     }
 
-    /** Index of the first NaN or infinity in a float chunk, or -1. */
-    int firstNonFinite(final int from, final int count)
+    /** A float element, for messages. */
+    float floatAt(final int index)
     {
         throw new UnsupportedOperationException();
     }
 
-    /** Quantize a float chunk, or copy an int chunk, into lanes. */
-    abstract void toLanes(int from, int count, double scale, int limit, int[] lanes);
+    /** Quantize a float32 chunk, or copy an int chunk, into lanes. */
+    abstract void toLanes(int from, int count, double scale, int limit, int[] lanes, float[] stage);
 
-    /** Dequantize summed lanes into a float destination, or copy them into an int destination. */
-    abstract void fromLanes(int[] lanes, int count, double multiplier, int to);
+    /** Round a float chunk to a 16-bit format. */
+    void toHalfLanes(final byte type, final int from, final int count, final short[] lanes, final float[] stage)
+    {
+        throw new UnsupportedOperationException();
+    }
+
+    /** Dequantize summed float32 lanes into a float destination, or copy them into an int destination. */
+    abstract void fromLanes(int[] lanes, int count, double multiplier, int to, float[] stage);
+
+    /**
+     * Decode summed 16-bit lanes into a float destination, divided by a divisor.
+     *
+     * @return the index (relative to to) of the first non-finite result, or -1.
+     */
+    int fromHalfLanes(
+        final byte type, final short[] lanes, final int count, final float divisor, final int to, final float[] stage)
+    {
+        throw new UnsupportedOperationException();
+    }
+
+    /**
+     * @return the offset of the first element of a float chunk that is NaN, infinite, or (for a 16-bit
+     * type) not representable in the format; -1 when there is none.
+     */
+    final int firstNotRepresentable(final byte type, final boolean sixteenBit, final int from, final int count)
+    {
+        for (int i = from, end = from + count; i < end; i++)
+        {
+            final float value = floatAt(i);
+            if (sixteenBit ? !HalfFloats.isRepresentable(type, value) : !Float.isFinite(value))
+            {
+                return i;
+            }
+        }
+        return -1;
+    }
 
     static final class FloatArray extends TensorView
     {
@@ -55,24 +100,45 @@ abstract class TensorView
             return true;
         }
 
-        int maxExponent(final int from, final int count)
+        String describe()
         {
-            return BlockFloatingPoint.maxExponent(src, from, count);
+            return "float[" + src.length + "]";
         }
 
-        int firstNonFinite(final int from, final int count)
+        int maxAbsBits(final int from, final int count)
         {
-            return BlockFloatingPoint.firstNonFinite(src, from, count);
+            int maxBits = 0;
+            for (int i = from, end = from + count; i < end; i++)
+            {
+                maxBits = Math.max(maxBits, Float.floatToRawIntBits(src[i]) & ABS_MASK);
+            }
+            return maxBits;
         }
 
-        void toLanes(final int from, final int count, final double scale, final int limit, final int[] lanes)
+        float floatAt(final int index)
+        {
+            return src[index];
+        }
+
+        void toLanes(final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage)
         {
             BlockFloatingPoint.quantize(src, from, count, scale, limit, lanes, 0);
         }
 
-        void fromLanes(final int[] lanes, final int count, final double multiplier, final int to)
+        void toHalfLanes(final byte type, final int from, final int count, final short[] lanes, final float[] stage)
+        {
+            HalfFloats.encode(type, src, from, count, lanes);
+        }
+
+        void fromLanes(final int[] lanes, final int count, final double multiplier, final int to, final float[] stage)
         {
             BlockFloatingPoint.dequantize(lanes, 0, count, multiplier, dst, to);
+        }
+
+        int fromHalfLanes(
+            final byte type, final short[] lanes, final int count, final float divisor, final int to, final float[] stage)
+        {
+            return HalfFloats.decode(type, lanes, count, divisor, dst, to);
         }
     }
 
@@ -97,34 +163,40 @@ abstract class TensorView
             return false;
         }
 
-        void toLanes(final int from, final int count, final double scale, final int limit, final int[] lanes)
+        String describe()
+        {
+            return "int[" + src.length + "]";
+        }
+
+        void toLanes(final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage)
         {
             System.arraycopy(src, from, lanes, 0, count);
         }
 
-        void fromLanes(final int[] lanes, final int count, final double multiplier, final int to)
+        void fromLanes(final int[] lanes, final int count, final double multiplier, final int to, final float[] stage)
         {
             System.arraycopy(lanes, 0, dst, to, count);
         }
     }
 
-    /** Off-heap (or any) float buffers, staged through a heap chunk. */
+    /**
+     * Off-heap (or any) float buffers, staged through the agent's heap chunk. Holds slices taken at
+     * submission, so the caller's positions are neither used later nor changed.
+     */
     static final class FloatBufferView extends TensorView
     {
         private final FloatBuffer src;
         private final FloatBuffer dst;
-        private final float[] stage;
 
-        FloatBufferView(final FloatBuffer src, final FloatBuffer dst, final float[] stage)
+        FloatBufferView(final FloatBuffer src, final FloatBuffer dst)
         {
-            this.src = src;
-            this.dst = dst;
-            this.stage = stage;
+            this.src = src.slice();
+            this.dst = dst.slice();
         }
 
         int length()
         {
-            return src.remaining();
+            return src.limit();
         }
 
         boolean isFloat()
@@ -132,32 +204,54 @@ abstract class TensorView
             return true;
         }
 
-        int maxExponent(final int from, final int count)
+        String describe()
         {
-            src.get(src.position() + from, stage, 0, count);
-            return BlockFloatingPoint.maxExponent(stage, 0, count);
+            return "FloatBuffer[" + src.limit() + "]";
         }
 
-        int firstNonFinite(final int from, final int count)
+        int maxAbsBits(final int from, final int count)
         {
-            src.get(src.position() + from, stage, 0, count);
-            final int index = BlockFloatingPoint.firstNonFinite(stage, 0, count);
-            return index < 0 ? -1 : from + index;
+            int maxBits = 0;
+            for (int i = from, end = from + count; i < end; i++)
+            {
+                maxBits = Math.max(maxBits, Float.floatToRawIntBits(src.get(i)) & ABS_MASK);
+            }
+            return maxBits;
         }
 
-        void toLanes(final int from, final int count, final double scale, final int limit, final int[] lanes)
+        float floatAt(final int index)
         {
-            src.get(src.position() + from, stage, 0, count);
+            return src.get(index);
+        }
+
+        void toLanes(final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage)
+        {
+            src.get(from, stage, 0, count);
             BlockFloatingPoint.quantize(stage, 0, count, scale, limit, lanes, 0);
         }
 
-        void fromLanes(final int[] lanes, final int count, final double multiplier, final int to)
+        void toHalfLanes(final byte type, final int from, final int count, final short[] lanes, final float[] stage)
+        {
+            src.get(from, stage, 0, count);
+            HalfFloats.encode(type, stage, 0, count, lanes);
+        }
+
+        void fromLanes(final int[] lanes, final int count, final double multiplier, final int to, final float[] stage)
         {
             BlockFloatingPoint.dequantize(lanes, 0, count, multiplier, stage, 0);
-            dst.put(dst.position() + to, stage, 0, count);
+            dst.put(to, stage, 0, count);
+        }
+
+        int fromHalfLanes(
+            final byte type, final short[] lanes, final int count, final float divisor, final int to, final float[] stage)
+        {
+            final int nonFinite = HalfFloats.decode(type, lanes, count, divisor, stage, 0);
+            dst.put(to, stage, 0, count);
+            return nonFinite;
         }
     }
 
+    /** Int buffers, through slices taken at submission. */
     static final class IntBufferView extends TensorView
     {
         private final IntBuffer src;
@@ -165,13 +259,13 @@ abstract class TensorView
 
         IntBufferView(final IntBuffer src, final IntBuffer dst)
         {
-            this.src = src;
-            this.dst = dst;
+            this.src = src.slice();
+            this.dst = dst.slice();
         }
 
         int length()
         {
-            return src.remaining();
+            return src.limit();
         }
 
         boolean isFloat()
@@ -179,14 +273,19 @@ abstract class TensorView
             return false;
         }
 
-        void toLanes(final int from, final int count, final double scale, final int limit, final int[] lanes)
+        String describe()
         {
-            src.get(src.position() + from, lanes, 0, count);
+            return "IntBuffer[" + src.limit() + "]";
         }
 
-        void fromLanes(final int[] lanes, final int count, final double multiplier, final int to)
+        void toLanes(final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage)
         {
-            dst.put(dst.position() + to, lanes, 0, count);
+            src.get(from, lanes, 0, count);
+        }
+
+        void fromLanes(final int[] lanes, final int count, final double multiplier, final int to, final float[] stage)
+        {
+            dst.put(to, lanes, 0, count);
         }
     }
 }

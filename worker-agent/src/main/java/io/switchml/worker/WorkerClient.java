@@ -1,13 +1,11 @@
 package io.switchml.worker;
 
 import io.switchml.protocol.ControlProtocol;
-import io.switchml.protocol.DataHeaderFlyweight;
-import io.switchml.protocol.DropReason;
 import io.switchml.protocol.ElementType;
-import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.quant.BlockFloatingPoint;
-import io.switchml.protocol.security.PacketMac;
-import org.agrona.concurrent.UnsafeBuffer;
+import io.switchml.protocol.quant.HalfFloats;
+import org.agrona.collections.Long2ObjectHashMap;
+import org.agrona.concurrent.AgentRunner;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -16,154 +14,170 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.StandardSocketOptions;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.nio.channels.DatagramChannel;
-import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
-
-import static io.switchml.protocol.DataHeaderFlyweight.FLAG_EXPONENT_ONLY;
-import static io.switchml.protocol.DataHeaderFlyweight.FLAG_POOL_VERSION;
-import static io.switchml.protocol.DataHeaderFlyweight.FLAG_RETRANSMIT;
-import static io.switchml.protocol.DataHeaderFlyweight.NO_EXPONENT;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * A worker's side of the SwitchML protocol (Algorithm 4 with loss recovery): it streams a tensor
- * through the appliance's s slots, keeps one packet in flight per slot, retransmits a slot's packet
- * when its timer expires, flips the slot's pool version on every reuse, and assembles the results.
+ * A worker's side of the SwitchML protocol: the paper's stream buffer manager (appendix B) over
+ * Algorithm 4 with loss recovery. Successive all-reduce calls are one continuous stream of chunks of k
+ * elements through the appliance's s slots, with no per-call setup round.
+ *
+ * <h2>The stream</h2>
+ * Each call is queued as a submission; chunk numbering continues across calls, so chunk j of a tensor
+ * whose first chunk is stream chunk b is stream chunk b + j, and stream chunk g always uses slot
+ * g mod s. One I/O agent per appliance shard ({@link ShardAgent}, an Agrona {@code Agent} on its own
+ * thread) owns that shard's UDP channel and the slots i with i mod S = shard, keeps one packet in flight
+ * per slot, retransmits on the slot's timer (RFC 6298 estimate, exponential backoff), flips the slot's
+ * pool version on every reuse, and writes each result into the destination of the tensor it belongs to.
+ * When a slot's result returns it moves on at once to its next stream chunk g + s, which may belong to
+ * a later tensor. Each chunk is quantized when its slot frees, by the agent that owns the slot, never
+ * behind unrelated work. A call's future completes when its last chunk is written.
+ *
+ * <h2>Look-ahead exponents across tensors</h2>
+ * The update for stream chunk g carries this rank's block exponent of chunk g + s, the next chunk on the
+ * same slot, and the result returns the maximum over ranks, with which everyone quantizes chunk g + s.
+ * Block exponents are computed when a tensor is submitted, so the look-ahead may come from a later
+ * tensor. When chunk g + s has not been submitted yet when chunk g is sent, the update carries
+ * {@code UNKNOWN_EXPONENT}; it is the largest value, so it wins the maximum and the result tells every
+ * rank alike that chunk g + s has no agreed exponent. The slot then opens chunk g + s with an
+ * exponent-only round (one round trip) as soon as it is submitted. A slot's first chunk also opens with
+ * one. So exponent-only rounds happen once per slot when the stream starts and again only where the
+ * stream ran dry: tensors submitted back to back (asynchronously, or from several threads) pay none,
+ * while a loop of blocking calls, each submitted only after the previous one finished, pays one round
+ * per call as before. {@link WorkerCounters#exponentOnlyPackets()} and
+ * {@link WorkerCounters#lookaheadMisses()} count them. int32 tensors have no exponents and no such rounds.
+ *
+ * <h2>Ordering contract</h2>
+ * Every rank must submit the same sequence of all-reduce calls: the same tensor lengths, element type
+ * and reduce op, in the same order. Calls from one thread are submitted in program order. Threads that
+ * submit concurrently must agree on an order: submit from one thread, or number the calls with the
+ * {@code sequence} overloads (0, 1, 2, ... across all calls of this client; a call waits in the client
+ * until all lower numbers have been submitted, and a call without a number takes the next free one).
+ * A violation is detected and reported, never silently mixed, where the data allows it:
+ * <ul>
+ *   <li>Each update carries an 8-bit check of its tensor's length, its chunk index in that tensor and the
+ *   op; the appliance returns the byte-wise maximum of the checks, so when two ranks put different
+ *   tensors at the same point of the stream, every rank sees it in the result (a different length or a
+ *   shifted position is missed with probability 1/256 per chunk).</li>
+ *   <li>A chunk whose element count differs between ranks (a tensor end) is rejected by the appliance
+ *   (slot mismatch) and never completes; the appliance aborts the job, or its slot deadline does.</li>
+ *   <li>An agreed block exponent below this rank's own exponent of a chunk means the other ranks sent a
+ *   different chunk.</li>
+ * </ul>
+ * A rank that detects a violation fails its pending futures with a message saying that the ranks
+ * submitted different tensor sequences and aborts the job, so the other ranks fail with the same message
+ * rather than wait. What cannot be caught: two tensors of the same length and op swapped (say two
+ * same-shape gradient buckets), whose chunks are indistinguishable on the wire; their results are
+ * swapped sums. A different op alone is caught by the check, though it would not corrupt the sums.
+ *
+ * <h2>Failures</h2>
+ * An abort from the appliance (another rank died, a slot deadline, an operator), a lost control
+ * connection, a progress timeout ({@code progressTimeoutMs} without any result while chunks are in
+ * flight) or an ordering violation fails every pending future with an {@link AllReduceException} carrying
+ * the message, and every later call fails the same way. A NaN or infinity, or a value outside a 16-bit
+ * format's range, is refused with an {@link IllegalArgumentException} naming the offset before anything
+ * is sent; a 16-bit sum that rounds out of range fails that call's future only.
+ *
+ * <h2>Cost</h2>
+ * No allocation per packet: buffers, lanes and scratch arrays are allocated when the client starts.
+ * Per call, the submitting thread allocates the submission, its future, a tensor view and an array of
+ * block exponents (2 bytes per chunk), about 200 bytes for a 17-chunk tensor; the agents allocate
+ * nothing per packet or per call (they complete the future). {@code WorkerStreamTest} measures both with
+ * {@code ThreadMXBean#getThreadAllocatedBytes}.
  * <p>
- * Float tensors use block floating point with look-ahead exponents: each update for chunk j carries
- * this worker's exponent of chunk j+s (the next chunk on the same slot) and the result returns the
- * maximum over workers, which all workers then use to quantize chunk j+s. The first chunk of each
- * slot in a call has no predecessor, so each call opens with one exponent-only round per slot.
- * <p>
- * Calls are blocking and run the protocol on the calling thread; one call at a time per client.
- * Every rank must issue the same sequence of calls with the same tensor lengths.
+ * Futures complete on an agent thread, so dependent actions attached without an {@code *Async} method
+ * run there and hold up the stream: keep them short. A blocking call from an agent thread is refused
+ * (it would wait for itself). Cancelling a future does not withdraw its tensor from the stream.
  */
 public final class WorkerClient implements AutoCloseable
 {
-    private static final long NANOS_PER_MS = 1_000_000L;
-    private static final int PHASE_EXPONENT = 1;
-    private static final int PHASE_DATA = 2;
-    private static final int PHASE_DONE = 3;
+    private static final long SUBMIT_BACKOFF_NS = 50_000L;
+    private static final AtomicReferenceFieldUpdater<WorkerClient, String> FAILURE_UPDATER =
+        AtomicReferenceFieldUpdater.newUpdater(WorkerClient.class, String.class, "failure");
 
-    private final WorkerContext context;
     private final int jobId;
+    private final String jobName;
     private final int rank;
     private final int worldSize;
     private final int lanesPerSlot;
     private final int slotCount;
     private final byte elementType;
+    private final boolean sixteenBit;
     private final Socket controlSocket;
     private final DatagramChannel[] channels;
     private final int shardCount;
-    private final boolean macEnabled;
-    private final long macK0;
-    private final long macK1;
-    private final String jobName;
-    private final Selector selector;
-    private final Thread controlReader;
-    private final WorkerCounters counters = new WorkerCounters();
-    private final LossGenerator txLoss;
-    private final LossGenerator rxLoss;
+    private final int pendingCapacity;
+    private final ShardAgent[] agents;
+    private final AgentRunner[] runners;
+    private final Thread[] agentThreads;
+    private final WorkerCounters counters;
 
-    private final ByteBuffer[] slotPackets;
-    private final UnsafeBuffer[] slotViews;
-    private final IntBuffer[] slotLanes;
-    private final DataHeaderFlyweight header = new DataHeaderFlyweight();
-    private final ByteBuffer receiveBuffer;
-    private final UnsafeBuffer receiveView;
-    private final IntBuffer receiveLanes;
-    private final int[] lanes;
-    private final float[] stage;
+    private final ReentrantLock submitLock = new ReentrantLock();
+    private final Long2ObjectHashMap<Submission> waitingForPredecessors = new Long2ObjectHashMap<>();
+    private long nextSequence;
+    private long streamChunks;
 
-    private final int[] slotVersion;
-    private final int[] slotChunk;
-    private final int[] slotPhase;
-    private final int[] slotExponent;
-    private final long[] slotDeadlineNs;
-    private final long[] slotSentNs;
-    private final boolean[] slotRetransmitted;
-    private final long minTimeoutNs;
-    private final long maxTimeoutNs;
-    private long smoothedRttNs;
-    private long rttVarianceNs;
-    private long retransmitTimeoutNs;
-    private short[] chunkExponents = new short[0];
-
-    private long streamSequence;
-    private volatile String abortReason;
+    private volatile String failure;
     private volatile boolean closing;
+    private volatile boolean streamHeld;
 
     private WorkerClient(
         final WorkerContext context, final Socket controlSocket, final DatagramChannel[] channels, final int jobId,
         final Map<String, String> joinReply) throws IOException
     {
-        this.context = context;
         this.jobId = jobId;
         this.jobName = context.jobName();
         this.channels = channels;
         this.shardCount = channels.length;
-        this.macEnabled = "on".equals(joinReply.get("mac"));
+        final boolean macEnabled = "on".equals(joinReply.get("mac"));
         final String key = ControlProtocol.requiredField(joinReply, "key");
         if (key.length() != 32)
         {
             throw new IOException("appliance sent a malformed MAC key");
         }
-        this.macK0 = Long.parseUnsignedLong(key.substring(0, 16), 16);
-        this.macK1 = Long.parseUnsignedLong(key.substring(16), 16);
+        final long macK0 = Long.parseUnsignedLong(key.substring(0, 16), 16);
+        final long macK1 = Long.parseUnsignedLong(key.substring(16), 16);
         this.rank = context.rank();
         this.worldSize = context.worldSize();
         this.lanesPerSlot = context.lanes();
         this.slotCount = context.slots();
         this.elementType = context.elementType();
+        this.sixteenBit = ElementType.isSixteenBit(elementType);
         this.controlSocket = controlSocket;
-        this.txLoss = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_003L + rank);
-        this.rxLoss = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_033L + rank + 17);
+        this.pendingCapacity = Math.max(2, Integer.highestOneBit(context.maxPendingAllReduces() * 2 - 1));
 
-        final int packetCapacity = DataHeaderFlyweight.packetLength(lanesPerSlot);
-        final ByteBuffer all = ByteBuffer.allocateDirect(packetCapacity * slotCount);
-        slotPackets = new ByteBuffer[slotCount];
-        slotViews = new UnsafeBuffer[slotCount];
-        slotLanes = new IntBuffer[slotCount];
-        for (int i = 0; i < slotCount; i++)
+        counters = new WorkerCounters(shardCount + 1);
+        agents = new ShardAgent[shardCount];
+        runners = new AgentRunner[shardCount];
+        agentThreads = new Thread[shardCount];
+        for (int shard = 0; shard < shardCount; shard++)
         {
-            final ByteBuffer packet = all.slice(i * packetCapacity, packetCapacity);
-            slotPackets[i] = packet;
-            slotViews[i] = new UnsafeBuffer(packet);
-            slotLanes[i] = packet.slice(DataHeaderFlyweight.PAYLOAD_OFFSET, packetCapacity - DataHeaderFlyweight.PAYLOAD_OFFSET)
-                .order(ByteOrder.BIG_ENDIAN).asIntBuffer();
+            final ShardAgent agent = new ShardAgent(
+                this, context, shard, shardCount, jobId, channels[shard], macEnabled, macK0, macK1, counters.cells(shard),
+                pendingCapacity);
+            agents[shard] = agent;
+            runners[shard] = new AgentRunner(
+                new SelectorIdleStrategy(agent),
+                throwable -> fail("job " + jobId + " rank " + rank + ": internal error in " + agent.roleName() + ": " +
+                    throwable, false),
+                null,
+                agent);
         }
-        receiveBuffer = ByteBuffer.allocateDirect(DataHeaderFlyweight.MAX_UDP_PAYLOAD + 1);
-        receiveView = new UnsafeBuffer(receiveBuffer);
-        receiveLanes = receiveBuffer.slice(DataHeaderFlyweight.PAYLOAD_OFFSET,
-            receiveBuffer.capacity() - DataHeaderFlyweight.PAYLOAD_OFFSET).order(ByteOrder.BIG_ENDIAN).asIntBuffer();
-        lanes = new int[lanesPerSlot];
-        stage = new float[lanesPerSlot];
-
-        slotVersion = new int[slotCount];
-        slotChunk = new int[slotCount];
-        slotPhase = new int[slotCount];
-        slotExponent = new int[slotCount];
-        slotDeadlineNs = new long[slotCount];
-        slotSentNs = new long[slotCount];
-        slotRetransmitted = new boolean[slotCount];
-        minTimeoutNs = Math.min(context.minRetransmitTimeoutMs(), context.retransmitTimeoutMs()) * NANOS_PER_MS;
-        maxTimeoutNs = context.maxRetransmitTimeoutMs() * NANOS_PER_MS;
-        retransmitTimeoutNs = context.retransmitTimeoutMs() * NANOS_PER_MS;
-
-        selector = Selector.open();
-        for (final DatagramChannel channel : channels)
+        Thread.ofPlatform().daemon().name("switchml-worker-control-" + rank).start(this::readControl);
+        for (int shard = 0; shard < shardCount; shard++)
         {
-            channel.register(selector, SelectionKey.OP_READ);
+            final String name = agents[shard].roleName();
+            agentThreads[shard] = AgentRunner.startOnThread(
+                runners[shard], task -> Thread.ofPlatform().daemon().name(name).unstarted(task));
         }
-        controlReader = Thread.ofPlatform().daemon().name("switchml-worker-control-" + rank).start(this::readControl);
     }
 
     /**
@@ -286,24 +300,129 @@ public final class WorkerClient implements AutoCloseable
                 final Map<String, String> message = ControlProtocol.parse(line);
                 if (ControlProtocol.ABORT.equals(message.get("")))
                 {
-                    abortReason = "job '" + jobName + "' (" + jobId + ") aborted by the appliance: " + message.getOrDefault("reason", "no reason given");
-                    selector.wakeup();
+                    fail("job '" + jobName + "' (" + jobId + ") aborted by the appliance: " +
+                        message.getOrDefault("reason", "no reason given"), false);
                     return;
                 }
             }
             if (!closing)
             {
-                abortReason = "the appliance closed the control connection of job " + jobId + " (appliance stopped or restarted)";
-                selector.wakeup();
+                fail("the appliance closed the control connection of job " + jobId + " (appliance stopped or restarted)",
+                    false);
             }
         }
         catch (final IOException | RuntimeException ex)
         {
             if (!closing)
             {
-                abortReason = "lost the control connection to the appliance for job " + jobId + ": " + ex.getMessage();
-                selector.wakeup();
+                fail("lost the control connection to the appliance for job " + jobId + ": " + ex.getMessage(), false);
             }
+        }
+    }
+
+    /**
+     * Leave the job in an orderly way, stop the I/O agents (pending calls fail: the client was closed),
+     * and release the sockets.
+     */
+    public void close()
+    {
+        closing = true;
+        fail("job " + jobId + " rank " + rank + ": the client was closed before the all-reduce completed", false);
+        sendControl(ControlProtocol.LEAVE);
+        for (final AgentRunner runner : runners)
+        {
+            runner.close();
+        }
+        submitLock.lock();
+        try
+        {
+            final AllReduceException closed = new AllReduceException(
+                "job " + jobId + " rank " + rank + ": the client was closed before the all-reduce was submitted");
+            waitingForPredecessors.values().forEach(submission -> submission.future.completeExceptionally(closed));
+            waitingForPredecessors.clear();
+        }
+        finally
+        {
+            submitLock.unlock();
+        }
+        closeQuietly(controlSocket, channels);
+    }
+
+    /**
+     * Test hook: while held, the agents take no new submissions from their queues, so that a batch
+     * submitted meanwhile is seen whole when released.
+     */
+    void holdStream(final boolean held)
+    {
+        streamHeld = held;
+        if (!held)
+        {
+            wakeAgents();
+        }
+    }
+
+    boolean isStreamHeld()
+    {
+        return streamHeld;
+    }
+
+    /** @return the I/O agent threads, for tests. */
+    Thread[] agentThreads()
+    {
+        return agentThreads.clone();
+    }
+
+    String jobName()
+    {
+        return jobName;
+    }
+
+    /** @return the first failure that ended this client, or null while it works. */
+    String failure()
+    {
+        return failure;
+    }
+
+    /**
+     * End the client: every pending and later call fails with the message.
+     *
+     * @param message  what happened, for the exception.
+     * @param abortJob also abort the job at the appliance, so the other ranks stop with this message.
+     */
+    void fail(final String message, final boolean abortJob)
+    {
+        if (FAILURE_UPDATER.compareAndSet(this, null, message))
+        {
+            if (abortJob && !closing)
+            {
+                sendControl(ControlProtocol.ABORT + " reason=" + message.replace('\n', ' '));
+            }
+            wakeAgents();
+        }
+    }
+
+    private void wakeAgents()
+    {
+        for (final ShardAgent agent : agents)
+        {
+            agent.wakeup();
+        }
+    }
+
+    private void sendControl(final String line)
+    {
+        try
+        {
+            final OutputStream out = controlSocket.getOutputStream();
+            synchronized (out)
+            {
+                out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+                out.flush();
+            }
+        }
+        catch (final IOException ignore)
+        {
+            // the appliance is gone; the failure stands on its own
         }
     }
 
@@ -323,50 +442,183 @@ public final class WorkerClient implements AutoCloseable
     }
 
     /**
-     * All-reduce a float tensor.
+     * @return the element type of the job: which tensors the calls accept.
+     */
+    public byte elementType()
+    {
+        return elementType;
+    }
+
+    /**
+     * All-reduce a float tensor (float32, float16 or bfloat16 job) and wait for the result.
      *
-     * @param src the local tensor; every rank passes the same length.
+     * @param src the local tensor; every rank passes the same length at the same point of its call sequence.
      * @param dst where the result goes; may be src for an in-place reduction.
      * @param op  sum or average.
-     * @throws IllegalArgumentException for a NaN or infinity, naming the offset, before anything is sent.
-     * @throws AllReduceException       when the job is aborted or makes no progress.
+     * @throws IllegalArgumentException for a NaN, an infinity or a value outside the 16-bit format's range,
+     *                                  naming the offset, before anything is sent.
+     * @throws AllReduceException       when the job is aborted, makes no progress, or the ranks' call
+     *                                  sequences differ.
+     * @throws IllegalStateException    on an I/O agent thread (a future's callback), where it would deadlock.
      */
-    public synchronized void allReduce(final float[] src, final float[] dst, final ReduceOp op)
+    public void allReduce(final float[] src, final float[] dst, final ReduceOp op)
     {
-        requireType(ElementType.FLOAT32);
-        requireLength(src.length, dst.length);
-        run(new TensorView.FloatArray(src, dst), op, "float[" + src.length + "]");
+        await(allReduceAsync(src, dst, op));
     }
 
     /**
-     * All-reduce an int tensor exactly (sums wrap around like Java int arithmetic).
+     * All-reduce an int tensor exactly (sums wrap around like Java int arithmetic) and wait.
      */
-    public synchronized void allReduce(final int[] src, final int[] dst)
+    public void allReduce(final int[] src, final int[] dst)
     {
-        requireType(ElementType.INT32);
-        requireLength(src.length, dst.length);
-        run(new TensorView.IntArray(src, dst), ReduceOp.SUM, "int[" + src.length + "]");
+        await(allReduceAsync(src, dst));
     }
 
     /**
-     * All-reduce the remaining elements of a float buffer (heap or direct) into another buffer.
+     * All-reduce the remaining elements of a float buffer (heap or direct) into another buffer and wait.
      * Positions are not changed.
      */
-    public synchronized void allReduce(final FloatBuffer src, final FloatBuffer dst, final ReduceOp op)
+    public void allReduce(final FloatBuffer src, final FloatBuffer dst, final ReduceOp op)
     {
-        requireType(ElementType.FLOAT32);
-        requireLength(src.remaining(), dst.remaining());
-        run(new TensorView.FloatBufferView(src, dst, stage), op, "FloatBuffer[" + src.remaining() + "]");
+        await(allReduceAsync(src, dst, op));
     }
 
     /**
-     * All-reduce the remaining elements of an int buffer (heap or direct) into another buffer.
+     * All-reduce the remaining elements of an int buffer (heap or direct) into another buffer and wait.
      */
-    public synchronized void allReduce(final IntBuffer src, final IntBuffer dst)
+    public void allReduce(final IntBuffer src, final IntBuffer dst)
+    {
+        await(allReduceAsync(src, dst));
+    }
+
+    /**
+     * Submit a float tensor (float32, float16 or bfloat16 job) to the stream.
+     *
+     * @param src the local tensor; neither it nor dst may be touched until the future completes.
+     * @param dst where the result goes; may be src.
+     * @param op  sum or average.
+     * @return completes when the result is in dst; fails with {@link AllReduceException}.
+     * @throws IllegalArgumentException for a wrong element type, a short destination, or a value that
+     *                                  cannot be sent (NaN, infinity, out of a 16-bit range), naming the offset.
+     */
+    public CompletableFuture<Void> allReduceAsync(final float[] src, final float[] dst, final ReduceOp op)
+    {
+        requireFloat();
+        requireLength(src.length, dst.length);
+        return submit(-1, new TensorView.FloatArray(src, dst), op);
+    }
+
+    /**
+     * As {@link #allReduceAsync(float[], float[], ReduceOp)}, at an explicit place in this client's call
+     * sequence, for threads that submit concurrently.
+     *
+     * @param sequence 0, 1, 2, ... over all calls of this client; the call enters the stream after every
+     *                 lower number has.
+     * @throws IllegalArgumentException for a number already used, or more than the pending capacity ahead.
+     */
+    public CompletableFuture<Void> allReduceAsync(
+        final long sequence, final float[] src, final float[] dst, final ReduceOp op)
+    {
+        requireFloat();
+        requireLength(src.length, dst.length);
+        return submit(requireSequence(sequence), new TensorView.FloatArray(src, dst), op);
+    }
+
+    /**
+     * Submit an int tensor (int32 job) to the stream; sums are exact.
+     */
+    public CompletableFuture<Void> allReduceAsync(final int[] src, final int[] dst)
+    {
+        requireType(ElementType.INT32);
+        requireLength(src.length, dst.length);
+        return submit(-1, new TensorView.IntArray(src, dst), ReduceOp.SUM);
+    }
+
+    /**
+     * As {@link #allReduceAsync(int[], int[])} at an explicit place in the call sequence.
+     */
+    public CompletableFuture<Void> allReduceAsync(final long sequence, final int[] src, final int[] dst)
+    {
+        requireType(ElementType.INT32);
+        requireLength(src.length, dst.length);
+        return submit(requireSequence(sequence), new TensorView.IntArray(src, dst), ReduceOp.SUM);
+    }
+
+    /**
+     * Submit the remaining elements of a float buffer (heap or direct); dst receives as many from its
+     * position. The buffers' positions are read now and never changed.
+     */
+    public CompletableFuture<Void> allReduceAsync(final FloatBuffer src, final FloatBuffer dst, final ReduceOp op)
+    {
+        requireFloat();
+        requireLength(src.remaining(), dst.remaining());
+        return submit(-1, new TensorView.FloatBufferView(src, dst), op);
+    }
+
+    /**
+     * As {@link #allReduceAsync(FloatBuffer, FloatBuffer, ReduceOp)} at an explicit place in the call sequence.
+     */
+    public CompletableFuture<Void> allReduceAsync(
+        final long sequence, final FloatBuffer src, final FloatBuffer dst, final ReduceOp op)
+    {
+        requireFloat();
+        requireLength(src.remaining(), dst.remaining());
+        return submit(requireSequence(sequence), new TensorView.FloatBufferView(src, dst), op);
+    }
+
+    /**
+     * Submit the remaining elements of an int buffer (heap or direct).
+     */
+    public CompletableFuture<Void> allReduceAsync(final IntBuffer src, final IntBuffer dst)
     {
         requireType(ElementType.INT32);
         requireLength(src.remaining(), dst.remaining());
-        run(new TensorView.IntBufferView(src, dst), ReduceOp.SUM, "IntBuffer[" + src.remaining() + "]");
+        return submit(-1, new TensorView.IntBufferView(src, dst), ReduceOp.SUM);
+    }
+
+    /**
+     * As {@link #allReduceAsync(IntBuffer, IntBuffer)} at an explicit place in the call sequence.
+     */
+    public CompletableFuture<Void> allReduceAsync(final long sequence, final IntBuffer src, final IntBuffer dst)
+    {
+        requireType(ElementType.INT32);
+        requireLength(src.remaining(), dst.remaining());
+        return submit(requireSequence(sequence), new TensorView.IntBufferView(src, dst), ReduceOp.SUM);
+    }
+
+    private void await(final CompletableFuture<Void> future)
+    {
+        final Thread current = Thread.currentThread();
+        for (final Thread agentThread : agentThreads)
+        {
+            if (agentThread == current)
+            {
+                throw new IllegalStateException("a blocking all-reduce on the client's I/O thread (from a future's " +
+                    "callback?) would wait for itself; use allReduceAsync or attach the callback with an *Async method");
+            }
+        }
+        try
+        {
+            future.join();
+        }
+        catch (final CompletionException ex)
+        {
+            final Throwable cause = ex.getCause();
+            if (cause instanceof AllReduceException || !(cause instanceof RuntimeException))
+            {
+                throw new AllReduceException(cause.getMessage(), cause);
+            }
+            throw (RuntimeException)cause;
+        }
+    }
+
+    private void requireFloat()
+    {
+        if (!ElementType.isFloat(elementType))
+        {
+            throw new IllegalArgumentException("job " + jobId + " aggregates " + ElementType.name(elementType) +
+                ", not float tensors");
+        }
     }
 
     private void requireType(final byte type)
@@ -386,379 +638,146 @@ public final class WorkerClient implements AutoCloseable
         }
     }
 
-    private void run(final TensorView tensor, final ReduceOp op, final String tensorName)
+    private static long requireSequence(final long sequence)
     {
-        final String reason = abortReason;
-        if (reason != null)
+        if (sequence < 0)
         {
-            throw new AllReduceException(reason);
+            throw new IllegalArgumentException("sequence numbers start at 0: " + sequence);
         }
-        final int length = tensor.length();
-        if (length == 0)
-        {
-            return;
-        }
-        final int chunks = (length + lanesPerSlot - 1) / lanesPerSlot;
-        final boolean isFloat = tensor.isFloat();
-        if (isFloat)
-        {
-            computeExponents(tensor, chunks, length, tensorName);
-        }
-        final long base = streamSequence;
-        streamSequence += chunks;
-        final int active = Math.min(slotCount, chunks);
-        final long nowNs = System.nanoTime();
-        for (int slot = 0; slot < active; slot++)
-        {
-            slotChunk[slot] = slot;
-            if (isFloat)
-            {
-                slotPhase[slot] = PHASE_EXPONENT;
-                sendExponentOnly(slot, base, nowNs);
-            }
-            else
-            {
-                slotPhase[slot] = PHASE_DATA;
-                sendData(tensor, slot, base, chunks, length, nowNs);
-            }
-        }
+        return sequence;
+    }
 
-        final double averageDivisor = op == ReduceOp.AVERAGE ? worldSize : 1.0;
-        int completed = 0;
-        long lastProgressNs = System.nanoTime();
-        final long progressTimeoutNs = context.progressTimeoutMs() * NANOS_PER_MS;
+    /**
+     * Compute the block exponents (refusing what cannot be sent), then enter the stream in sequence order.
+     */
+    private CompletableFuture<Void> submit(final long sequence, final TensorView tensor, final ReduceOp op)
+    {
+        final short[] exponents = tensor.isFloat() ? blockExponents(tensor) : null;
+        submitLock.lock();
         try
         {
-            while (completed < chunks)
+            final long ordinal = sequence < 0 ? nextSequence : sequence;
+            final Submission submission = new Submission(ordinal, tensor, op, worldSize, lanesPerSlot, exponents);
+            final String failed = failure;
+            if (failed != null)
             {
-                int received = 0;
-                for (final DatagramChannel channel : channels)
-                {
-                    int bytes;
-                    while ((bytes = channel.read(receiveBuffer.clear())) > 0)
-                    {
-                        received++;
-                        final int progress = onResult(tensor, bytes, base, chunks, length, averageDivisor);
-                        if (progress >= 0)
-                        {
-                            completed += progress;
-                            lastProgressNs = System.nanoTime();
-                        }
-                    }
-                }
-
-                final long now = System.nanoTime();
-                long nextDeadlineNs = now + progressTimeoutNs;
-                boolean expired = false;
-                for (int slot = 0; slot < active; slot++)
-                {
-                    if (slotPhase[slot] == PHASE_DONE)
-                    {
-                        continue;
-                    }
-                    if (now - slotDeadlineNs[slot] >= 0)
-                    {
-                        if (!expired)
-                        {
-                            expired = true;
-                            backOff();
-                        }
-                        retransmit(slot, now);
-                    }
-                    nextDeadlineNs = Math.min(nextDeadlineNs, slotDeadlineNs[slot]);
-                }
-
-                final String abort = abortReason;
-                if (abort != null)
-                {
-                    throw new AllReduceException(abort);
-                }
-                if (now - lastProgressNs > progressTimeoutNs)
-                {
-                    throw new AllReduceException("job " + jobId + " rank " + rank + ": no result for " +
-                        context.progressTimeoutMs() + " ms on " + tensorName + " (" + (chunks - completed) + " of " + chunks +
-                        " chunks pending, pending slots " + pendingSlots(active) + "); the appliance or another rank is not responding");
-                }
-                if (received == 0 && completed < chunks)
-                {
-                    final long waitMs = Math.max(1, (nextDeadlineNs - now + NANOS_PER_MS - 1) / NANOS_PER_MS);
-                    selector.select(waitMs);
-                    selector.selectedKeys().clear();
-                }
+                submission.future.completeExceptionally(new AllReduceException(failed));
+                return submission.future;
             }
-            counters.allReduces++;
+            if (ordinal < nextSequence || waitingForPredecessors.containsKey(ordinal))
+            {
+                throw new IllegalArgumentException("sequence number " + ordinal + " was already submitted on job " +
+                    jobId + " rank " + rank + " (next free: " + nextSequence + ")");
+            }
+            if (ordinal - nextSequence >= pendingCapacity)
+            {
+                throw new IllegalArgumentException("sequence number " + ordinal + " is " + (ordinal - nextSequence) +
+                    " calls ahead of the next one to submit (" + nextSequence + "); at most " + pendingCapacity +
+                    " may wait (maxPendingAllReduces)");
+            }
+            if (ordinal != nextSequence)
+            {
+                waitingForPredecessors.put(ordinal, submission);
+                return submission.future;
+            }
+            publish(submission);
+            Submission next;
+            while ((next = waitingForPredecessors.remove(nextSequence)) != null)
+            {
+                publish(next);
+            }
+            return submission.future;
         }
-        catch (final IOException ex)
+        finally
         {
-            throw new AllReduceException("job " + jobId + " rank " + rank + ": data socket failed: " + ex, ex);
+            submitLock.unlock();
         }
     }
 
-    private List<Integer> pendingSlots(final int active)
+    private short[] blockExponents(final TensorView tensor)
     {
-        final List<Integer> pending = new ArrayList<>();
-        for (int slot = 0; slot < active && pending.size() < 16; slot++)
-        {
-            if (slotPhase[slot] != PHASE_DONE)
-            {
-                pending.add(slot);
-            }
-        }
-        return pending;
-    }
-
-    private void computeExponents(final TensorView tensor, final int chunks, final int length, final String tensorName)
-    {
-        if (chunkExponents.length < chunks)
-        {
-            chunkExponents = new short[chunks];
-        }
+        final int length = tensor.length();
+        final int chunks = (length + lanesPerSlot - 1) / lanesPerSlot;
+        final short[] exponents = new short[chunks];
         for (int chunk = 0; chunk < chunks; chunk++)
         {
             final int from = chunk * lanesPerSlot;
             final int count = Math.min(lanesPerSlot, length - from);
-            final int exponent = tensor.maxExponent(from, count);
+            final int maxAbsBits = tensor.maxAbsBits(from, count);
+            final int exponent = sixteenBit ?
+                HalfFloats.blockExponent(elementType, maxAbsBits) : BlockFloatingPoint.exponentOfMagnitudeBits(maxAbsBits);
             if (exponent == BlockFloatingPoint.NON_FINITE)
             {
-                final int index = tensor.firstNonFinite(from, count);
-                throw new IllegalArgumentException("cannot all-reduce " + tensorName + " on job " + jobId + " rank " + rank +
-                    ": element at offset " + index + " is NaN or infinite; nothing was sent");
+                final int index = tensor.firstNotRepresentable(elementType, sixteenBit, from, count);
+                final float value = tensor.floatAt(index);
+                throw new IllegalArgumentException("cannot all-reduce " + tensor.describe() + " on job " + jobId +
+                    " rank " + rank + ": element at offset " + index + (Float.isFinite(value) ?
+                    " (" + value + ") is outside the " + ElementType.name(elementType) + " range (largest finite " +
+                    HalfFloats.maxFinite(elementType) + ")" : " is NaN or infinite") + "; nothing was sent");
             }
-            chunkExponents[chunk] = (short)exponent;
+            exponents[chunk] = (short)exponent;
         }
+        return exponents;
     }
 
-    private void sendExponentOnly(final int slot, final long base, final long nowNs)
+    /**
+     * Give a submission its place in the stream and hand it to every agent; called in sequence order under
+     * the submission lock. Waits while an agent's queue is full (back-pressure).
+     */
+    private void publish(final Submission submission)
     {
-        final int chunk = slotChunk[slot];
-        header.wrap(slotViews[slot], 0).writeHeader(
-            DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[slot] | FLAG_EXPONENT_ONLY, elementType, slot,
-            base + chunk, 0, NO_EXPONENT, chunkExponents[chunk]);
-        transmit(slot, DataHeaderFlyweight.HEADER_LENGTH, nowNs);
-    }
-
-    private void sendData(
-        final TensorView tensor, final int slot, final long base, final int chunks, final int length, final long nowNs)
-    {
-        final int chunk = slotChunk[slot];
-        final int from = chunk * lanesPerSlot;
-        final int count = Math.min(lanesPerSlot, length - from);
-        int scaleExponent = NO_EXPONENT;
-        int lookahead = NO_EXPONENT;
-        double scale = 1.0;
-        int limit = Integer.MAX_VALUE;
-        if (tensor.isFloat())
+        nextSequence++;
+        if (submission.chunks == 0)
         {
-            scaleExponent = slotExponent[slot];
-            final int local = chunkExponents[chunk];
-            if (local > scaleExponent)
-            {
-                throw new AllReduceException("job " + jobId + " rank " + rank + ": agreed exponent " + scaleExponent +
-                    " for chunk " + (base + chunk) + " is below this rank's " + local +
-                    "; ranks are not submitting the same sequence of tensors");
-            }
-            scale = BlockFloatingPoint.scale(scaleExponent, worldSize);
-            limit = BlockFloatingPoint.laneLimit(worldSize);
-            final int next = chunk + slotCount;
-            lookahead = next < chunks ? chunkExponents[next] : NO_EXPONENT;
-        }
-        tensor.toLanes(from, count, scale, limit, lanes);
-        slotLanes[slot].clear();
-        slotLanes[slot].put(lanes, 0, count);
-        header.wrap(slotViews[slot], 0).writeHeader(
-            DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[slot], elementType, slot,
-            base + chunk, count, scaleExponent, lookahead);
-        transmit(slot, DataHeaderFlyweight.packetLength(count), nowNs);
-    }
-
-    private void transmit(final int slot, final int packetLength, final long nowNs)
-    {
-        final ByteBuffer packet = slotPackets[slot];
-        packet.limit(packetLength).position(0);
-        slotDeadlineNs[slot] = nowNs + retransmitTimeoutNs;
-        slotSentNs[slot] = nowNs;
-        if (txLoss.shouldDrop())
-        {
-            counters.lossInjected++;
+            submission.place(streamChunks, slotCount, shardCount);
+            counters.cells(shardCount).allReduces++;
+            submission.future.complete(null);
             return;
         }
-        try
+        submission.place(streamChunks, slotCount, shardCount);
+        streamChunks += submission.chunks;
+        for (final ShardAgent agent : agents)
         {
-            if (macEnabled)
+            while (!agent.offer(submission))
             {
-                PacketMac.sign(macK0, macK1, slotViews[slot], 0, packetLength);
+                final String failed = failure;
+                if (failed != null)
+                {
+                    submission.future.completeExceptionally(new AllReduceException(failed));
+                    return;
+                }
+                agent.wakeup();
+                LockSupport.parkNanos(SUBMIT_BACKOFF_NS);
             }
-            if (channels[slot % shardCount].write(packet) == 0)
-            {
-                counters.sendFailures++;
-                return;
-            }
-            counters.packetsSent++;
+            agent.wakeup();
         }
-        catch (final IOException ex)
-        {
-            // ICMP port unreachable surfaces here when the appliance is gone; the timer retries and
-            // the control connection or the progress timeout ends the call with a clear error
-            counters.sendFailures++;
-        }
-    }
-
-    private void retransmit(final int slot, final long nowNs)
-    {
-        slotRetransmitted[slot] = true;
-        final UnsafeBuffer view = slotViews[slot];
-        view.putByte(DataHeaderFlyweight.FLAGS_OFFSET, (byte)(view.getByte(DataHeaderFlyweight.FLAGS_OFFSET) | FLAG_RETRANSMIT));
-        counters.retransmissions++;
-        transmit(slot, slotPackets[slot].limit(), nowNs);
     }
 
     /**
-     * Every slot shares one path to the appliance, so an expiry doubles the timeout of all of them,
-     * as TCP does for a connection, until a round trip that was not retransmitted is measured.
-     */
-    private void backOff()
-    {
-        retransmitTimeoutNs = Math.min(retransmitTimeoutNs * 2, maxTimeoutNs);
-    }
-
-    /**
-     * RFC 6298 estimator over round trips of packets that were not retransmitted (Karn's rule):
-     * RTO = SRTT + 4 RTTVAR, clamped to the configured minimum and maximum. A slot's round trip
-     * includes waiting for the slowest worker, so the estimate adapts to load, not just the network.
-     */
-    private void onRttSample(final long rttNs)
-    {
-        if (smoothedRttNs == 0)
-        {
-            smoothedRttNs = rttNs;
-            rttVarianceNs = rttNs / 2;
-        }
-        else
-        {
-            rttVarianceNs += (Math.abs(smoothedRttNs - rttNs) - rttVarianceNs) >> 2;
-            smoothedRttNs += (rttNs - smoothedRttNs) >> 3;
-        }
-        retransmitTimeoutNs = Math.max(minTimeoutNs, Math.min(maxTimeoutNs, smoothedRttNs + 4 * rttVarianceNs));
-    }
-
-    /**
-     * @return the smoothed round-trip time of a slot, in nanoseconds (0 before the first sample).
+     * @return the largest smoothed round-trip time of a slot over the shards, in nanoseconds (0 before the
+     * first sample).
      */
     public long smoothedRttNs()
     {
-        return smoothedRttNs;
+        long max = 0;
+        for (final ShardAgent agent : agents)
+        {
+            max = Math.max(max, agent.smoothedRttNs());
+        }
+        return max;
     }
 
     /**
-     * @return the current retransmission timeout before backoff, in nanoseconds.
+     * @return the largest current retransmission timeout over the shards before backoff, in nanoseconds.
      */
     public long retransmitTimeoutNs()
     {
-        return retransmitTimeoutNs;
-    }
-
-    /**
-     * @return chunks completed by this packet (0 or 1), or -1 when it was stale or malformed.
-     */
-    private int onResult(
-        final TensorView tensor, final int bytes, final long base, final int chunks, final int length,
-        final double averageDivisor)
-    {
-        counters.packetsReceived++;
-        if (rxLoss.shouldDrop())
+        long max = 0;
+        for (final ShardAgent agent : agents)
         {
-            counters.lossInjected++;
-            return -1;
+            max = Math.max(max, agent.retransmitTimeoutNs());
         }
-        if (DataHeaderFlyweight.validate(receiveView, 0, bytes) != DropReason.NONE ||
-            (macEnabled && !PacketMac.verify(macK0, macK1, receiveView, 0, bytes)))
-        {
-            counters.malformedResults++;
-            return -1;
-        }
-        header.wrap(receiveView, 0);
-        final int slot = header.slotIndex();
-        if (header.type() != DataHeaderFlyweight.TYPE_RESULT || header.jobId() != jobId || slot >= slotCount)
-        {
-            counters.malformedResults++;
-            return -1;
-        }
-        final int phase = slotPhase[slot];
-        final boolean exponentOnly = header.isExponentOnly();
-        if (phase == PHASE_DONE || header.chunkSequence() != base + slotChunk[slot] ||
-            header.poolVersion() != slotVersion[slot] || exponentOnly != (phase == PHASE_EXPONENT))
-        {
-            counters.staleResults++;
-            return -1;
-        }
-
-        final long nowNs = System.nanoTime();
-        if (!slotRetransmitted[slot])
-        {
-            onRttSample(nowNs - slotSentNs[slot]);
-        }
-        slotRetransmitted[slot] = false;
-        slotVersion[slot] ^= 1;
-        if (phase == PHASE_EXPONENT)
-        {
-            slotExponent[slot] = header.lookaheadExponent();
-            slotPhase[slot] = PHASE_DATA;
-            sendData(tensor, slot, base, chunks, length, nowNs);
-            return 0;
-        }
-
-        final int chunk = slotChunk[slot];
-        final int count = header.elementCount();
-        final int expected = Math.min(lanesPerSlot, length - chunk * lanesPerSlot);
-        if (count != expected)
-        {
-            throw new AllReduceException("job " + jobId + " rank " + rank + ": result for chunk " + (base + chunk) + " has " +
-                count + " elements, expected " + expected + "; ranks are not submitting tensors of the same length");
-        }
-        receiveLanes.clear();
-        receiveLanes.get(lanes, 0, count);
-        final double multiplier = tensor.isFloat() ?
-            1.0 / (BlockFloatingPoint.scale(header.scaleExponent(), worldSize) * averageDivisor) : 1.0;
-        tensor.fromLanes(lanes, count, multiplier, chunk * lanesPerSlot);
-
-        final int next = chunk + slotCount;
-        if (next < chunks)
-        {
-            slotChunk[slot] = next;
-            slotExponent[slot] = header.lookaheadExponent();
-            sendData(tensor, slot, base, chunks, length, nowNs);
-        }
-        else
-        {
-            slotPhase[slot] = PHASE_DONE;
-        }
-        return 1;
-    }
-
-    /**
-     * Leave the job in an orderly way and release the sockets.
-     */
-    public void close()
-    {
-        closing = true;
-        try
-        {
-            controlSocket.getOutputStream().write((ControlProtocol.LEAVE + "\n").getBytes(StandardCharsets.UTF_8));
-            controlSocket.getOutputStream().flush();
-        }
-        catch (final IOException ignore)
-        {
-            // appliance already gone
-        }
-        closeQuietly(controlSocket, channels);
-        try
-        {
-            selector.close();
-        }
-        catch (final IOException ignore)
-        {
-            // closing anyway
-        }
+        return max;
     }
 
     private static void closeQuietly(final Socket socket, final DatagramChannel[] channels)

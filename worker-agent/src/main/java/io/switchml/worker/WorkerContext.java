@@ -29,6 +29,11 @@ public final class WorkerContext
     public static final long JOIN_TIMEOUT_MS_DEFAULT = 60_000;
     /** Requested SO_RCVBUF and SO_SNDBUF of the data socket. */
     public static final int SOCKET_BUFFER_BYTES_DEFAULT = 4 << 20;
+    /**
+     * All-reduce calls that may be submitted and not yet finished before a submitting thread waits
+     * (rounded up to a power of two): the length of each I/O agent's queue and window.
+     */
+    public static final int MAX_PENDING_ALL_REDUCES_DEFAULT = 1024;
 
     private String applianceHost = APPLIANCE_HOST_DEFAULT;
     private int controlPort = CONTROL_PORT_DEFAULT;
@@ -48,6 +53,7 @@ public final class WorkerContext
     private long progressTimeoutMs = PROGRESS_TIMEOUT_MS_DEFAULT;
     private long joinTimeoutMs = JOIN_TIMEOUT_MS_DEFAULT;
     private int socketBufferBytes = SOCKET_BUFFER_BYTES_DEFAULT;
+    private int maxPendingAllReduces = MAX_PENDING_ALL_REDUCES_DEFAULT;
     private double lossRate;
     private long lossSeed = 1;
 
@@ -79,6 +85,10 @@ public final class WorkerContext
         {
             throw new IllegalArgumentException("job token is required: 8 to 128 characters of [0-9A-Za-z_-], the same on every rank");
         }
+        if (!ElementType.isValid(elementType))
+        {
+            throw new IllegalArgumentException("element type must be int32, float32, float16 or bfloat16: " + elementType);
+        }
         if (slotTimeoutMs < 0)
         {
             throw new IllegalArgumentException("slot timeout must not be negative: " + slotTimeoutMs);
@@ -105,6 +115,11 @@ public final class WorkerContext
         if (controlPort < 1 || controlPort > 65_535)
         {
             throw new IllegalArgumentException("control port must be within 1..65535: " + controlPort);
+        }
+        if (maxPendingAllReduces < 1 || maxPendingAllReduces > 1 << 20)
+        {
+            throw new IllegalArgumentException("max pending all-reduces must be within 1.." + (1 << 20) + ": " +
+                maxPendingAllReduces);
         }
         if (!(lossRate >= 0.0 && lossRate < 1.0))
         {
@@ -322,6 +337,20 @@ public final class WorkerContext
     public WorkerContext socketBufferBytes(final int socketBufferBytes)
     {
         this.socketBufferBytes = socketBufferBytes;
+        return this;
+    }
+
+    public int maxPendingAllReduces()
+    {
+        return maxPendingAllReduces;
+    }
+
+    /**
+     * @param maxPendingAllReduces calls submitted and not finished before a submitting thread waits.
+     */
+    public WorkerContext maxPendingAllReduces(final int maxPendingAllReduces)
+    {
+        this.maxPendingAllReduces = maxPendingAllReduces;
         return this;
     }
 

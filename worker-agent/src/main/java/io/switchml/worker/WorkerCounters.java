@@ -1,67 +1,161 @@
 package io.switchml.worker;
 
 /**
- * Counters of one worker client. Written by the thread running an all-reduce, readable by others
- * (values may lag).
+ * Counters of one worker client, summed over its I/O agents (one per appliance shard) and its
+ * submitting threads. Each agent writes only its own cells, submitting threads (under the client's
+ * submission lock) theirs; readers on other threads see values that may lag.
  */
 public final class WorkerCounters
 {
-    volatile long packetsSent;
-    volatile long packetsReceived;
-    volatile long retransmissions;
-    volatile long staleResults;
-    volatile long malformedResults;
-    volatile long sendFailures;
-    volatile long lossInjected;
-    volatile long allReduces;
+    /** One agent's counters: a single writer, any number of readers. */
+    static final class Cells
+    {
+        volatile long packetsSent;
+        volatile long packetsReceived;
+        volatile long retransmissions;
+        volatile long staleResults;
+        volatile long malformedResults;
+        volatile long sendFailures;
+        volatile long lossInjected;
+        volatile long allReduces;
+        volatile long exponentOnlyPackets;
+        volatile long lookaheadMisses;
+    }
+
+    private final Cells[] cells;
+
+    WorkerCounters(final int agents)
+    {
+        cells = new Cells[agents];
+        for (int i = 0; i < agents; i++)
+        {
+            cells[i] = new Cells();
+        }
+    }
+
+    Cells cells(final int agent)
+    {
+        return cells[agent];
+    }
 
     public long packetsSent()
     {
-        return packetsSent;
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.packetsSent;
+        }
+        return sum;
     }
 
     public long packetsReceived()
     {
-        return packetsReceived;
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.packetsReceived;
+        }
+        return sum;
     }
 
     /** @return updates sent again after their slot's timer expired. */
     public long retransmissions()
     {
-        return retransmissions;
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.retransmissions;
+        }
+        return sum;
     }
 
     /** @return results for a chunk this worker had already completed (duplicates, late shadow copies). */
     public long staleResults()
     {
-        return staleResults;
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.staleResults;
+        }
+        return sum;
     }
 
     public long malformedResults()
     {
-        return malformedResults;
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.malformedResults;
+        }
+        return sum;
     }
 
     public long sendFailures()
     {
-        return sendFailures;
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.sendFailures;
+        }
+        return sum;
     }
 
     public long lossInjected()
     {
-        return lossInjected;
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.lossInjected;
+        }
+        return sum;
     }
 
+    /** @return all-reduce calls completed successfully. */
     public long allReduces()
     {
-        return allReduces;
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.allReduces;
+        }
+        return sum;
+    }
+
+    /**
+     * @return exponent-only updates sent (first transmissions; resends count as retransmissions): one
+     * per slot each time a slot starts on a chunk without an agreed exponent, i.e. at the start of the
+     * stream and after the stream ran dry on that slot.
+     */
+    public long exponentOnlyPackets()
+    {
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.exponentOnlyPackets;
+        }
+        return sum;
+    }
+
+    /**
+     * @return float updates sent with an unknown look-ahead exponent because the next chunk on their
+     * slot had not been submitted yet; each makes the slot's next chunk start with an exponent-only round.
+     */
+    public long lookaheadMisses()
+    {
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.lookaheadMisses;
+        }
+        return sum;
     }
 
     @Override
     public String toString()
     {
-        return "sent=" + packetsSent + " received=" + packetsReceived + " retransmissions=" + retransmissions +
-            " staleResults=" + staleResults + " malformed=" + malformedResults + " sendFailures=" + sendFailures +
-            " lossInjected=" + lossInjected + " allReduces=" + allReduces;
+        return "sent=" + packetsSent() + " received=" + packetsReceived() + " retransmissions=" + retransmissions() +
+            " staleResults=" + staleResults() + " malformed=" + malformedResults() + " sendFailures=" + sendFailures() +
+            " lossInjected=" + lossInjected() + " allReduces=" + allReduces() + " exponentOnly=" + exponentOnlyPackets() +
+            " lookaheadMisses=" + lookaheadMisses();
     }
 }

@@ -48,7 +48,7 @@ public final class WorkerRunCommand implements Callable<Integer>
     @Option(names = "--rank", required = true, description = "This worker's rank, 0 .. world-1.")
     private int rank;
 
-    @Option(names = "--type", description = "float32 or int32 (default ${DEFAULT-VALUE}).", defaultValue = "float32")
+    @Option(names = "--type", description = "float32, int32, float16 or bfloat16 (default ${DEFAULT-VALUE}).", defaultValue = "float32")
     private String type;
 
     @Option(names = "--elements", description = "Tensor length (default ${DEFAULT-VALUE}).", defaultValue = "1000000")
@@ -115,7 +115,7 @@ public final class WorkerRunCommand implements Callable<Integer>
         final Histogram tatNs = new Histogram(3);
         try (WorkerClient client = WorkerClient.connect(context))
         {
-            final float[] floats = elementType == ElementType.FLOAT32 ? new float[elements] : null;
+            final float[] floats = ElementType.isFloat(elementType) ? new float[elements] : null;
             final int[] ints = elementType == ElementType.INT32 ? new int[elements] : null;
             for (int round = 0; round < warmups + iterations; round++)
             {
@@ -128,7 +128,7 @@ public final class WorkerRunCommand implements Callable<Integer>
                     startNs = System.nanoTime();
                     client.allReduce(floats, floats, op);
                     endNs = System.nanoTime();
-                    error = KnownTensors.verifyFloat(floats, worldSize, round, lanes, op);
+                    error = KnownTensors.verifyFloat(floats, worldSize, round, lanes, op, elementType);
                 }
                 else
                 {

@@ -2,6 +2,7 @@ package io.switchml.appliance.control;
 
 import io.switchml.appliance.engine.SlotPool;
 import io.switchml.appliance.telemetry.JobCounters;
+import io.switchml.appliance.transport.AddressKey;
 import io.switchml.protocol.ElementType;
 
 import java.net.InetSocketAddress;
@@ -22,6 +23,8 @@ public final class Job
         JOINING, ACTIVE, ENDED
     }
 
+    private static final long UNSET_KEY = Long.MIN_VALUE;
+
     final int jobId;
     final String tenant;
     final String name;
@@ -38,6 +41,7 @@ public final class Job
     final long macK1;
     final long memoryBytes;
     final InetSocketAddress[][] members;
+    private final long[] memberKeys;
     final ControlConnection[] connections;
     final boolean[] left;
     final SlotPool[] pools;
@@ -69,6 +73,8 @@ public final class Job
         this.macK1 = macK1;
         this.memoryBytes = memoryBytes(spec.slots(), spec.lanes());
         this.members = new InetSocketAddress[worldSize][];
+        this.memberKeys = new long[worldSize * shardCount];
+        java.util.Arrays.fill(memberKeys, UNSET_KEY);
         this.connections = new ControlConnection[worldSize];
         this.left = new boolean[worldSize];
         this.pools = new SlotPool[shardCount];
@@ -169,6 +175,27 @@ public final class Job
     public InetSocketAddress member(final int rank, final int shard)
     {
         return members[rank][shard];
+    }
+
+    /**
+     * The member's address as an {@link AddressKey}, for an allocation-free source check. Each entry is
+     * computed once, on first use, by the one shard that reads it (entries of different shards are
+     * distinct array elements), after the job was published as active, when the members no longer change.
+     *
+     * @param rank  of a member.
+     * @param shard data-plane shard; only that shard's thread may call this.
+     * @return the key of {@link #member(int, int)}, or {@link AddressKey#NONE} when it is not IPv4.
+     */
+    public long memberKey(final int rank, final int shard)
+    {
+        final int index = rank * shardCount + shard;
+        long key = memberKeys[index];
+        if (UNSET_KEY == key)
+        {
+            key = AddressKey.of(members[rank][shard]);
+            memberKeys[index] = key;
+        }
+        return key;
     }
 
     /**

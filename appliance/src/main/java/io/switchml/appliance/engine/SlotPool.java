@@ -1,7 +1,10 @@
 package io.switchml.appliance.engine;
 
 import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.ElementType;
 import io.switchml.protocol.Lanes;
+import io.switchml.protocol.quant.BlockFloatingPoint;
+import io.switchml.protocol.quant.HalfFloats;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
@@ -17,11 +20,21 @@ import static io.switchml.protocol.DataHeaderFlyweight.PAYLOAD_OFFSET;
  * copies), with per-version seen bitmaps, counts and look-ahead exponents. This is Algorithm 3 of
  * the SwitchML paper ("switch logic with packet loss recovery"), plus consistency checks that a
  * switch cannot afford but a software appliance can: every contribution to a slot version must
- * carry the same chunk sequence number, element count, scale exponent and exponent-only flag as the
- * first one, otherwise it is rejected without touching state. Chunk sequence numbers only grow along a
- * slot version's rounds, so a late copy of an earlier round's update (which Algorithm 3 alone would
- * take as the first contribution of a new round, corrupting the shadow copy) is recognised and dropped
- * as {@link #STALE}.
+ * carry the same chunk sequence number, element type, element count, scale exponent and exponent-only
+ * flag as the first one, otherwise it is rejected without touching state. Chunk sequence numbers only
+ * grow along a slot version's rounds, so a late copy of an earlier round's update (which Algorithm 3
+ * alone would take as the first contribution of a new round, corrupting the shadow copy) is recognised
+ * and dropped as {@link #STALE}.
+ * <p>
+ * The header's check field is not a rejection criterion: the pool keeps the byte-wise maximum over the
+ * contributions and returns it in the result, so that every worker can see for itself that the ranks
+ * put different tensors at the same point of their streams (see
+ * {@link DataHeaderFlyweight#tensorCheckOf(int)}).
+ * <p>
+ * int32 and float32 lanes are summed as they arrive. float16 and bfloat16 lanes are decoded, scaled to
+ * 32-bit fixed point with f = (2^31-1)/(n*2^m) from the packet's scale exponent m and clamped to
+ * floor((2^31-1)/n) ({@link HalfFloats#toFixedPoint}), summed in int32, and encoded back to the 16-bit
+ * format as sum / f when the result is written ({@link HalfFloats#fromFixedPoint}).
  * <p>
  * Pure logic: no sockets, no clock, no allocation after construction. One thread owns an instance.
  */
@@ -59,8 +72,12 @@ public final class SlotPool
     private final short[] scaleExponent;
     private final short[] lookaheadExponent;
     private final boolean[] exponentOnly;
+    private final byte[] elementType;
+    private final int[] tensorCheck;
     private final long[] firstArrivalNs;
     private final int[] scratch;
+    private final short[] halfScratch;
+    private final int laneLimit;
 
     private long lastCompletionLatencyNs;
 
@@ -115,9 +132,13 @@ public final class SlotPool
         scaleExponent = new short[cells];
         lookaheadExponent = new short[cells];
         exponentOnly = new boolean[cells];
+        elementType = new byte[cells];
+        tensorCheck = new int[cells];
         firstArrivalNs = new long[cells];
         java.util.Arrays.fill(chunkSequence, -1L);
         scratch = new int[lanesPerSlot];
+        halfScratch = new short[lanesPerSlot];
+        laneLimit = BlockFloatingPoint.laneLimit(worldSize);
     }
 
     public int worldSize()
@@ -160,7 +181,8 @@ public final class SlotPool
      *
      * @param update       the received update packet.
      * @param resultBuffer where a result packet is written on {@link #COMPLETED} or
-     *                     {@link #SHADOW_RESULT}; must hold header plus k lanes.
+     *                     {@link #SHADOW_RESULT}; must hold header plus k lanes of the update's element
+     *                     type; the result is {@link #resultLength} bytes long.
      * @param resultOffset offset of the result packet in resultBuffer.
      * @param nowNs        time of arrival, only used for the completion latency.
      * @return one of {@link #ABSORBED}, {@link #COMPLETED}, {@link #SHADOW_RESULT},
@@ -183,6 +205,7 @@ public final class SlotPool
         final long sequence = update.chunkSequence();
         final int elements = update.elementCount();
         final boolean isExponentOnly = (flags & FLAG_EXPONENT_ONLY) != 0;
+        final byte type = update.elementType();
 
         final int word = rank >>> 6;
         final long bit = 1L << (rank & 63);
@@ -198,7 +221,8 @@ public final class SlotPool
             if (!first && (chunkSequence[cell] != sequence ||
                 elementCount[cell] != elements ||
                 scaleExponent[cell] != update.scaleExponent() ||
-                exponentOnly[cell] != isExponentOnly))
+                exponentOnly[cell] != isExponentOnly ||
+                elementType[cell] != type))
             {
                 return MISMATCH;
             }
@@ -214,15 +238,32 @@ public final class SlotPool
                 elementCount[cell] = elements;
                 scaleExponent[cell] = update.scaleExponent();
                 exponentOnly[cell] = isExponentOnly;
+                elementType[cell] = type;
                 lookaheadExponent[cell] = update.lookaheadExponent();
+                tensorCheck[cell] = update.tensorCheck();
                 firstArrivalNs[cell] = nowNs;
-                Lanes.read(buffer, payload, lanes, laneBase, elements);
+                if (ElementType.isSixteenBit(type))
+                {
+                    readHalfLanes(buffer, payload, type, update.scaleExponent(), elements, lanes, laneBase);
+                }
+                else
+                {
+                    Lanes.read(buffer, payload, lanes, laneBase, elements);
+                }
             }
             else
             {
                 lookaheadExponent[cell] = (short)Math.max(lookaheadExponent[cell], update.lookaheadExponent());
+                tensorCheck[cell] = DataHeaderFlyweight.combineTensorChecks(tensorCheck[cell], update.tensorCheck());
                 final int[] incoming = scratch;
-                Lanes.read(buffer, payload, incoming, 0, elements);
+                if (ElementType.isSixteenBit(type))
+                {
+                    readHalfLanes(buffer, payload, type, update.scaleExponent(), elements, incoming, 0);
+                }
+                else
+                {
+                    Lanes.read(buffer, payload, incoming, 0, elements);
+                }
                 for (int i = 0; i < elements; i++)
                 {
                     lanes[laneBase + i] += incoming[i];
@@ -304,6 +345,36 @@ public final class SlotPool
         return chunkSequence[cell];
     }
 
+    /**
+     * Length of the result packet a {@link #COMPLETED} or {@link #SHADOW_RESULT} wrote.
+     *
+     * @param result the result packet, wrapped.
+     * @return header plus payload bytes for its element type and count.
+     */
+    public static int resultLength(final DataHeaderFlyweight result)
+    {
+        return DataHeaderFlyweight.packetLength(result.elementType(), result.elementCount());
+    }
+
+    private void readHalfLanes(
+        final DirectBuffer buffer,
+        final int payload,
+        final byte type,
+        final short exponent,
+        final int elements,
+        final int[] dst,
+        final int dstFrom)
+    {
+        final short[] half = halfScratch;
+        Lanes.read(buffer, payload, half, 0, elements);
+        final double scale = BlockFloatingPoint.scale(exponent, worldSize);
+        final int limit = laneLimit;
+        for (int i = 0; i < elements; i++)
+        {
+            dst[dstFrom + i] = HalfFloats.toFixedPoint(type, half[i], scale, limit);
+        }
+    }
+
     private void writeResult(
         final DataHeaderFlyweight update,
         final int cell,
@@ -315,13 +386,29 @@ public final class SlotPool
         resultBuffer.putBytes(resultOffset, update.buffer(), update.offset(), PAYLOAD_OFFSET);
         final int laneBase = cell * lanesPerSlot;
         final int payload = resultOffset + PAYLOAD_OFFSET;
-        Lanes.write(lanes, laneBase, elements, resultBuffer, payload);
+        final byte type = elementType[cell];
+        if (ElementType.isSixteenBit(type))
+        {
+            final short[] half = halfScratch;
+            final double scale = BlockFloatingPoint.scale(scaleExponent[cell], worldSize);
+            for (int i = 0; i < elements; i++)
+            {
+                half[i] = HalfFloats.fromFixedPoint(type, lanes[laneBase + i], scale);
+            }
+            Lanes.write(half, 0, elements, resultBuffer, payload);
+        }
+        else
+        {
+            Lanes.write(lanes, laneBase, elements, resultBuffer, payload);
+        }
         resultBuffer.putByte(resultOffset + DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_RESULT);
         resultBuffer.putByte(resultOffset + DataHeaderFlyweight.FLAGS_OFFSET, (byte)flags);
         resultBuffer.putShort(resultOffset + DataHeaderFlyweight.SCALE_EXPONENT_OFFSET, scaleExponent[cell], ORDER);
         resultBuffer.putShort(resultOffset + DataHeaderFlyweight.LOOKAHEAD_EXPONENT_OFFSET, lookaheadExponent[cell], ORDER);
         resultBuffer.putLong(resultOffset + DataHeaderFlyweight.CHUNK_SEQUENCE_OFFSET, chunkSequence[cell], ORDER);
         resultBuffer.putShort(resultOffset + DataHeaderFlyweight.ELEMENT_COUNT_OFFSET, (short)elements, ORDER);
+        resultBuffer.putByte(resultOffset + DataHeaderFlyweight.ELEMENT_TYPE_OFFSET, type);
+        resultBuffer.putShort(resultOffset + DataHeaderFlyweight.TENSOR_CHECK_OFFSET, (short)tensorCheck[cell], ORDER);
         resultBuffer.putLong(resultOffset + DataHeaderFlyweight.MAC_OFFSET, 0L, ORDER);
     }
 }

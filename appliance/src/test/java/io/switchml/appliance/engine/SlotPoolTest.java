@@ -3,6 +3,7 @@ package io.switchml.appliance.engine;
 import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.DropReason;
 import io.switchml.protocol.ElementType;
+import io.switchml.protocol.quant.HalfFloats;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -408,6 +409,131 @@ class SlotPoolTest
             "full again", COMPLETED, harness.apply("full", update(1, 1, 0, 3, NO_EXPONENT, 0, 0, 0, 0, 0, 0, 0, 0, 9)));
         assertResult(
             "full chunk after partial", harness.result, 0, FLAG_POOL_VERSION, 3, NO_EXPONENT, 0, 0, 0, 0, 0, 0, 0, 0, 9);
+    }
+
+    /**
+     * float16 and bfloat16 lanes: decoded, scaled to 32-bit fixed point with the packet's exponent,
+     * summed, and encoded back, every element within the bound of {@link HalfFloats#errorBound} against
+     * the exact sum of the float32 inputs; the result carries 2-byte lanes, and a shadow copy returns the
+     * same bytes.
+     */
+    @ParameterizedTest
+    @ValueSource(bytes = { ElementType.FLOAT16, ElementType.BFLOAT16 })
+    void shouldAggregateSixteenBitLanesInFixedPointWithinTheBound(final byte type)
+    {
+        final String replay = System.getProperty(SEED_PROPERTY);
+        final long seed = replay != null && !replay.isEmpty() ? Long.parseLong(replay) : System.nanoTime();
+        final SplittableRandom random = new SplittableRandom(seed);
+        for (final int n : new int[]{ 1, 2, 3, 7, 16 })
+        {
+            final int k = 1 + random.nextInt(64);
+            final Harness harness = new Harness(n, 2, k);
+            for (int round = 0; round < 20; round++)
+            {
+                final int count = 1 + random.nextInt(k);
+                final int scaleOfChunk = random.nextInt(-30, type == ElementType.FLOAT16 ? 12 : 60);
+                final float[][] inputs = new float[n][count];
+                int maxBits = 0;
+                for (int r = 0; r < n; r++)
+                {
+                    for (int i = 0; i < count; i++)
+                    {
+                        final double unit = random.nextInt(8) == 0 ? 0.0 : random.nextDouble() * 2 - 1;
+                        inputs[r][i] = (float)Math.scalb(unit, scaleOfChunk - random.nextInt(12));
+                        maxBits = Math.max(maxBits, Float.floatToRawIntBits(inputs[r][i]) & 0x7FFF_FFFF);
+                    }
+                }
+                final int m = HalfFloats.blockExponent(type, maxBits);
+                final int version = round & 1;
+                final DataHeaderFlyweight[] updates = new DataHeaderFlyweight[n];
+                for (int r = 0; r < n; r++)
+                {
+                    final short[] lanes = new short[count];
+                    HalfFloats.encode(type, inputs[r], 0, count, lanes);
+                    updates[r] = halfUpdate(type, r, version, 1, round, m, lanes);
+                    final int code = harness.apply("round " + round + " rank " + r, updates[r]);
+                    assertCode("rank " + r, r < n - 1 ? ABSORBED : COMPLETED, code);
+                }
+                final String what = ElementType.name(type) + " n=" + n + " round " + round + " m=" + m + " seed=" + seed +
+                    " (replay with -D" + SEED_PROPERTY + "=" + seed + ")";
+                assertEquals(type, harness.result.elementType(), what);
+                assertEquals(count, harness.result.elementCount(), what);
+                assertEquals(DataHeaderFlyweight.HEADER_LENGTH + 2 * count, SlotPool.resultLength(harness.result), what);
+                assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(
+                    harness.result.buffer(), harness.result.offset(), SlotPool.resultLength(harness.result)), what);
+                assertEquals((short)m, harness.result.scaleExponent(), what);
+                final short[] first = new short[count];
+                for (int i = 0; i < count; i++)
+                {
+                    double exact = 0;
+                    double sumOfAbs = 0;
+                    for (int r = 0; r < n; r++)
+                    {
+                        exact += inputs[r][i];
+                        sumOfAbs += Math.abs(inputs[r][i]);
+                    }
+                    first[i] = harness.result.halfLane(i);
+                    final float value = HalfFloats.decode(type, first[i]);
+                    final double bound = HalfFloats.errorBound(type, n, m, sumOfAbs, Math.abs(exact));
+                    assertTrue(Math.abs(value - exact) <= bound,
+                        what + " element " + i + ": " + value + " vs exact " + exact + ", bound " + bound);
+                }
+                assertCode("retransmission", SHADOW_RESULT, harness.apply("shadow", updates[0]));
+                for (int i = 0; i < count; i++)
+                {
+                    assertEquals(first[i], harness.result.halfLane(i), what + " shadow copy lane " + i);
+                }
+            }
+        }
+    }
+
+    @Test
+    void shouldRejectAContributionOfAnotherElementType()
+    {
+        final Harness harness = new Harness(2, 1, 2);
+        assertCode("float16 first", ABSORBED,
+            harness.apply("f16", halfUpdate(ElementType.FLOAT16, 0, 0, 0, 0, 1, new short[]{ 0x3C00, 0x3C00 })));
+        assertCode("bfloat16 second", MISMATCH,
+            harness.apply("bf16", halfUpdate(ElementType.BFLOAT16, 1, 0, 0, 0, 1, new short[]{ 0x3F80, 0x3F80 })));
+        assertCode("float16 second", COMPLETED,
+            harness.apply("f16", halfUpdate(ElementType.FLOAT16, 1, 0, 0, 0, 1, new short[]{ 0x3C00, 0x4000 })));
+        assertEquals(2.0f, HalfFloats.decode(ElementType.FLOAT16, harness.result.halfLane(0)));
+        assertEquals(3.0f, HalfFloats.decode(ElementType.FLOAT16, harness.result.halfLane(1)));
+    }
+
+    /**
+     * The check field is aggregated, not compared: the result carries the byte-wise maximum, which equals a
+     * worker's own check only when every worker sent the same one. A shadow copy carries it too.
+     */
+    @Test
+    void shouldReturnTheByteWiseMaximumOfTheChecks()
+    {
+        final Harness harness = new Harness(3, 1, 1);
+        final int agreed = DataHeaderFlyweight.tensorCheckOf(0x5A);
+        for (int rank = 0; rank < 3; rank++)
+        {
+            final DataHeaderFlyweight update = intUpdate(rank, 0, 0, 0, rank);
+            update.tensorCheck(agreed);
+            assertCode("agreeing rank " + rank, rank < 2 ? ABSORBED : COMPLETED, harness.apply("agree", update));
+        }
+        assertEquals(agreed, harness.result.tensorCheck(), "all agree");
+
+        final int[] digests = { 0x10, 0x80, 0x10 };
+        DataHeaderFlyweight last = null;
+        for (int rank = 0; rank < 3; rank++)
+        {
+            last = intUpdate(rank, 1, 0, 1, rank);
+            last.tensorCheck(DataHeaderFlyweight.tensorCheckOf(digests[rank]));
+            assertCode("disagreeing rank " + rank, rank < 2 ? ABSORBED : COMPLETED, harness.apply("disagree", last));
+        }
+        assertEquals((0x80 << 8) | (0xFF - 0x10), harness.result.tensorCheck(), "max of checks, max of complements");
+        for (final int digest : digests)
+        {
+            assertNotEquals(DataHeaderFlyweight.tensorCheckOf(digest), harness.result.tensorCheck(),
+                "every rank sees the disagreement");
+        }
+        assertCode("shadow", SHADOW_RESULT, harness.apply("shadow", last));
+        assertEquals((0x80 << 8) | (0xFF - 0x10), harness.result.tensorCheck(), "shadow copy");
     }
 
     @Test
@@ -1097,7 +1223,7 @@ class SlotPoolTest
                 assertEquals(update.elementType(), result.elementType(), step + ": result element type");
                 assertEquals(update.jobId(), result.jobId(), step + ": result job id");
             }
-            final int end = hasResult ? RESULT_OFFSET + packetLength(result.elementCount()) : RESULT_OFFSET;
+            final int end = hasResult ? RESULT_OFFSET + SlotPool.resultLength(result) : RESULT_OFFSET;
             for (int i = 0; i < resultBuffer.capacity(); i++)
             {
                 if ((i < RESULT_OFFSET || i >= end) && resultBuffer.getByte(i) != SENTINEL)
@@ -1151,6 +1277,31 @@ class SlotPoolTest
         for (int i = 0; i < lanes.length; i++)
         {
             header.lane(i, lanes[i]);
+        }
+        assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(buffer, 0, buffer.capacity()), "test packet");
+        return header;
+    }
+
+    /**
+     * A float16 or bfloat16 update: 2-byte lanes holding the values, the block exponent in the header.
+     */
+    private static DataHeaderFlyweight halfUpdate(
+        final byte type,
+        final int rank,
+        final int flags,
+        final int slot,
+        final long sequence,
+        final int scaleExponent,
+        final short[] lanes)
+    {
+        final UnsafeBuffer buffer = new UnsafeBuffer(new byte[DataHeaderFlyweight.packetLength(type, lanes.length)]);
+        final DataHeaderFlyweight header = new DataHeaderFlyweight().wrap(buffer, 0);
+        header.writeHeader(
+            TYPE_UPDATE, JOB_ID, rank, flags, type, slot, sequence, lanes.length, scaleExponent, NO_EXPONENT,
+            DataHeaderFlyweight.tensorCheckOf(3));
+        for (int i = 0; i < lanes.length; i++)
+        {
+            header.halfLane(i, lanes[i]);
         }
         assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(buffer, 0, buffer.capacity()), "test packet");
         return header;

@@ -1,0 +1,105 @@
+package io.switchml.appliance.transport;
+
+import io.switchml.appliance.Appliance;
+import io.switchml.appliance.ApplianceContext;
+import io.switchml.protocol.LossGenerator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Drives a native shard agent directly from the test thread (Aeron's SenderTest style): a window of
+ * updates waiting in the socket is taken by one recvmmsg, processed, and answered by one sendmmsg.
+ * The job comes from a running appliance's control plane (the agent shares its registry); the appliance's
+ * own shard is never sent anything, so the agent under test is the only one touching the job's slots.
+ */
+@Timeout(30)
+class NativeShardAgentTest
+{
+    private static final int SLOTS = 32;
+
+    @TempDir
+    Path tempDir;
+
+    private Appliance appliance;
+    private NativeShardAgent agent;
+
+    @BeforeEach
+    void start() throws Exception
+    {
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(-1).dir(tempDir.toString()));
+    }
+
+    @AfterEach
+    void stop()
+    {
+        if (agent != null)
+        {
+            agent.onClose();
+        }
+        appliance.close();
+    }
+
+    private NativeShardAgent agent(final int batch) throws Exception
+    {
+        return new NativeShardAgent(0,
+            sender -> new ShardProcessor(0, 1, appliance.registry(), appliance.telemetry().shardCounters(0),
+                appliance.telemetry().slotLatency(0), LossGenerator.of(0.0, 1), LossGenerator.of(0.0, 2), Runnable::run, sender,
+                0, false),
+            appliance.telemetry().shardCounters(0), appliance.telemetry().errorLog(),
+            (Inet4Address)InetAddress.getByName("127.0.0.1"), 0, -1, batch, 0, 1 << 20, -1, 100_000_000L);
+    }
+
+    @Test
+    void aWindowWaitingInTheSocketIsReceivedAndAnsweredWithOneCallEach() throws Exception
+    {
+        agent = agent(64);
+        agent.onStart();
+        try (ProtocolPeer peer = new ProtocolPeer(appliance.controlPort(), agent.port(), 256, SLOTS, true))
+        {
+            peer.createAndJoin("direct");
+            for (int round = 0; round < 3; round++)
+            {
+                peer.sendWindow();
+                final long receiveCalls = agent.receiveCalls();
+                final long sendCalls = agent.sendCalls();
+                assertTrue(agent.doWork() >= SLOTS);
+                assertEquals(receiveCalls + 1, agent.receiveCalls(), "one recvmmsg for the window");
+                assertEquals(sendCalls + 1, agent.sendCalls(), "one sendmmsg for the window's results");
+                assertEquals(SLOTS, peer.receiveWindow());
+            }
+            assertEquals(0, agent.doWork(), "nothing left to do");
+            assertEquals(0L, agent.sendDrops());
+            assertEquals(0L, agent.syscallErrors());
+        }
+    }
+
+    @Test
+    void aWindowLargerThanTheBatchTakesSeveralReceivesAndIsAllAnswered() throws Exception
+    {
+        agent = agent(8);
+        agent.onStart();
+        try (ProtocolPeer peer = new ProtocolPeer(appliance.controlPort(), agent.port(), 256, SLOTS, false))
+        {
+            peer.createAndJoin("small-batch");
+            peer.sendWindow();
+            final long receiveCalls = agent.receiveCalls();
+            int work = 0;
+            while (work < SLOTS)
+            {
+                work += agent.doWork();
+            }
+            assertEquals(receiveCalls + SLOTS / 8, agent.receiveCalls(), "batches of 8");
+            assertEquals(SLOTS, peer.receiveWindow());
+        }
+    }
+}

@@ -1,0 +1,801 @@
+package io.switchml.worker;
+
+import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.DropReason;
+import io.switchml.protocol.ElementType;
+import io.switchml.protocol.LossGenerator;
+import io.switchml.protocol.quant.BlockFloatingPoint;
+import io.switchml.protocol.security.PacketMac;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.IntBuffer;
+import java.nio.ShortBuffer;
+import java.nio.channels.DatagramChannel;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.function.Consumer;
+
+import static io.switchml.protocol.DataHeaderFlyweight.FLAG_EXPONENT_ONLY;
+import static io.switchml.protocol.DataHeaderFlyweight.FLAG_RETRANSMIT;
+import static io.switchml.protocol.DataHeaderFlyweight.NO_EXPONENT;
+import static io.switchml.protocol.DataHeaderFlyweight.UNKNOWN_EXPONENT;
+
+/**
+ * The I/O agent of one appliance shard: it owns the shard's UDP channel and the job's slots that the
+ * shard holds (global slot i belongs to shard i mod S and is local slot i / S here), and moves the
+ * client's stream of submitted tensors through them (Algorithm 4 with loss recovery).
+ * <p>
+ * Every agent sees every submission, in stream order, through its own bounded queue, and keeps the
+ * submissions it has not finished in a window. Each of its slots walks its stream chunks i, i+s, i+2s,
+ * ... regardless of which tensor they belong to: when a result returns, the slot moves on to its next
+ * stream chunk at once if that chunk has been submitted, else it waits until it is. Float updates carry
+ * the exponent of the slot's next chunk as look-ahead when it is known, and {@link
+ * DataHeaderFlyweight#UNKNOWN_EXPONENT} when it is not; since that value wins the maximum, every rank
+ * learns from the result alike whether the next chunk has an agreed exponent or must open with an
+ * exponent-only round.
+ * <p>
+ * Everything on the packet path uses preallocated buffers: no allocation per packet. Failures that end
+ * the client (abort, progress timeout, an ordering violation) go to {@link WorkerClient#fail}, after
+ * which every agent fails the futures it holds.
+ */
+final class ShardAgent implements Agent
+{
+    private static final long NANOS_PER_MS = 1_000_000L;
+    private static final int WAITING = 0;
+    private static final int EXPONENT = 1;
+    private static final int DATA = 2;
+    private static final int RECEIVE_BUDGET = 64;
+    private static final int POLL_BUDGET = 64;
+    private static final long MAX_IDLE_WAIT_MS = 50;
+
+    private final WorkerClient client;
+    private final int shard;
+    private final int shardCount;
+    private final int slotCount;
+    private final int localSlots;
+    private final int jobId;
+    private final int rank;
+    private final int worldSize;
+    private final int lanesPerSlot;
+    private final byte elementType;
+    private final boolean isFloat;
+    private final boolean isSixteenBit;
+    private final DatagramChannel channel;
+    private final Selector selector;
+    private final Consumer<SelectionKey> onSelected = key -> { };
+    private final ManyToOneConcurrentArrayQueue<Submission> inbox;
+    private final WorkerCounters.Cells counters;
+    private final LossGenerator txLoss;
+    private final LossGenerator rxLoss;
+    private final boolean macEnabled;
+    private final long macK0;
+    private final long macK1;
+    private final String roleName;
+
+    private final ByteBuffer[] slotPackets;
+    private final UnsafeBuffer[] slotViews;
+    private final IntBuffer[] slotInts;
+    private final ShortBuffer[] slotHalves;
+    private final DataHeaderFlyweight header = new DataHeaderFlyweight();
+    private final ByteBuffer receiveBuffer;
+    private final UnsafeBuffer receiveView;
+    private final IntBuffer receiveInts;
+    private final ShortBuffer receiveHalves;
+    private final int[] lanes;
+    private final short[] halves;
+    private final float[] stage;
+
+    private final long[] slotChunk;
+    private final long[] slotWindow;
+    private final int[] slotState;
+    private final boolean[] slotNeedsExponent;
+    private final int[] slotVersion;
+    private final int[] slotExponent;
+    private final long[] slotDeadlineNs;
+    private final long[] slotSentNs;
+    private final boolean[] slotRetransmitted;
+
+    private final Submission[] window;
+    private final int windowMask;
+    private long windowHead;
+    private long windowTail;
+    private long streamEnd;
+
+    private final long minTimeoutNs;
+    private final long maxTimeoutNs;
+    private final long progressTimeoutNs;
+    private long retransmitTimeoutNs;
+    private volatile long smoothedRttNs;
+    private volatile long publishedTimeoutNs;
+    private long rttVarianceNs;
+    private long nextDeadlineNs = Long.MAX_VALUE;
+    private long lastProgressNs;
+    private int inFlight;
+    private boolean failedAll;
+
+    ShardAgent(
+        final WorkerClient client,
+        final WorkerContext context,
+        final int shard,
+        final int shardCount,
+        final int jobId,
+        final DatagramChannel channel,
+        final boolean macEnabled,
+        final long macK0,
+        final long macK1,
+        final WorkerCounters.Cells counters,
+        final int pendingCapacity) throws IOException
+    {
+        this.client = client;
+        this.shard = shard;
+        this.shardCount = shardCount;
+        this.slotCount = context.slots();
+        this.localSlots = (slotCount - shard + shardCount - 1) / shardCount;
+        this.jobId = jobId;
+        this.rank = context.rank();
+        this.worldSize = context.worldSize();
+        this.lanesPerSlot = context.lanes();
+        this.elementType = context.elementType();
+        this.isFloat = ElementType.isFloat(elementType);
+        this.isSixteenBit = ElementType.isSixteenBit(elementType);
+        this.channel = channel;
+        this.counters = counters;
+        this.macEnabled = macEnabled;
+        this.macK0 = macK0;
+        this.macK1 = macK1;
+        this.roleName = "switchml-worker-r" + rank + "-shard" + shard;
+        this.txLoss = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_003L + rank + 7919L * shard);
+        this.rxLoss = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_033L + rank + 17 + 7919L * shard);
+        this.inbox = new ManyToOneConcurrentArrayQueue<>(pendingCapacity);
+        this.window = new Submission[pendingCapacity];
+        this.windowMask = pendingCapacity - 1;
+
+        final int packetCapacity = DataHeaderFlyweight.packetLength(lanesPerSlot);
+        final ByteBuffer all = ByteBuffer.allocateDirect(packetCapacity * Math.max(1, localSlots));
+        slotPackets = new ByteBuffer[localSlots];
+        slotViews = new UnsafeBuffer[localSlots];
+        slotInts = new IntBuffer[localSlots];
+        slotHalves = new ShortBuffer[localSlots];
+        for (int l = 0; l < localSlots; l++)
+        {
+            final ByteBuffer packet = all.slice(l * packetCapacity, packetCapacity);
+            slotPackets[l] = packet;
+            slotViews[l] = new UnsafeBuffer(packet);
+            final ByteBuffer payload = packet.slice(
+                DataHeaderFlyweight.PAYLOAD_OFFSET, packetCapacity - DataHeaderFlyweight.PAYLOAD_OFFSET).order(ByteOrder.BIG_ENDIAN);
+            slotInts[l] = payload.asIntBuffer();
+            slotHalves[l] = payload.asShortBuffer();
+        }
+        receiveBuffer = ByteBuffer.allocateDirect(DataHeaderFlyweight.MAX_UDP_PAYLOAD + 1);
+        receiveView = new UnsafeBuffer(receiveBuffer);
+        final ByteBuffer receivePayload = receiveBuffer.slice(
+            DataHeaderFlyweight.PAYLOAD_OFFSET, receiveBuffer.capacity() - DataHeaderFlyweight.PAYLOAD_OFFSET)
+            .order(ByteOrder.BIG_ENDIAN);
+        receiveInts = receivePayload.asIntBuffer();
+        receiveHalves = receivePayload.asShortBuffer();
+        lanes = new int[lanesPerSlot];
+        halves = new short[lanesPerSlot];
+        stage = new float[lanesPerSlot];
+
+        slotChunk = new long[localSlots];
+        slotWindow = new long[localSlots];
+        slotState = new int[localSlots];
+        slotNeedsExponent = new boolean[localSlots];
+        slotVersion = new int[localSlots];
+        slotExponent = new int[localSlots];
+        slotDeadlineNs = new long[localSlots];
+        slotSentNs = new long[localSlots];
+        slotRetransmitted = new boolean[localSlots];
+        for (int l = 0; l < localSlots; l++)
+        {
+            slotChunk[l] = (long)l * shardCount + shard;
+            slotNeedsExponent[l] = isFloat;
+        }
+
+        minTimeoutNs = Math.min(context.minRetransmitTimeoutMs(), context.retransmitTimeoutMs()) * NANOS_PER_MS;
+        maxTimeoutNs = context.maxRetransmitTimeoutMs() * NANOS_PER_MS;
+        progressTimeoutNs = context.progressTimeoutMs() * NANOS_PER_MS;
+        retransmitTimeoutNs = context.retransmitTimeoutMs() * NANOS_PER_MS;
+        publishedTimeoutNs = retransmitTimeoutNs;
+
+        selector = Selector.open();
+        channel.register(selector, SelectionKey.OP_READ);
+    }
+
+    public String roleName()
+    {
+        return roleName;
+    }
+
+    /**
+     * Offer a submission, from the client's publishing thread (under its submission lock).
+     *
+     * @return false when the queue is full.
+     */
+    boolean offer(final Submission submission)
+    {
+        return inbox.offer(submission);
+    }
+
+    /** Make a waiting {@link #idle} return: new work or a failure. Any thread. */
+    void wakeup()
+    {
+        selector.wakeup();
+    }
+
+    long smoothedRttNs()
+    {
+        return smoothedRttNs;
+    }
+
+    long retransmitTimeoutNs()
+    {
+        return publishedTimeoutNs;
+    }
+
+    public int doWork()
+    {
+        final String failure = client.failure();
+        if (failure != null)
+        {
+            return failEverything(failure);
+        }
+        int work = 0;
+        if (!client.isStreamHeld())
+        {
+            work += pollSubmissions();
+        }
+        work += receive();
+        work += checkTimers();
+        return work;
+    }
+
+    /**
+     * Wait for a packet, a wake-up or the next timer, for the idle strategy once spinning is over.
+     */
+    void idle()
+    {
+        long waitMs = MAX_IDLE_WAIT_MS;
+        if (inFlight > 0)
+        {
+            final long untilNs = Math.min(nextDeadlineNs, lastProgressNs + progressTimeoutNs) - System.nanoTime();
+            waitMs = Math.max(1, Math.min(MAX_IDLE_WAIT_MS, (untilNs + NANOS_PER_MS - 1) / NANOS_PER_MS));
+        }
+        try
+        {
+            selector.select(onSelected, waitMs);
+        }
+        catch (final IOException ex)
+        {
+            client.fail("job " + jobId + " rank " + rank + ": selector of shard " + shard + " failed: " + ex, false);
+        }
+    }
+
+    public void onClose()
+    {
+        final String failure = client.failure();
+        failEverything(failure != null ? failure :
+            "job " + jobId + " rank " + rank + ": the client was closed before the all-reduce completed");
+        try
+        {
+            selector.close();
+        }
+        catch (final IOException ignore)
+        {
+            // closing anyway
+        }
+    }
+
+    private int pollSubmissions()
+    {
+        int polled = 0;
+        while (polled < POLL_BUDGET && windowTail - windowHead <= windowMask)
+        {
+            final Submission submission = inbox.poll();
+            if (submission == null)
+            {
+                break;
+            }
+            window[(int)(windowTail & windowMask)] = submission;
+            windowTail++;
+            streamEnd = submission.endChunk;
+            polled++;
+        }
+        if (polled > 0)
+        {
+            popFinished();
+            final long nowNs = System.nanoTime();
+            for (int l = 0; l < localSlots; l++)
+            {
+                if (slotState[l] == WAITING && slotChunk[l] < streamEnd)
+                {
+                    if (inFlight++ == 0)
+                    {
+                        lastProgressNs = nowNs;
+                    }
+                    start(l, nowNs);
+                }
+            }
+        }
+        return polled;
+    }
+
+    /** Drop finished submissions from the head of the window. */
+    private void popFinished()
+    {
+        while (windowHead < windowTail)
+        {
+            final int index = (int)(windowHead & windowMask);
+            if (window[index].pendingByShard[shard] != 0)
+            {
+                break;
+            }
+            window[index] = null;
+            windowHead++;
+        }
+    }
+
+    /**
+     * @return the submission holding a slot's current chunk, which must be in the window.
+     */
+    private Submission locate(final int l)
+    {
+        final long chunk = slotChunk[l];
+        long w = Math.max(slotWindow[l], windowHead);
+        Submission submission = window[(int)(w & windowMask)];
+        while (submission.endChunk <= chunk)
+        {
+            w++;
+            submission = window[(int)(w & windowMask)];
+        }
+        slotWindow[l] = w;
+        return submission;
+    }
+
+    /**
+     * Exponent of a stream chunk not yet sent, or {@link DataHeaderFlyweight#UNKNOWN_EXPONENT} when it has not
+     * been submitted yet.
+     */
+    private int lookahead(final int l, final long chunk)
+    {
+        if (chunk >= streamEnd)
+        {
+            counters.lookaheadMisses++;
+            return UNKNOWN_EXPONENT;
+        }
+        long w = slotWindow[l];
+        Submission submission = window[(int)(w & windowMask)];
+        while (submission.endChunk <= chunk)
+        {
+            w++;
+            submission = window[(int)(w & windowMask)];
+        }
+        return submission.exponents[(int)(chunk - submission.firstChunk)];
+    }
+
+    private void start(final int l, final long nowNs)
+    {
+        final Submission submission = locate(l);
+        if (slotNeedsExponent[l])
+        {
+            sendExponentOnly(l, submission, nowNs);
+        }
+        else
+        {
+            sendData(l, submission, nowNs);
+        }
+    }
+
+    private void sendExponentOnly(final int l, final Submission submission, final long nowNs)
+    {
+        final long chunk = slotChunk[l];
+        final int index = (int)(chunk - submission.firstChunk);
+        slotState[l] = EXPONENT;
+        header.wrap(slotViews[l], 0).writeHeader(
+            DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[l] | FLAG_EXPONENT_ONLY, elementType,
+            globalSlot(l), chunk, 0, NO_EXPONENT, submission.exponents[index], submission.tensorCheck(index));
+        counters.exponentOnlyPackets++;
+        transmit(l, DataHeaderFlyweight.HEADER_LENGTH, nowNs);
+    }
+
+    private void sendData(final int l, final Submission submission, final long nowNs)
+    {
+        final long chunk = slotChunk[l];
+        final int index = (int)(chunk - submission.firstChunk);
+        final int from = index * lanesPerSlot;
+        final int count = Math.min(lanesPerSlot, submission.length - from);
+        int scaleExponent = NO_EXPONENT;
+        int lookahead = NO_EXPONENT;
+        final TensorView tensor = submission.tensor;
+        slotState[l] = DATA;
+        if (isFloat)
+        {
+            scaleExponent = slotExponent[l];
+            final int local = submission.exponents[index];
+            if (local > scaleExponent)
+            {
+                orderingViolation("the agreed block exponent " + scaleExponent + " of " + submission.describeChunk(chunk) +
+                    " is below this rank's " + local);
+                return;
+            }
+            lookahead = lookahead(l, chunk + slotCount);
+            if (isSixteenBit)
+            {
+                tensor.toHalfLanes(elementType, from, count, halves, stage);
+                final ShortBuffer out = slotHalves[l];
+                out.clear();
+                out.put(halves, 0, count);
+            }
+            else
+            {
+                tensor.toLanes(from, count, BlockFloatingPoint.scale(scaleExponent, worldSize),
+                    BlockFloatingPoint.laneLimit(worldSize), lanes, stage);
+                final IntBuffer out = slotInts[l];
+                out.clear();
+                out.put(lanes, 0, count);
+            }
+        }
+        else
+        {
+            tensor.toLanes(from, count, 1.0, Integer.MAX_VALUE, lanes, stage);
+            final IntBuffer out = slotInts[l];
+            out.clear();
+            out.put(lanes, 0, count);
+        }
+        header.wrap(slotViews[l], 0).writeHeader(
+            DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[l], elementType, globalSlot(l), chunk, count,
+            scaleExponent, lookahead, submission.tensorCheck(index));
+        transmit(l, DataHeaderFlyweight.packetLength(elementType, count), nowNs);
+    }
+
+    private int globalSlot(final int l)
+    {
+        return l * shardCount + shard;
+    }
+
+    private void transmit(final int l, final int packetLength, final long nowNs)
+    {
+        final ByteBuffer packet = slotPackets[l];
+        packet.limit(packetLength).position(0);
+        final long deadlineNs = nowNs + retransmitTimeoutNs;
+        slotDeadlineNs[l] = deadlineNs;
+        slotSentNs[l] = nowNs;
+        if (deadlineNs - nextDeadlineNs < 0)
+        {
+            nextDeadlineNs = deadlineNs;
+        }
+        if (txLoss.shouldDrop())
+        {
+            counters.lossInjected++;
+            return;
+        }
+        try
+        {
+            if (macEnabled)
+            {
+                PacketMac.sign(macK0, macK1, slotViews[l], 0, packetLength);
+            }
+            if (channel.write(packet) == 0)
+            {
+                counters.sendFailures++;
+                return;
+            }
+            counters.packetsSent++;
+        }
+        catch (final IOException ex)
+        {
+            // ICMP port unreachable surfaces here when the appliance is gone; the timer retries and
+            // the control connection or the progress timeout ends the stream with a clear error
+            counters.sendFailures++;
+        }
+    }
+
+    private int receive()
+    {
+        int received = 0;
+        try
+        {
+            int bytes;
+            while (received < RECEIVE_BUDGET && (bytes = channel.read(receiveBuffer.clear())) > 0)
+            {
+                received++;
+                onResult(bytes);
+                if (client.failure() != null)
+                {
+                    break;
+                }
+            }
+        }
+        catch (final IOException ex)
+        {
+            counters.sendFailures++;
+        }
+        return received;
+    }
+
+    private void onResult(final int bytes)
+    {
+        counters.packetsReceived++;
+        if (rxLoss.shouldDrop())
+        {
+            counters.lossInjected++;
+            return;
+        }
+        if (DataHeaderFlyweight.validate(receiveView, 0, bytes) != DropReason.NONE ||
+            (macEnabled && !PacketMac.verify(macK0, macK1, receiveView, 0, bytes)))
+        {
+            counters.malformedResults++;
+            return;
+        }
+        header.wrap(receiveView, 0);
+        final int slot = header.slotIndex();
+        if (header.type() != DataHeaderFlyweight.TYPE_RESULT || header.jobId() != jobId || slot >= slotCount ||
+            slot % shardCount != shard || header.elementType() != elementType)
+        {
+            counters.malformedResults++;
+            return;
+        }
+        final int l = slot / shardCount;
+        final int state = slotState[l];
+        final long chunk = slotChunk[l];
+        final boolean exponentOnly = header.isExponentOnly();
+        if (state == WAITING || header.chunkSequence() != chunk || header.poolVersion() != slotVersion[l] ||
+            exponentOnly != (state == EXPONENT))
+        {
+            counters.staleResults++;
+            return;
+        }
+
+        final long nowNs = System.nanoTime();
+        if (!slotRetransmitted[l])
+        {
+            onRttSample(nowNs - slotSentNs[l]);
+        }
+        slotRetransmitted[l] = false;
+        slotVersion[l] ^= 1;
+        lastProgressNs = nowNs;
+
+        final Submission submission = window[(int)(slotWindow[l] & windowMask)];
+        final int index = (int)(chunk - submission.firstChunk);
+        if (header.tensorCheck() != submission.tensorCheck(index))
+        {
+            orderingViolation("the result of " + submission.describeChunk(chunk) + " shows that another rank put a " +
+                "different tensor (length, position in it, or reduce op) at this point of its stream");
+            return;
+        }
+        if (state == EXPONENT)
+        {
+            final int agreed = header.lookaheadExponent();
+            if (agreed == UNKNOWN_EXPONENT)
+            {
+                orderingViolation("the exponent round of " + submission.describeChunk(chunk) +
+                    " returned no exponent: another rank sent data where this rank opened an exponent round");
+                return;
+            }
+            slotExponent[l] = agreed;
+            sendData(l, submission, nowNs);
+            return;
+        }
+
+        final int count = header.elementCount();
+        final int from = index * lanesPerSlot;
+        final int expected = Math.min(lanesPerSlot, submission.length - from);
+        if (count != expected || (isFloat && header.scaleExponent() != slotExponent[l]))
+        {
+            orderingViolation("the result of " + submission.describeChunk(chunk) + " has " + count +
+                " elements and exponent " + header.scaleExponent() + ", this rank sent " + expected + " and " +
+                slotExponent[l]);
+            return;
+        }
+        final TensorView tensor = submission.tensor;
+        if (isSixteenBit)
+        {
+            receiveHalves.clear();
+            receiveHalves.get(halves, 0, count);
+            final int nonFinite = tensor.fromHalfLanes(elementType, halves, count, submission.divisor, from, stage);
+            if (nonFinite >= 0)
+            {
+                submission.onDataError("job " + jobId + " rank " + rank + ": the sum at offset " + (from + nonFinite) +
+                    " of " + submission.describe() + " is outside the " + ElementType.name(elementType) +
+                    " range; its other elements were written");
+            }
+        }
+        else if (isFloat)
+        {
+            receiveInts.clear();
+            receiveInts.get(lanes, 0, count);
+            final double multiplier = 1.0 / (BlockFloatingPoint.scale(header.scaleExponent(), worldSize) * submission.divisor);
+            tensor.fromLanes(lanes, count, multiplier, from, stage);
+        }
+        else
+        {
+            receiveInts.clear();
+            receiveInts.get(lanes, 0, count);
+            tensor.fromLanes(lanes, count, 1.0, from, stage);
+        }
+
+        final int lookahead = header.lookaheadExponent();
+        if (isFloat)
+        {
+            slotNeedsExponent[l] = lookahead == UNKNOWN_EXPONENT;
+            slotExponent[l] = lookahead;
+        }
+        slotChunk[l] = chunk + slotCount;
+        onChunkDone(submission);
+        if (slotChunk[l] < streamEnd)
+        {
+            start(l, nowNs);
+        }
+        else
+        {
+            slotState[l] = WAITING;
+            inFlight--;
+            if (isFloat && !slotNeedsExponent[l])
+            {
+                orderingViolation("the result of " + submission.describeChunk(chunk) + " carries an agreed exponent " +
+                    "for stream chunk " + slotChunk[l] + ", which this rank has not submitted");
+            }
+        }
+    }
+
+    private void onChunkDone(final Submission submission)
+    {
+        if (--submission.pendingByShard[shard] == 0)
+        {
+            popFinished();
+            if (submission.onShardDone())
+            {
+                final String error = submission.dataError();
+                if (error == null)
+                {
+                    counters.allReduces++;
+                    submission.future.complete(null);
+                }
+                else
+                {
+                    submission.future.completeExceptionally(new AllReduceException(error));
+                }
+            }
+        }
+    }
+
+    private int checkTimers()
+    {
+        if (inFlight == 0)
+        {
+            return 0;
+        }
+        final long nowNs = System.nanoTime();
+        if (nowNs - lastProgressNs > progressTimeoutNs)
+        {
+            client.fail("job " + jobId + " rank " + rank + ": no result for " + progressTimeoutNs / NANOS_PER_MS +
+                " ms on shard " + shard + " (pending: " + describePending(4) + "); the appliance or another rank is " +
+                "not responding, or the ranks submitted different tensor sequences and the appliance rejects the " +
+                "chunks whose element counts disagree", false);
+            return 1;
+        }
+        if (nowNs - nextDeadlineNs < 0)
+        {
+            return 0;
+        }
+        int work = 0;
+        long next = Long.MAX_VALUE;
+        boolean expired = false;
+        for (int l = 0; l < localSlots; l++)
+        {
+            if (slotState[l] == WAITING)
+            {
+                continue;
+            }
+            if (nowNs - slotDeadlineNs[l] >= 0)
+            {
+                if (!expired)
+                {
+                    expired = true;
+                    retransmitTimeoutNs = Math.min(retransmitTimeoutNs * 2, maxTimeoutNs);
+                    publishedTimeoutNs = retransmitTimeoutNs;
+                }
+                retransmit(l, nowNs);
+                work++;
+            }
+            next = Math.min(next, slotDeadlineNs[l]);
+        }
+        nextDeadlineNs = next;
+        return work;
+    }
+
+    private String describePending(final int limit)
+    {
+        final StringBuilder sb = new StringBuilder();
+        int listed = 0;
+        for (int l = 0; l < localSlots && listed < limit; l++)
+        {
+            if (slotState[l] != WAITING)
+            {
+                final Submission submission = window[(int)(slotWindow[l] & windowMask)];
+                sb.append(listed++ == 0 ? "" : "; ").append(submission.describeChunk(slotChunk[l]))
+                    .append(" on slot ").append(globalSlot(l)).append(slotState[l] == EXPONENT ? " (exponent round)" : "");
+            }
+        }
+        if (inFlight > listed)
+        {
+            sb.append("; ").append(inFlight - listed).append(" more slots");
+        }
+        return sb.toString();
+    }
+
+    private void retransmit(final int l, final long nowNs)
+    {
+        slotRetransmitted[l] = true;
+        final UnsafeBuffer view = slotViews[l];
+        view.putByte(DataHeaderFlyweight.FLAGS_OFFSET, (byte)(view.getByte(DataHeaderFlyweight.FLAGS_OFFSET) | FLAG_RETRANSMIT));
+        counters.retransmissions++;
+        transmit(l, slotPackets[l].limit(), nowNs);
+    }
+
+    /**
+     * RFC 6298 estimator over round trips of packets that were not retransmitted (Karn's rule):
+     * RTO = SRTT + 4 RTTVAR, clamped to the configured minimum and maximum. A slot's round trip
+     * includes waiting for the slowest worker, so the estimate adapts to load, not just the network.
+     * Every slot of the shard shares one path, so an expiry doubles the timeout of all of them, as TCP
+     * does for a connection, until a round trip that was not retransmitted is measured.
+     */
+    private void onRttSample(final long rttNs)
+    {
+        long srtt = smoothedRttNs;
+        if (srtt == 0)
+        {
+            srtt = rttNs;
+            rttVarianceNs = rttNs / 2;
+        }
+        else
+        {
+            rttVarianceNs += (Math.abs(srtt - rttNs) - rttVarianceNs) >> 2;
+            srtt += (rttNs - srtt) >> 3;
+        }
+        smoothedRttNs = srtt;
+        retransmitTimeoutNs = Math.max(minTimeoutNs, Math.min(maxTimeoutNs, srtt + 4 * rttVarianceNs));
+        publishedTimeoutNs = retransmitTimeoutNs;
+    }
+
+    /**
+     * A local sign that the ranks submitted different tensor sequences: fail the client and abort the
+     * job, so that every rank stops with this message rather than waiting.
+     */
+    private void orderingViolation(final String detail)
+    {
+        client.fail("job '" + client.jobName() + "' (" + jobId + ") rank " + rank + ": ordering violation, the ranks " +
+            "submitted different tensor sequences: " + detail + ". Every rank must submit the same sequence of " +
+            "all-reduce calls (same lengths, element type and op, in the same order)", true);
+    }
+
+    private int failEverything(final String failure)
+    {
+        int failed = 0;
+        if (!failedAll)
+        {
+            failedAll = true;
+            for (long w = windowHead; w < windowTail; w++)
+            {
+                final int index = (int)(w & windowMask);
+                window[index].future.completeExceptionally(new AllReduceException(failure));
+                window[index] = null;
+                failed++;
+            }
+            windowHead = windowTail;
+            inFlight = 0;
+        }
+        Submission submission;
+        while ((submission = inbox.poll()) != null)
+        {
+            submission.future.completeExceptionally(new AllReduceException(failure));
+            failed++;
+        }
+        return failed;
+    }
+}
