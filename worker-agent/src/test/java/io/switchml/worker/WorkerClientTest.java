@@ -259,9 +259,9 @@ class WorkerClientTest
     {
         final Future<WorkerClient> first = executor.submit(() -> WorkerClient.connect(context(16, 3, 0, ElementType.INT32)));
         final long deadline = System.currentTimeMillis() + 10_000;
-        while (appliance.registry().jobCount() == 0)
+        while (appliance.registry().describeJobs().stream().noneMatch(job -> job.contains(" joined=1 ")))
         {
-            assertTrue(System.currentTimeMillis() < deadline, "rank 0 never created the job");
+            assertTrue(System.currentTimeMillis() < deadline, "rank 0 never joined the job");
             Thread.onSpinWait();
         }
         final AllReduceException differentK = assertThrows(AllReduceException.class,
