@@ -66,7 +66,7 @@ public final class Appliance implements AutoCloseable
             control = new ControlServer(context.resolvedBindAddress(), context.controlPort(), registry,
                 new ControlServer.ControlDefaults(context.defaultTenant(), context.slotTimeoutMs(), context.joinTimeoutMs(),
                     context.macEnabled()),
-                plane.ports(), telemetry::snapshot, this::healthLine,
+                plane.ports(), telemetry::snapshot, this::healthLine, multicastGroups(context, plane.ports()),
                 () -> telemetry.system(SystemCounter.JOINS_REFUSED).increment(),
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).increment(),
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).decrement());
@@ -112,6 +112,32 @@ public final class Appliance implements AutoCloseable
     public static Appliance launch(final ApplianceContext context) throws IOException, InterruptedException
     {
         return new Appliance(context.conclude());
+    }
+
+    /**
+     * @return for a job id, "group:port0,port1,..." (one multicast port per shard) when results are
+     * multicast, else null; workers join that group to receive completed results.
+     */
+    private static java.util.function.IntFunction<String> multicastGroups(final ApplianceContext context, final int[] shardPorts)
+    {
+        if (!context.multicastEnabled())
+        {
+            return jobId -> null;
+        }
+        final StringBuilder ports = new StringBuilder();
+        for (int shard = 0; shard < shardPorts.length; shard++)
+        {
+            ports.append(shard == 0 ? "" : ",").append(context.multicastPort() != 0 ?
+                context.multicastPort() : shardPorts[shard] + ApplianceContext.MULTICAST_PORT_OFFSET);
+        }
+        final int base = context.resolvedMulticastBase();
+        final String portList = ports.toString();
+        return jobId ->
+        {
+            final int address = base + (jobId & 0xFFFF);
+            return ((address >>> 24) & 0xFF) + "." + ((address >>> 16) & 0xFF) + "." + ((address >>> 8) & 0xFF) + "." +
+                (address & 0xFF) + ":" + portList;
+        };
     }
 
     private void snapshotHistograms()

@@ -66,6 +66,7 @@ final class ShardAgent implements Agent
     private final boolean isFloat;
     private final boolean isSixteenBit;
     private final DatagramChannel channel;
+    private final DatagramChannel multicastChannel;
     private final Selector selector;
     private final Consumer<SelectionKey> onSelected = key -> { };
     private final ManyToOneConcurrentArrayQueue<Submission> inbox;
@@ -125,6 +126,7 @@ final class ShardAgent implements Agent
         final int shardCount,
         final int jobId,
         final DatagramChannel channel,
+        final DatagramChannel multicastChannel,
         final boolean macEnabled,
         final long macK0,
         final long macK1,
@@ -133,6 +135,7 @@ final class ShardAgent implements Agent
     {
         this.client = client;
         this.shard = shard;
+        this.multicastChannel = multicastChannel;
         this.shardCount = shardCount;
         this.slotCount = context.slots();
         this.localSlots = (slotCount - shard + shardCount - 1) / shardCount;
@@ -205,6 +208,10 @@ final class ShardAgent implements Agent
 
         selector = Selector.open();
         channel.register(selector, SelectionKey.OP_READ);
+        if (multicastChannel != null)
+        {
+            multicastChannel.register(selector, SelectionKey.OP_READ);
+        }
     }
 
     public String roleName()
@@ -284,6 +291,10 @@ final class ShardAgent implements Agent
         try
         {
             selector.close();
+            if (multicastChannel != null)
+            {
+                multicastChannel.close();
+            }
         }
         catch (final IOException ignore)
         {
@@ -508,6 +519,18 @@ final class ShardAgent implements Agent
                 if (client.failure() != null)
                 {
                     break;
+                }
+            }
+            if (multicastChannel != null)
+            {
+                while (received < RECEIVE_BUDGET && multicastChannel.receive(receiveBuffer.clear()) != null)
+                {
+                    received++;
+                    onResult(receiveBuffer.position());
+                    if (client.failure() != null)
+                    {
+                        break;
+                    }
                 }
             }
         }

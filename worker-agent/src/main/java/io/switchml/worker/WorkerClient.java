@@ -130,8 +130,8 @@ public final class WorkerClient implements AutoCloseable
     private volatile boolean streamHeld;
 
     private WorkerClient(
-        final WorkerContext context, final Socket controlSocket, final DatagramChannel[] channels, final int jobId,
-        final Map<String, String> joinReply) throws IOException
+        final WorkerContext context, final Socket controlSocket, final DatagramChannel[] channels,
+        final DatagramChannel[] multicastChannels, final int jobId, final Map<String, String> joinReply) throws IOException
     {
         this.jobId = jobId;
         this.jobName = context.jobName();
@@ -161,8 +161,8 @@ public final class WorkerClient implements AutoCloseable
         for (int shard = 0; shard < shardCount; shard++)
         {
             final ShardAgent agent = new ShardAgent(
-                this, context, shard, shardCount, jobId, channels[shard], macEnabled, macK0, macK1, counters.cells(shard),
-                pendingCapacity);
+                this, context, shard, shardCount, jobId, channels[shard], shard < multicastChannels.length ? multicastChannels[shard] : null, macEnabled, macK0, macK1,
+                counters.cells(shard), pendingCapacity);
             agents[shard] = agent;
             runners[shard] = new AgentRunner(
                 new SelectorIdleStrategy(agent),
@@ -234,7 +234,7 @@ public final class WorkerClient implements AutoCloseable
                 channels[shard].connect(new InetSocketAddress(socket.getInetAddress(), Integer.parseInt(dataPorts[shard])));
                 channels[shard].configureBlocking(false);
             }
-            return new WorkerClient(context, socket, channels, jobId, joined);
+            return new WorkerClient(context, socket, channels, openMulticast(joined.get("group"), socket), jobId, joined);
         }
         catch (final IOException | NumberFormatException ex)
         {
@@ -247,6 +247,41 @@ public final class WorkerClient implements AutoCloseable
             closeQuietly(socket, channels);
             throw ex;
         }
+    }
+
+    /**
+     * When the appliance multicasts completed results ("group=A.B.C.D:port0,port1,..." in the join
+     * reply), join that group on one socket per shard bound to the shard's multicast port, on the
+     * interface that reaches the appliance. Shadow results for retransmissions still come by unicast.
+     *
+     * @return one channel per shard, or nulls when results come by unicast.
+     */
+    private static DatagramChannel[] openMulticast(final String group, final Socket control) throws IOException
+    {
+        if (group == null)
+        {
+            return new DatagramChannel[0];
+        }
+        final int colon = group.indexOf(':');
+        final java.net.InetAddress address = java.net.InetAddress.getByName(group.substring(0, colon));
+        final String[] ports = group.substring(colon + 1).split(",");
+        java.net.NetworkInterface networkInterface = java.net.NetworkInterface.getByInetAddress(control.getLocalAddress());
+        if (networkInterface == null)
+        {
+            throw new IOException("no network interface for " + control.getLocalAddress() + " to join multicast group " + group);
+        }
+        final DatagramChannel[] channels = new DatagramChannel[ports.length];
+        for (int shard = 0; shard < ports.length; shard++)
+        {
+            final DatagramChannel channel = DatagramChannel.open(java.net.StandardProtocolFamily.INET);
+            channels[shard] = channel;
+            channel.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            channel.setOption(StandardSocketOptions.SO_RCVBUF, 4 << 20);
+            channel.bind(new InetSocketAddress(Integer.parseInt(ports[shard])));
+            channel.join(address, networkInterface);
+            channel.configureBlocking(false);
+        }
+        return channels;
     }
 
     private static void send(final OutputStream out, final String line) throws IOException

@@ -205,4 +205,42 @@ class ApplianceServiceTest
         assertEquals(200, health.statusCode());
         assertTrue(health.body().contains("\"status\": \"up\""), health.body());
     }
+
+    @Test
+    void resultsMulticastToTheJobsGroupAreReceivedByEveryRank() throws Exception
+    {
+        start(new ApplianceContext().shards(2).multicastBase("239.192.0.0"));
+        final int length = 50_003;
+        final List<Future<String>> results = new ArrayList<>();
+        for (int rank = 0; rank < 3; rank++)
+        {
+            final int r = rank;
+            results.add(executor.submit(() ->
+            {
+                try (WorkerClient client = WorkerClient.connect(worker("mcast", 3, r)))
+                {
+                    final int[] tensor = new int[length];
+                    for (int round = 0; round < 3; round++)
+                    {
+                        KnownTensors.fill(tensor, r, round);
+                        client.allReduce(tensor, tensor);
+                        final String error = KnownTensors.verifyIntSum(tensor, 3, round);
+                        if (error != null)
+                        {
+                            return error;
+                        }
+                    }
+                    return null;
+                }
+            }));
+        }
+        for (final Future<String> result : results)
+        {
+            assertEquals(null, result.get());
+        }
+        final long completed = appliance.counter("slots_completed");
+        final long sent = appliance.counter("packets_out") - appliance.counter("retransmissions_served");
+        assertTrue(completed > 0);
+        assertEquals(completed, sent, "one multicast datagram per completed slot, not one per rank");
+    }
 }

@@ -27,6 +27,7 @@ public final class ControlServer implements AutoCloseable
     private final int[] dataPorts;
     private final Supplier<Map<String, Long>> counters;
     private final Supplier<String> health;
+    private final java.util.function.IntFunction<String> multicastGroup;
     private final Runnable joinsRefused;
     private final Runnable connectionOpened;
     private final Runnable connectionClosed;
@@ -49,11 +50,13 @@ public final class ControlServer implements AutoCloseable
         final int[] dataPorts,
         final Supplier<Map<String, Long>> counters,
         final Supplier<String> health,
+        final java.util.function.IntFunction<String> multicastGroup,
         final Runnable joinsRefused,
         final Runnable connectionOpened,
         final Runnable connectionClosed) throws IOException
     {
         this.joinsRefused = joinsRefused;
+        this.multicastGroup = multicastGroup;
         this.connectionOpened = connectionOpened;
         this.connectionClosed = connectionClosed;
         this.serverSocket = new ServerSocket();
@@ -272,7 +275,8 @@ public final class ControlServer implements AutoCloseable
         connection.send(ControlProtocol.OK + " job=" + job.jobId + " world=" + job.worldSize + " type=" +
             ElementType.name(job.elementType) + " k=" + job.lanes + " s=" + job.slots + " shards=" + dataPorts.length +
             " dataPorts=" + dataPortList() + " mac=" + (job.macEnabled ? "on" : "off") + " key=" +
-            String.format("%016x%016x", job.macK0, job.macK1));
+            String.format("%016x%016x", job.macK0, job.macK1) +
+            (multicastGroup.apply(job.jobId) != null ? " group=" + multicastGroup.apply(job.jobId) : ""));
 
         String line;
         try
