@@ -1,0 +1,608 @@
+#!/usr/bin/env python3
+"""Aggregate the cells of a bench/rack run into results-<date>.json, results-<date>.md and chart-<date>.svg.
+
+    aggregate.py --cells WORK/cells --out docs/bench [--tag quick] [run metadata options]
+    aggregate.py --summarise-cell WORK/cells/NNN-...   one line per cell while the run goes on
+
+Definitions (also written into the Markdown):
+  TAT        time of one all-reduce on one rank, from the call to its return, after a barrier; a cell's p50/p99
+             is the slowest rank's p50/p99 over the timed all-reduces (warm-ups excluded).
+  elements/s tensor elements / TAT p50 (aggregated tensor elements per second, the SwitchML paper's ATE/s).
+  goodput    tensor bytes * 8 / TAT p50 / worker link rate: the fraction of one worker link's line rate (each
+             direction) that the all-reduce delivers as tensor. SwitchML's ideal is 1 less header overhead
+             (each worker sends and receives |U| once); a ring all-reduce's ideal is n / (2(n-1)) = 0.67 at n=4.
+Standard library only.
+"""
+import argparse
+import datetime
+import glob
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+
+SYSTEMS = ["switchml", "gloo", "mpi"]
+SYSTEM_LABEL = {"switchml": "SwitchML", "gloo": "Gloo", "mpi": "OpenMPI"}
+SYSTEM_COLOUR = {"switchml": "#1f77b4", "gloo": "#ff7f0e", "mpi": "#2ca02c"}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reading cells
+
+def read_meta(cell_dir):
+    meta = {}
+    with open(os.path.join(cell_dir, "meta.txt")) as f:
+        for line in f:
+            if "=" not in line:
+                continue
+            key, value = line.rstrip("\n").split("=", 1)
+            meta[key] = number(value)
+    return meta
+
+
+def number(text):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def read_json(path):
+    """The last JSON object line of a file, or None."""
+    try:
+        with open(path) as f:
+            lines = [line for line in f.read().splitlines() if line.startswith("{")]
+        return json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        return None
+
+
+def tail(path, lines=3):
+    try:
+        with open(path) as f:
+            return " | ".join(line.strip() for line in f.read().splitlines()[-lines:] if line.strip())
+    except OSError:
+        return ""
+
+
+def cpu_seconds(path):
+    data = read_json(path)
+    return (data["userSec"] + data["systemSec"]) if data else 0.0
+
+
+def load_cell(cell_dir):
+    meta = read_meta(cell_dir)
+    system = meta["system"]
+    workers = int(meta["workers"])
+    ranks = []
+    errors = []
+    retransmissions = None
+    if system in ("switchml", "gloo"):
+        for r in range(workers):
+            data = read_json(os.path.join(cell_dir, f"rank{r}.json"))
+            if data is None:
+                errors.append(f"rank {r}: no result ({tail(os.path.join(cell_dir, f'rank{r}.err'))})")
+                continue
+            if not data.get("ok"):
+                errors.append(f"rank {r}: {data.get('error')}")
+            if system == "switchml":
+                rank = data["ranks"][0] if data.get("ranks") else {}
+                ranks.append({"rank": r, "ok": data.get("ok"), "tatP50Ms": data.get("tatP50Ms"),
+                              "tatP99Ms": data.get("tatP99Ms"), "tatMaxMs": data.get("tatMaxMs"),
+                              "samples": data.get("samples"), "retransmissions": data.get("retransmissions"),
+                              "smoothedRttMs": rank.get("smoothedRttMs")})
+                retransmissions = (retransmissions or 0) + (data.get("retransmissions") or 0)
+            else:
+                ranks.append({k: data.get(k) for k in ("rank", "ok", "tatP50Ms", "tatP99Ms", "tatMaxMs", "samples")})
+                ranks[-1]["tatMs"] = data.get("tatMs")
+    else:
+        data = read_json(os.path.join(cell_dir, "mpi.json"))
+        if data is None:
+            errors.append(f"no result ({tail(os.path.join(cell_dir, 'mpi.err'))})")
+        else:
+            for rank in data["ranks"]:
+                if not rank.get("ok"):
+                    errors.append(f"rank {rank['rank']}: {rank.get('error')}")
+                ranks.append({k: rank.get(k) for k in ("rank", "ok", "tatP50Ms", "tatP99Ms", "tatMaxMs", "samples", "tatMs")})
+            meta["library"] = (data.get("library") or "").replace("\x00", "").strip()
+    if meta.get("exitStatus", 0) not in (0, "0") and not errors:
+        errors.append(f"exit status {meta.get('exitStatus')}")
+    ok = not errors and len(ranks) == workers and all(r.get("tatP50Ms") is not None for r in ranks)
+    cell = dict(meta)
+    for field in ("cpuBusyFraction", "wireBytes", "tcpRetransSegs", "udpRcvbufErrors", "udpSndbufErrors", "lossDrops",
+                  "qdiscDrops", "backlogDrops", "loadAvgBefore", "loadAvgAfter", "wallSec"):
+        if not isinstance(cell.get(field), (int, float)):
+            cell[field] = None
+    cell["udpBufferDrops"] = ((cell["udpRcvbufErrors"] or 0) + (cell["udpSndbufErrors"] or 0)
+                              if cell["udpRcvbufErrors"] is not None else None)
+    cell["cell"] = os.path.basename(cell_dir)
+    cell["ok"] = ok
+    cell["error"] = "; ".join(errors) if errors else None
+    cell["ranks"] = ranks
+    rounds = int(meta["iterations"]) + int(meta["warmups"])
+    if ok:
+        p50 = max(r["tatP50Ms"] for r in ranks)
+        p99 = max(r["tatP99Ms"] for r in ranks)
+        cell["tatP50Ms"] = round(p50, 3)
+        cell["tatP99Ms"] = round(p99, 3)
+        cell["elementsPerSec"] = meta["elements"] / (p50 / 1e3)
+        cell["tensorGbitPerSec"] = meta["sizeBytes"] * 8 / (p50 / 1e3) / 1e9
+        rate = meta.get("rateBitsPerSec") or 0
+        cell["goodput"] = (meta["sizeBytes"] * 8 / (p50 / 1e3) / rate) if rate and meta["mode"] == "rack" else None
+    if system == "switchml":
+        cell["retransmissions"] = retransmissions
+        cell["retransmissionsUnit"] = "SwitchML packets, timed all-reduces, all ranks"
+        cell["retransmissionsPerAllReduce"] = (retransmissions / int(meta["iterations"])) if retransmissions is not None else None
+    else:
+        cell["retransmissions"] = cell.get("tcpRetransSegs")
+        cell["retransmissionsUnit"] = ("TCP segments, whole cell, worker namespaces" if meta["mode"] == "rack"
+                                       else "TCP segments, whole cell, whole host (includes other traffic)")
+        cell["retransmissionsPerAllReduce"] = ((cell["tcpRetransSegs"] or 0) / rounds) if rounds else None
+    wire = cell.get("wireBytes") or 0
+    cell["wireBytesPerWorkerPerAllReduce"] = (wire / workers / rounds) if wire and meta["mode"] == "rack" else None
+    cpu_workers = sum(cpu_seconds(p) for p in glob.glob(os.path.join(cell_dir, "rank*.cpu.json")))
+    cpu_workers += cpu_seconds(os.path.join(cell_dir, "mpi.cpu.json"))
+    cell["cpuSecWorkers"] = round(cpu_workers, 2)
+    cell["cpuSecAppliance"] = round(cpu_seconds(os.path.join(cell_dir, "appliance.cpu.json")), 2) if system == "switchml" else None
+    return cell
+
+
+def summary_line(cell):
+    where = f"{cell['mode']} rate={cell['rate']} loss={cell['loss']} {cell['sizeBytes'] / 1e6:g}MB"
+    if not cell["ok"]:
+        return f"  -> {cell['system']:8s} {where}: FAILED {cell['error']}"
+    good = f", goodput {cell['goodput']:.3f} of line rate" if cell.get("goodput") is not None else ""
+    return (f"  -> {cell['system']:8s} {where}: TAT p50 {cell['tatP50Ms']:.2f} ms p99 {cell['tatP99Ms']:.2f} ms, "
+            f"{cell['elementsPerSec']:.4g} elements/s{good}, retransmissions {cell['retransmissions']}, "
+            f"UDP buffer drops {cell.get('udpBufferDrops')}, CPU busy {(cell.get('cpuBusyFraction') or 0) * 100:.0f}%")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Comparisons and targets
+
+def key(cell):
+    return (cell["mode"], cell["rateBitsPerSec"], cell["loss"], cell["sizeBytes"])
+
+
+def find(cells, system, mode, rate_bits=None, loss=0, size=None):
+    for cell in cells:
+        if (cell["system"] == system and cell["mode"] == mode and cell["ok"]
+                and (rate_bits is None or cell["rateBitsPerSec"] == rate_bits)
+                and abs(float(cell["loss"]) - loss) < 1e-12 and (size is None or cell["sizeBytes"] == size)):
+            return cell
+    return None
+
+
+def pick_medians(cells):
+    """With --repeat, keep each cell's median run by TAT p50 (a failed run counts as slowest) and record every
+    run's p50 on it; the others stay in the JSON under "repeats"."""
+    by = {}
+    order = []
+    for cell in cells:
+        k = (cell["system"],) + key(cell)
+        if k not in by:
+            by[k] = []
+            order.append(k)
+        by[k].append(cell)
+    chosen = []
+    for k in order:
+        runs = by[k]
+        ranked = sorted(runs, key=lambda c: c["tatP50Ms"] if c["ok"] else float("inf"))
+        pick = dict(ranked[(len(ranked) - 1) // 2])
+        pick["runs"] = len(runs)
+        pick["runsTatP50Ms"] = [c.get("tatP50Ms") for c in runs]
+        pick["runsFailed"] = sum(1 for c in runs if not c["ok"])
+        chosen.append(pick)
+    return chosen
+
+
+def add_ratios(cells):
+    by_key = {}
+    for cell in cells:
+        by_key.setdefault(key(cell), {})[cell["system"]] = cell
+    for group in by_key.values():
+        gloo = group.get("gloo")
+        for cell in group.values():
+            if cell["ok"] and gloo is not None and gloo["ok"]:
+                cell["elementsPerSecVsGloo"] = cell["elementsPerSec"] / gloo["elementsPerSec"]
+                cell["tatP50VsGloo"] = cell["tatP50Ms"] / gloo["tatP50Ms"]
+            else:
+                cell["elementsPerSecVsGloo"] = None
+                cell["tatP50VsGloo"] = None
+
+
+def targets(cells, workers):
+    gbit = 1_000_000_000
+    big, small = 100_000_000, 1_000_000
+    out = []
+
+    def target(name, goal, measured, met, detail, suspect=False):
+        status = "not measured" if met is None else ("met" if met else "NOT MET")
+        if suspect and met:
+            status = "met, but suspect"
+        out.append({"target": name, "goal": goal, "measured": measured, "status": status, "detail": detail})
+
+    ours = find(cells, "switchml", "rack", gbit, 0, big)
+    gloo = find(cells, "gloo", "rack", gbit, 0, big)
+    scope = f"1 Gbit/s links, {workers} workers, 100 MB, loss 0"
+    if workers != 4:
+        scope += " (the target is stated for 4 workers)"
+    if ours and gloo:
+        ratio = ours["elementsPerSec"] / gloo["elementsPerSec"]
+        target("elements/s vs Gloo", ">= 1.45x (ideal ~1.55x)", f"{ratio:.2f}x", ratio >= 1.45,
+               f"{scope}: SwitchML {ours['elementsPerSec']:.4g}/s (TAT {ours['tatP50Ms']:.0f} ms), "
+               f"Gloo {gloo['elementsPerSec']:.4g}/s (TAT {gloo['tatP50Ms']:.0f} ms)")
+    else:
+        target("elements/s vs Gloo", ">= 1.45x (ideal ~1.55x)", None, None, scope + ": a cell is missing or failed")
+    if ours:
+        target("goodput", ">= 0.95 of line rate", f"{ours['goodput']:.3f}", ours["goodput"] >= 0.95,
+               f"{scope}: {ours['tensorGbitPerSec']:.3f} Gbit/s of tensor per worker each way")
+    else:
+        target("goodput", ">= 0.95 of line rate", None, None, scope + ": the cell is missing or failed")
+
+    lossy = find(cells, "switchml", "rack", gbit, 0.01, big)
+    if ours and lossy:
+        ratio = lossy["tatP50Ms"] / ours["tatP50Ms"]
+        detail = (f"1 Gbit/s, 100 MB, 1% loss per port and direction: TAT {lossy['tatP50Ms']:.0f} ms vs "
+                  f"{ours['tatP50Ms']:.0f} ms loss-free; {lossy['retransmissions']} retransmissions in "
+                  f"{lossy['iterations']} timed all-reduces")
+        faster = [c for c in cells if c["system"] == "switchml" and c["mode"] == "rack" and c["ok"]
+                  and c["rateBitsPerSec"] == gbit and c["sizeBytes"] == big and 0 < float(c["loss"]) < 0.01
+                  and c["tatP50Ms"] < ours["tatP50Ms"]]
+        if faster:
+            low = min(faster, key=lambda c: float(c["loss"]))
+            detail += (f". CAUTION: the loss-free cell was slower than the {loss_label(low['loss'])} loss cell "
+                       f"({low['tatP50Ms']:.0f} ms), so the loss-free figure is noise, not a baseline; against that "
+                       f"cell the ratio is {lossy['tatP50Ms'] / low['tatP50Ms']:.2f}x")
+        target("TAT at 1% loss vs loss-free", "<= 1.10x", f"{ratio:.2f}x", ratio <= 1.10, detail, suspect=bool(faster))
+    else:
+        target("TAT at 1% loss vs loss-free", "<= 1.10x", None, None, "1 Gbit/s, 100 MB: a cell is missing or failed")
+
+    ours_small = find(cells, "switchml", "rack", gbit, 0, small)
+    gloo_small = find(cells, "gloo", "rack", gbit, 0, small)
+    if ours_small and gloo_small:
+        ratio = ours_small["tatP50Ms"] / gloo_small["tatP50Ms"]
+        target("1 MB TAT vs Gloo", "<= 0.70x", f"{ratio:.2f}x", ratio <= 0.70,
+               f"1 Gbit/s, 1 MB, loss 0: SwitchML {ours_small['tatP50Ms']:.2f} ms, Gloo {gloo_small['tatP50Ms']:.2f} ms")
+    else:
+        target("1 MB TAT vs Gloo", "<= 0.70x", None, None, "1 Gbit/s, 1 MB: a cell is missing or failed")
+
+    ours_loop = find(cells, "switchml", "loopback", None, 0, big)
+    gloo_loop = find(cells, "gloo", "loopback", None, 0, big)
+    if ours_loop and gloo_loop:
+        ratio = ours_loop["elementsPerSec"] / gloo_loop["elementsPerSec"]
+        target("loopback elements/s vs Gloo", ">= 1.00x", f"{ratio:.2f}x", ratio >= 1.0,
+               f"loopback, {workers} workers, 100 MB, all on the host's cores: SwitchML TAT {ours_loop['tatP50Ms']:.0f} ms, "
+               f"Gloo {gloo_loop['tatP50Ms']:.0f} ms")
+    else:
+        target("loopback elements/s vs Gloo", ">= 1.00x", None, None, "loopback, 100 MB: a cell is missing or failed")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Machine
+
+def run(command):
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def machine(cells):
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    mem_kb = 0
+    try:
+        with open("/proc/meminfo") as f:
+            mem_kb = int(next(line.split()[1] for line in f if line.startswith("MemTotal")))
+    except (OSError, StopIteration):
+        pass
+    debian = ""
+    try:
+        with open("/etc/debian_version") as f:
+            debian = f.read().strip()
+    except OSError:
+        pass
+    java = run(["bash", "-c", "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java -version 2>&1 | head -1"])
+    torch = run(["/usr/bin/python3", "-c", "import torch; print(torch.__version__)"])
+    mpi = next((c.get("library") for c in cells if c.get("library")), None) or run(["bash", "-c", "mpirun --version 2>/dev/null | head -1"])
+    return {"hostname": platform.node(), "nproc": os.cpu_count(), "cpuModel": model, "kernel": platform.release(),
+            "memoryGiB": round(mem_kb / 1024 / 1024, 1), "debian": debian, "java": java, "torch": torch,
+            "openmpi": mpi.strip() if mpi else None}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Markdown
+
+def fmt(value, spec, missing="–"):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return missing
+    return format(value, spec)
+
+
+def loss_label(loss):
+    loss = float(loss)
+    return "0" if loss == 0 else f"{loss * 100:g}%"
+
+
+def rate_label(mode, rate, bits):
+    if mode == "loopback":
+        return "loopback"
+    return "unlimited" if not bits else rate
+
+
+def group_title(mode, rate, bits, size):
+    where = "plain loopback (no namespaces)" if mode == "loopback" else f"rack, worker links {rate_label(mode, rate, bits)}"
+    return f"{where}, {size / 1e6:g} MB float32"
+
+
+def groups(cells):
+    """(mode, rate label, bits, size) in run order, each with its cells."""
+    order = []
+    by = {}
+    for cell in cells:
+        k = (cell["mode"], cell["rate"], cell["rateBitsPerSec"], cell["sizeBytes"])
+        if k not in by:
+            by[k] = []
+            order.append(k)
+        by[k].append(cell)
+    return [(k, by[k]) for k in order]
+
+
+def runs_note(cell):
+    if cell.get("runs", 1) <= 1:
+        return ""
+    p50s = " / ".join(fmt(v, ".0f") for v in cell["runsTatP50Ms"])
+    return f", median of {cell['runs']} runs (p50s {p50s} ms)"
+
+
+def markdown(report):
+    cells = report["cells"]
+    run_ = report["run"]
+    m = report["machine"]
+    lines = []
+    lines.append(f"# Rack benchmark: SwitchML vs Gloo vs OpenMPI ({run_['date']})")
+    lines.append("")
+    lines.append(f"- **Date**: {run_['started']} to {run_['finished']} (UTC)")
+    lines.append(f"- **Machine**: {m['hostname']}, {m['nproc']} cores ({m['cpuModel']}), {m['memoryGiB']} GiB, "
+                 f"kernel {m['kernel']}, Debian {m['debian']}")
+    lines.append(f"- **Software**: {m['java']}; PyTorch {m['torch']} (Gloo); {m['openmpi']}")
+    lines.append(f"- **Build**: commit {run_['build']}"
+                 f"{' plus uncommitted changes in the working tree' if run_['buildDirty'] == 'true' else ''}, "
+                 f"jar built {run_.get('buildTime') or '?'}")
+    lines.append(f"- **Command**: `{run_['command']}`")
+    lines.append(f"- **Rack**: {run_['workers']} workers, each in its own network namespace on a bridge (the ToR) in "
+                 f"another; tbf on both ends of every worker link; appliance link: "
+                 f"{'unlimited' if run_['applianceRate'] == 'none' else run_['applianceRate']}; MTU {run_['mtu']}; "
+                 f"loss by nftables on every bridge port in both directions (a frame crosses two lossy ports); "
+                 f"veth offloads: {run_['offload']}; SwitchML MAC {run_['mac']}")
+    loads = [c.get("loadAvgBefore") for c in cells if isinstance(c.get("loadAvgBefore"), (int, float))]
+    busy = [c.get("cpuBusyFraction") for c in cells if isinstance(c.get("cpuBusyFraction"), (int, float))]
+    if loads:
+        lines.append(f"- **Noise**: the host's load average before a cell ranged {min(loads):.1f} to {max(loads):.1f} "
+                     f"(other work was running on the same {m['nproc']} cores); CPU busy during cells "
+                     f"{min(busy) * 100:.0f}% to {max(busy) * 100:.0f}%. Treat single figures as noisy.")
+    lines.append("")
+    lines.append("## Targets")
+    lines.append("")
+    lines.append("| target | goal | measured | status | detail |")
+    lines.append("|---|---|---|---|---|")
+    for t in report["targets"]:
+        status = "met" if t["status"] == "met" else f"**{t['status']}**"
+        lines.append(f"| {t['target']} | {t['goal']} | {t['measured'] or '–'} | {status} | {t['detail']} |")
+    lines.append("")
+    lines.append(f"![aggregated elements/s by system and loss rate](chart-{run_['date']}{run_['suffix']}.svg)")
+    lines.append("")
+    lines.append("## Results")
+    lines.append("")
+    for (mode, rate, bits, size), group in groups(cells):
+        lines.append(f"### {group_title(mode, rate, bits, size)}")
+        lines.append("")
+        lines.append("| loss | system | TAT p50 ms | TAT p99 ms | elements/s | × Gloo elements/s | × Gloo TAT | goodput "
+                     "| retransmissions / all-reduce | drops: socket / qdisc / backlog | wire MB / worker / all-reduce | CPU busy | iterations |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for cell in sorted(group, key=lambda c: (float(c["loss"]), SYSTEMS.index(c["system"]))):
+            if not cell["ok"]:
+                lines.append(f"| {loss_label(cell['loss'])} | {SYSTEM_LABEL[cell['system']]} | failed: "
+                             f"{(cell['error'] or '')[:160].replace('|', '/')} |  |  |  |  |  |  |  |  |  |  |")
+                continue
+            wire = cell.get("wireBytesPerWorkerPerAllReduce")
+            lines.append(
+                f"| {loss_label(cell['loss'])} | {SYSTEM_LABEL[cell['system']]} | {fmt(cell['tatP50Ms'], '.2f')} "
+                f"| {fmt(cell['tatP99Ms'], '.2f')} | {fmt(cell['elementsPerSec'], '.4g')} "
+                f"| {fmt(cell.get('elementsPerSecVsGloo'), '.2f')} | {fmt(cell.get('tatP50VsGloo'), '.2f')} "
+                f"| {fmt(cell.get('goodput'), '.3f')} | {fmt(cell.get('retransmissionsPerAllReduce'), '.1f')} "
+                f"| {fmt(cell.get('udpBufferDrops'), 'd')} / {fmt(cell.get('qdiscDrops'), 'd')} / "
+                f"{fmt(cell.get('backlogDrops'), 'd')} "
+                f"| {fmt(wire / 1e6 if wire else None, '.1f')} "
+                f"| {fmt(cell['cpuBusyFraction'] * 100 if cell.get('cpuBusyFraction') is not None else None, '.0f')}% "
+                f"| {cell['warmups']}+{cell['iterations']}{runs_note(cell)} |")
+        lines.append("")
+    lines.append("## Definitions")
+    lines.append("")
+    lines.append("- **TAT** (tensor aggregation time): one all-reduce on one rank, from the call to its return, after a "
+                 "barrier; warm-ups not timed. A cell's p50 / p99 is the *slowest rank's* p50 / p99. Every result is "
+                 "checked element by element outside the timed region (all three systems).")
+    lines.append("- **elements/s**: tensor elements / TAT p50 (the paper's aggregated tensor elements per second). "
+                 "**× Gloo**: ratio to Gloo in the same cell of the same run.")
+    lines.append("- **goodput**: tensor bytes × 8 / TAT p50 / worker link rate (the tbf rate, each direction): the "
+                 "fraction of one worker link that the all-reduce delivers as tensor. SwitchML sends and receives the "
+                 "tensor once per worker, so its ceiling is 1 less headers (k=2233 at MTU 9000: 8932 of 9014 bytes "
+                 "on the wire, 0.991; k=366 at MTU 1500: 0.967); a ring all-reduce moves 2(n-1)/n of it each way, "
+                 "ceiling n/(2(n-1)) = 0.67 for 4 workers.")
+    lines.append("- **retransmissions / all-reduce**: SwitchML: packets its workers retransmitted in the timed "
+                 "all-reduces (sum over ranks) / timed all-reduces. Gloo, OpenMPI: TCP RetransSegs of the worker "
+                 "namespaces over the whole cell (warm-ups and barriers included) / all-reduces; on loopback it is "
+                 "the host's counter and includes unrelated traffic.")
+    lines.append("- **wire MB / worker / all-reduce**: bytes through the worker veths (tx + rx, headers included) "
+                 "over the cell / workers / all-reduces (warm-ups included).")
+    lines.append("- **drops**: packets the kernel dropped during the cell (not the injected loss, which is counted "
+                 "separately as `lossDrops` in the JSON): *socket* = UDP RcvbufErrors + SndbufErrors (a full socket "
+                 "buffer; rack: appliance and worker namespaces, loopback: the whole host), *qdisc* = tbf drops on "
+                 "the rack's veths, *backlog* = softnet_stat drops (a CPU's input backlog full; whole host).")
+    lines.append("- **CPU busy**: the whole host's CPU utilisation during the cell (/proc/stat), including other "
+                 "people's work on the same cores.")
+    lines.append("")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# SVG (hand-written)
+
+def esc(text):
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def nice_max(value):
+    if value <= 0:
+        return 1.0
+    exp = math.floor(math.log10(value))
+    for step in (1, 2, 2.5, 5, 10):
+        if step * 10 ** exp >= value:
+            return step * 10 ** exp
+    return 10 ** (exp + 1)
+
+
+def svg(report):
+    cells = [c for c in report["cells"]]
+    panels = groups(cells)
+    systems = [s for s in SYSTEMS if any(c["system"] == s for c in cells)]
+    panel_w, panel_h, cols = 460, 260, 2
+    margin_l, margin_b, margin_t = 70, 50, 40
+    rows = max(1, math.ceil(len(panels) / cols))
+    width = cols * panel_w + 20
+    height = rows * panel_h + 80
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="15" font-weight="bold">'
+           f'Aggregated tensor elements/s by system and loss rate ({esc(report["run"]["date"])}, '
+           f'{report["run"]["workers"]} workers)</text>']
+    lx = 20
+    for s in systems:
+        out.append(f'<rect x="{lx}" y="32" width="12" height="12" fill="{SYSTEM_COLOUR[s]}"/>')
+        out.append(f'<text x="{lx + 16}" y="42">{SYSTEM_LABEL[s]}</text>')
+        lx += 90
+    out.append(f'<text x="{lx + 10}" y="42" fill="#555">× = failed or not run; number over a bar: ratio to Gloo</text>')
+    for index, ((mode, rate, bits, size), group) in enumerate(panels):
+        ox = (index % cols) * panel_w + 10
+        oy = (index // cols) * panel_h + 60
+        plot_x, plot_y = ox + margin_l, oy + margin_t
+        plot_w, plot_h = panel_w - margin_l - 20, panel_h - margin_t - margin_b
+        losses = sorted({float(c["loss"]) for c in group})
+        top = nice_max(max([c["elementsPerSec"] for c in group if c["ok"]] or [1]))
+        out.append(f'<text x="{ox + panel_w / 2}" y="{oy + 22}" text-anchor="middle" font-weight="bold">'
+                   f'{esc(group_title(mode, rate, bits, size))}</text>')
+        for tick in range(5):
+            value = top * tick / 4
+            y = plot_y + plot_h - plot_h * tick / 4
+            out.append(f'<line x1="{plot_x}" y1="{y:.1f}" x2="{plot_x + plot_w}" y2="{y:.1f}" stroke="#ddd"/>')
+            out.append(f'<text x="{plot_x - 5}" y="{y + 4:.1f}" text-anchor="end">{value / 1e6:.3g} M</text>')
+        out.append(f'<line x1="{plot_x}" y1="{plot_y}" x2="{plot_x}" y2="{plot_y + plot_h}" stroke="black"/>')
+        out.append(f'<line x1="{plot_x}" y1="{plot_y + plot_h}" x2="{plot_x + plot_w}" y2="{plot_y + plot_h}" stroke="black"/>')
+        out.append(f'<text x="{ox + 12}" y="{plot_y + plot_h / 2}" text-anchor="middle" '
+                   f'transform="rotate(-90 {ox + 12} {plot_y + plot_h / 2})">elements/s</text>')
+        slot_w = plot_w / max(1, len(losses))
+        bar_w = min(36, (slot_w - 16) / max(1, len(systems)))
+        for li, loss in enumerate(losses):
+            cx = plot_x + slot_w * li + slot_w / 2
+            out.append(f'<text x="{cx:.1f}" y="{plot_y + plot_h + 16}" text-anchor="middle">loss {loss_label(loss)}</text>')
+            for si, s in enumerate(systems):
+                x = cx - bar_w * len(systems) / 2 + bar_w * si
+                cell = next((c for c in group if c["system"] == s and abs(float(c["loss"]) - loss) < 1e-12), None)
+                if cell is None or not cell["ok"]:
+                    out.append(f'<text x="{x + bar_w / 2:.1f}" y="{plot_y + plot_h - 4}" text-anchor="middle" '
+                               f'fill="{SYSTEM_COLOUR[s]}">×</text>')
+                    continue
+                h = plot_h * cell["elementsPerSec"] / top
+                out.append(f'<rect x="{x + 1:.1f}" y="{plot_y + plot_h - h:.1f}" width="{bar_w - 2:.1f}" height="{h:.1f}" '
+                           f'fill="{SYSTEM_COLOUR[s]}"><title>{SYSTEM_LABEL[s]}, loss {loss_label(loss)}: '
+                           f'{cell["elementsPerSec"]:.4g} elements/s, TAT p50 {cell["tatP50Ms"]:.2f} ms</title></rect>')
+                ratio = cell.get("elementsPerSecVsGloo")
+                if ratio is not None and s != "gloo":
+                    out.append(f'<text x="{x + bar_w / 2:.1f}" y="{plot_y + plot_h - h - 3:.1f}" text-anchor="middle" '
+                               f'font-size="9">{ratio:.2f}×</text>')
+    out.append(f'<text x="10" y="{height - 8}" fill="#555">{esc(report["machine"]["nproc"])} cores '
+               f'({esc(report["machine"]["cpuModel"])}), kernel {esc(report["machine"]["kernel"])}; '
+               f'{esc(report["run"]["command"])}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--summarise-cell")
+    parser.add_argument("--cells")
+    parser.add_argument("--out")
+    parser.add_argument("--tag", default="")
+    parser.add_argument("--command", default="bench/rack/run.sh")
+    parser.add_argument("--started", default="")
+    parser.add_argument("--finished", default="")
+    parser.add_argument("--build", default="unknown")
+    parser.add_argument("--build-dirty", default="false")
+    parser.add_argument("--build-time", default="")
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--mtu", default="")
+    parser.add_argument("--appliance-rate", default="none")
+    parser.add_argument("--mac", default="off")
+    parser.add_argument("--offload", default="auto")
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+
+    if args.summarise_cell:
+        print(summary_line(load_cell(args.summarise_cell)))
+        return 0
+    if not args.cells or not args.out:
+        parser.error("give --cells and --out, or --summarise-cell")
+
+    all_cells = [load_cell(d) for d in sorted(glob.glob(os.path.join(args.cells, "*"))) if os.path.isdir(d)]
+    cells = pick_medians(all_cells)
+    add_ratios(cells)
+    date = (args.started or datetime.datetime.now(datetime.timezone.utc).isoformat())[:10]
+    suffix = f"-{args.tag}" if args.tag else ""
+    report = {
+        "run": {"date": date, "suffix": suffix, "started": args.started, "finished": args.finished,
+                "command": args.command, "build": args.build, "buildDirty": args.build_dirty, "buildTime": args.build_time,
+                "workers": args.workers, "mtu": args.mtu, "applianceRate": args.appliance_rate, "mac": args.mac,
+                "offload": args.offload, "repeat": args.repeat},
+        "machine": machine(cells),
+        "definitions": {
+            "tat": "call to return of one all-reduce after a barrier; cell p50/p99 = slowest rank's p50/p99",
+            "elementsPerSec": "elements / TAT p50",
+            "goodput": "tensor bytes * 8 / TAT p50 / worker link rate (each direction)",
+            "retransmissions": "SwitchML: retransmitted packets in timed all-reduces; Gloo/MPI: TCP RetransSegs over the cell"},
+        "targets": [],
+        "cells": cells,
+        "repeats": [c for c in all_cells if args.repeat > 1],
+    }
+    report["targets"] = targets(cells, args.workers)
+    os.makedirs(args.out, exist_ok=True)
+    base = os.path.join(args.out, f"results-{date}{suffix}")
+    with open(base + ".json", "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+    with open(base + ".md", "w") as f:
+        f.write(markdown(report))
+    with open(os.path.join(args.out, f"chart-{date}{suffix}.svg"), "w") as f:
+        f.write(svg(report))
+    print(f"wrote {base}.json, {base}.md, {os.path.join(args.out, f'chart-{date}{suffix}.svg')}")
+    print("targets:")
+    for t in report["targets"]:
+        print(f"  {t['status']:>12}  {t['target']}: {t['measured'] or '-'} (goal {t['goal']}); {t['detail']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

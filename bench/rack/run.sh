@@ -1,0 +1,547 @@
+#!/usr/bin/env bash
+# bench/rack/run.sh: SwitchML vs PyTorch Gloo vs OpenMPI all-reduce on an emulated rack (network namespaces, a
+# bridge as the ToR, tbf-limited worker links, nftables loss) and on plain loopback. Writes
+# docs/bench/results-<date>.{json,md} and docs/bench/chart-<date>.svg. See bench/rack/README.md.
+#
+#   sudo bench/rack/run.sh            the full matrix (about 30 minutes)
+#   sudo bench/rack/run.sh --quick    a smoke run (a few minutes)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=rack.sh
+source "$HERE/rack.sh"
+
+PY=/usr/bin/python3
+
+WORKERS=4
+RATES=1gbit,none
+APPLIANCE_RATE=none
+LOSSES=0,0.0001,0.001,0.01
+SIZES=100MB,1MB
+SYSTEMS=switchml,gloo,mpi
+JUMBO=1
+MTU=
+LOOPBACK=1
+RACK=1
+ITERATIONS=
+WARMUPS=
+LANES=
+SLOTS=
+MAC=off
+RTO_MS=
+OFFLOAD=auto
+MPI_LOOPBACK_BTL=tcp
+OUT_DIR=$ROOT/docs/bench
+TAG=
+INSTALL=1
+BUILD=1
+CELL_TIMEOUT=600
+REPEAT=1
+QUICK=0
+
+usage() {
+  cat <<'EOF'
+Usage: bench/rack/run.sh [options]          (as root: it creates network namespaces)
+
+One command for the whole comparison: installs what it needs from Debian, builds SwitchML, then for every link
+rate builds a rack of namespaces (appliance + N workers on a bridge), and for every loss rate, tensor size and
+system runs a checked all-reduce benchmark; then the same on plain loopback. Every namespace it creates is
+deleted at the end, also on Ctrl-C or SIGTERM.
+
+Matrix
+  --workers N            workers (default 4)
+  --rates LIST           worker link rates, tc syntax, "none" = unlimited (default 1gbit,none)
+  --appliance-rate R     the appliance's own link: none (default: unlimited, like an appliance on a faster
+                         ToR port), same (= the worker rate) or a tc rate such as 4gbit
+  --loss LIST            random loss per bridge port and direction, fractions (default 0,0.0001,0.001,0.01)
+  --sizes LIST           float32 tensor sizes, MB = 10^6 bytes (default 100MB,1MB)
+  --systems LIST         subset of switchml,gloo,mpi (default all three)
+  --jumbo / --no-jumbo   MTU 9000 and k=2233 (default) / MTU 1500 and k=366
+  --mtu N                explicit rack MTU (k follows: (MTU-28-40)/4)
+  --no-loopback          skip the loopback runs      --loopback-only   skip the rack
+Measurement
+  --iterations N         timed all-reduces per cell (default: 10 for >=50MB, 20 for >=10MB, else 50)
+  --warmups N            untimed ones first (default: 3 for >=50MB, 5 for >=10MB, else 10)
+  -k N / -s N            SwitchML elements per packet / pool size (default: k from the MTU, 8192 on loopback;
+                         s: the link's bandwidth x 1 ms in packets, at least 16; 32 unlimited and on loopback)
+  --mac on|off           SwitchML packet MAC (default off: a trusted rack, as with a switch)
+  --rto-ms N             SwitchML workers' initial retransmission timeout (default: the worker's, 20 ms; a value
+                         below the worker's 10 ms minimum lowers the minimum too)
+  --offload auto|on|off  TSO/GSO/GRO on the veths; auto (default): on at loss 0, off with loss so that loss
+                         hits MTU-sized wire frames, not 64 KB TCP segments
+  --mpi-loopback-btl B   tcp (default) or vader (shared memory) for OpenMPI on loopback
+  --cell-timeout SEC     give up on one system's run after this long (default 600)
+  --repeat N             run every cell N times, the systems interleaved; the report takes each cell's median
+                         run by TAT p50 and lists every run's p50 (default 1; use 3 on a noisy machine)
+Other
+  --quick                smoke run: --rates 1gbit --loss 0,0.01 --iterations 3 --warmups 1 (+ loopback)
+  --out DIR              where results go (default docs/bench)
+  --tag NAME             appended to the result file names (--quick uses "quick")
+  --no-install           do not apt-get missing packages     --no-build   use the existing build
+EOF
+}
+
+ORIG_ARGS="$*"
+die() { echo "run.sh: $*" >&2; exit 2; }
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --workers) WORKERS=$2; shift 2 ;;
+    --rates|--rate) RATES=$2; shift 2 ;;
+    --appliance-rate) APPLIANCE_RATE=$2; shift 2 ;;
+    --loss) LOSSES=$2; shift 2 ;;
+    --sizes|--size) SIZES=$2; shift 2 ;;
+    --systems) SYSTEMS=$2; shift 2 ;;
+    --jumbo) JUMBO=1; shift ;;
+    --no-jumbo) JUMBO=0; shift ;;
+    --mtu) MTU=$2; shift 2 ;;
+    --no-loopback) LOOPBACK=0; shift ;;
+    --loopback-only) RACK=0; shift ;;
+    --iterations) ITERATIONS=$2; shift 2 ;;
+    --warmups) WARMUPS=$2; shift 2 ;;
+    -k|--lanes) LANES=$2; shift 2 ;;
+    -s|--slots) SLOTS=$2; shift 2 ;;
+    --mac) MAC=$2; shift 2 ;;
+    --rto-ms) RTO_MS=$2; shift 2 ;;
+    --offload) OFFLOAD=$2; shift 2 ;;
+    --mpi-loopback-btl) MPI_LOOPBACK_BTL=$2; shift 2 ;;
+    --cell-timeout) CELL_TIMEOUT=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
+    --quick) QUICK=1; shift ;;
+    --out) OUT_DIR=$2; shift 2 ;;
+    --tag) TAG=$2; shift 2 ;;
+    --no-install) INSTALL=0; shift ;;
+    --no-build) BUILD=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown option: $1" ;;
+  esac
+done
+
+if [ "$QUICK" = 1 ]; then
+  RATES=1gbit
+  LOSSES=0,0.01
+  ITERATIONS=${ITERATIONS:-3}
+  WARMUPS=${WARMUPS:-1}
+  TAG=${TAG:-quick}
+fi
+[ -n "$MTU" ] || { [ "$JUMBO" = 1 ] && MTU=9000 || MTU=1500; }
+RACK_LANES=${LANES:-$(((MTU - 28 - 40) / 4))}
+# s covers the bandwidth-delay product with an assumed 1 ms round trip (the rack's unloaded RTT is ~0.1-0.5 ms; the
+# rest is margin for scheduling on shared cores), at least 16: 16 jumbo packets at 1 Gbit/s. More slots than that
+# only queue in tbf, inflate the RTT and provoke spurious retransmissions (s=64 doubled the 1 Gbit/s TAT here).
+# Unlimited links: 32, like loopback.
+rack_slots_for() {
+  local bits
+  bits=$(rate_bits "$1")
+  if [ -n "$SLOTS" ]; then echo "$SLOTS"
+  elif [ "$bits" -eq 0 ]; then echo 32
+  else awk -v b="$bits" -v m="$MTU" 'BEGIN { s = b * 0.001 / (8 * (m + 14)); s = (s == int(s)) ? s : int(s) + 1; print (s < 16) ? 16 : s }'
+  fi
+}
+LOOP_LANES=${LANES:-8192}
+LOOP_SLOTS=${SLOTS:-32}
+case "$MAC" in on|off) ;; *) die "--mac must be on or off" ;; esac
+case "$OFFLOAD" in auto|on|off) ;; *) die "--offload must be auto, on or off" ;; esac
+[[ "$REPEAT" =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer"
+[[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 2 ] && [ "$WORKERS" -le 200 ] || die "--workers must be 2..200"
+for s in ${SYSTEMS//,/ }; do case "$s" in switchml|gloo|mpi) ;; *) die "unknown system $s" ;; esac; done
+has_system() { [[ ",$SYSTEMS," == *",$1,"* ]]; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (it creates network namespaces)"
+
+# ---------------------------------------------------------------------------------------------------------------
+# Dependencies from Debian, and a frozen copy of the SwitchML build
+
+install_deps() {
+  local missing=()
+  command -v ip >/dev/null || missing+=(iproute2)
+  command -v tc >/dev/null || missing+=(iproute2)
+  command -v nft >/dev/null || missing+=(nftables)
+  command -v ethtool >/dev/null || missing+=(ethtool)
+  command -v ping >/dev/null || missing+=(iputils-ping)
+  command -v timeout >/dev/null || missing+=(coreutils)
+  [ -x "$PY" ] || missing+=(python3)
+  if has_system gloo; then "$PY" -c 'import torch.distributed' 2>/dev/null || missing+=(python3-torch); fi
+  if has_system mpi; then
+    command -v mpirun >/dev/null || missing+=(openmpi-bin)
+    "$PY" -c 'import mpi4py, numpy' 2>/dev/null || missing+=(python3-mpi4py python3-numpy)
+  fi
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ "$INSTALL" = 1 ] || die "missing packages: ${missing[*]} (run without --no-install, or apt-get install them)"
+  log "installing from Debian: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q "${missing[@]}" >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}" >/dev/null; }
+}
+
+# The launcher rebuilds whenever a source file is newer than the jar; other people editing the tree during a
+# 30-minute run must not trigger a rebuild between cells. So run a copy of the launcher and the built jars.
+snapshot_build() {
+  if [ "$BUILD" = 1 ]; then
+    log "building SwitchML (./switchml build)"
+    if ! "$ROOT/switchml" build; then
+      [ -f "$ROOT/dist/target/switchml.jar" ] || die "build failed and there is no earlier build"
+      log "WARNING: build failed; using the existing dist/target build"
+    fi
+  fi
+  [ -f "$ROOT/dist/target/switchml.jar" ] || die "no build at dist/target (run ./switchml build)"
+  mkdir -p "$WORK/snap/dist/target"
+  cp "$ROOT/switchml" "$WORK/snap/switchml"
+  cp -r "$ROOT/dist/target/switchml.jar" "$ROOT/dist/target/lib" "$WORK/snap/dist/target/"
+  SWITCHML="$WORK/snap/switchml"
+  "$SWITCHML" worker bench --help >/dev/null 2>&1 || die "this build has no 'switchml worker bench'"
+  BUILD_COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  BUILD_TIME=$(date -u -r "$ROOT/dist/target/switchml.jar" +%Y-%m-%dT%H:%M:%SZ)
+  BUILD_DIRTY=$([ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ] && echo true || echo false)
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# Clean-up: every process we started, every namespace we created
+
+# Background jobs of this shell are the only processes signalled by pid (jobs -p: never a recycled pid).
+cleanup() {
+  local code=$? pid pids
+  trap - EXIT INT TERM HUP
+  pids=$(jobs -p)
+  for pid in $pids; do kill -TERM "$pid" 2>/dev/null || true; done
+  if [ "$RACK" = 1 ] && [ -n "${RACK_PREFIX:-}" ]; then
+    rack_down
+    [ -z "$(rack_namespaces)" ] && log "namespaces of $RACK_PREFIX deleted" || log "WARNING: left: $(rack_namespaces)"
+  fi
+  for pid in $pids; do wait "$pid" 2>/dev/null || true; done
+  if [ $code -ne 0 ] && [ -n "${WORK:-}" ]; then log "work directory kept: $WORK"; fi
+  exit $code
+}
+
+WORK=$(mktemp -d /tmp/swrack.XXXXXX)
+RACK_PREFIX=swrack-$$
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+install_deps
+snapshot_build
+rack_down_stale
+
+# ---------------------------------------------------------------------------------------------------------------
+# Helpers
+
+# bytes of "100MB" / "1MB" / "512KB" / "1000" (MB = 10^6 bytes)
+size_bytes() {
+  local s=${1^^}
+  case "$s" in
+    *GB) echo $(( ${s%GB} * 1000000000 )) ;;
+    *MB) echo $(( ${s%MB} * 1000000 )) ;;
+    *KB) echo $(( ${s%KB} * 1000 )) ;;
+    *B) echo "${s%B}" ;;
+    *) echo "$s" ;;
+  esac
+}
+
+# bits per second of a tc rate ("1gbit", "500mbit", "none" -> 0)
+rate_bits() {
+  local r=${1,,}
+  case "$r" in
+    none) echo 0 ;;
+    *gbit) awk -v v="${r%gbit}" 'BEGIN { printf "%.0f", v * 1e9 }' ;;
+    *mbit) awk -v v="${r%mbit}" 'BEGIN { printf "%.0f", v * 1e6 }' ;;
+    *kbit) awk -v v="${r%kbit}" 'BEGIN { printf "%.0f", v * 1e3 }' ;;
+    *bit) echo "${r%bit}" ;;
+    *) die "unsupported rate $1 (use gbit, mbit, kbit or bit)" ;;
+  esac
+}
+
+iterations_for() {
+  local bytes=$1
+  if [ -n "$ITERATIONS" ]; then echo "$ITERATIONS"; elif [ "$bytes" -ge 50000000 ]; then echo 10; elif [ "$bytes" -ge 10000000 ]; then echo 20; else echo 50; fi
+}
+warmups_for() {
+  local bytes=$1
+  if [ -n "$WARMUPS" ]; then echo "$WARMUPS"; elif [ "$bytes" -ge 50000000 ]; then echo 3; elif [ "$bytes" -ge 10000000 ]; then echo 5; else echo 10; fi
+}
+
+# "user system idle" jiffies of the whole machine, for CPU utilisation during a cell.
+cpu_jiffies() { awk '/^cpu / { printf "%.0f %.0f\n", $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
+
+free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# Sum of eth0 tx+rx bytes over the worker namespaces (what crossed the worker links).
+wire_bytes() {
+  local r total=0 n
+  [ "$CUR_MODE" = rack ] || { echo 0; return; }
+  for ((r = 0; r < WORKERS; r++)); do
+    n=$(ip netns exec "$(rack_ns_w "$r")" cat /sys/class/net/eth0/statistics/tx_bytes /sys/class/net/eth0/statistics/rx_bytes | awk '{ s += $1 } END { printf "%.0f\n", s }')
+    total=$((total + n))
+  done
+  echo "$total"
+}
+
+# "TcpRetransSegs UdpInDatagrams UdpRcvbufErrors UdpSndbufErrors" of the rack's namespaces, or of the host on loopback
+snmp_now() {
+  local r nss=()
+  if [ "$CUR_MODE" = rack ]; then
+    nss=("$(rack_ns_ap)")
+    for ((r = 0; r < WORKERS; r++)); do nss+=("$(rack_ns_w "$r")"); done
+  fi
+  snmp_sums "${nss[@]}"
+}
+
+# netns exec in the rack, plain exec on loopback. Only in a background job (cmd &): it execs, so $! is the
+# command's pid and a signal to it reaches the command.
+in_ns() {
+  local ns=$1
+  shift
+  if [ "$CUR_MODE" = rack ]; then exec ip netns exec "$ns" "$@"; else exec "$@"; fi
+}
+
+CELL_SEQ=0
+# begin_cell SYSTEM: a fresh cell directory and its metadata; sets CELL
+begin_cell() {
+  local system=$1
+  CELL_SEQ=$((CELL_SEQ + 1))
+  CELL=$WORK/cells/$(printf '%03d' $CELL_SEQ)-$system-$CUR_MODE-$CUR_RATE-$CUR_LOSS-$CUR_SIZE-r$CUR_REPEAT
+  mkdir -p "$CELL"
+  {
+    echo "system=$system"
+    echo "repeat=$CUR_REPEAT"
+    echo "mode=$CUR_MODE"
+    echo "rate=$CUR_RATE"
+    echo "rateBitsPerSec=$(rate_bits "$CUR_RATE")"
+    echo "applianceRate=$CUR_APPLIANCE_RATE"
+    echo "loss=$CUR_LOSS"
+    echo "sizeBytes=$CUR_BYTES"
+    echo "elements=$((CUR_BYTES / 4))"
+    echo "workers=$WORKERS"
+    echo "iterations=$CUR_ITER"
+    echo "warmups=$CUR_WARM"
+    echo "mtu=$CUR_MTU"
+    echo "offload=$CUR_OFFLOAD"
+    echo "startedAt=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "loadAvgBefore=$(cut -d' ' -f1 /proc/loadavg)"
+  } > "$CELL/meta.txt"
+  read -r CELL_BUSY0 CELL_IDLE0 < <(cpu_jiffies)
+  CELL_T0=$(date +%s.%N)
+  CELL_WIRE0=$(wire_bytes)
+  CELL_SNMP0=$(snmp_now)
+  CELL_DROPS0=0 CELL_QDROPS0=0
+  if [ "$CUR_MODE" = rack ]; then CELL_DROPS0=$(rack_loss_drops) CELL_QDROPS0=$(rack_qdisc_drops "$WORKERS"); fi
+  CELL_SOFTNET0=$(softnet_drops)
+}
+
+end_cell() {
+  local busy1 idle1 t1 status=$1 drops1=0 qdrops1=0 a b
+  read -r busy1 idle1 < <(cpu_jiffies)
+  t1=$(date +%s.%N)
+  if [ "$CUR_MODE" = rack ]; then drops1=$(rack_loss_drops) qdrops1=$(rack_qdisc_drops "$WORKERS"); fi
+  read -r -a a <<< "$CELL_SNMP0"
+  read -r -a b <<< "$(snmp_now)"
+  {
+    echo "exitStatus=$status"
+    echo "wallSec=$(awk -v a="$CELL_T0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')"
+    echo "cpuBusyFraction=$(awk -v b="$((busy1 - CELL_BUSY0))" -v i="$((idle1 - CELL_IDLE0))" 'BEGIN { printf "%.3f", ((b + i) > 0) ? b / (b + i) : 0 }')"
+    echo "wireBytes=$(( $(wire_bytes) - CELL_WIRE0 ))"
+    echo "tcpRetransSegs=$((b[0] - a[0]))"
+    echo "udpInDatagrams=$((b[1] - a[1]))"
+    echo "udpRcvbufErrors=$((b[2] - a[2]))"
+    echo "udpSndbufErrors=$((b[3] - a[3]))"
+    echo "lossDrops=$((drops1 - CELL_DROPS0))"
+    echo "qdiscDrops=$((qdrops1 - CELL_QDROPS0))"
+    echo "backlogDrops=$(( $(softnet_drops) - CELL_SOFTNET0 ))"
+    echo "loadAvgAfter=$(cut -d' ' -f1 /proc/loadavg)"
+  } >> "$CELL/meta.txt"
+}
+
+# top snapshots every 5 s while a cell runs, for CPU evidence (who uses the 2 cores)
+start_sampler() {
+  ( while :; do top -b -n1 -w 160 | sed -n '3p;8,16p' >> "$CELL/top.txt"; echo >> "$CELL/top.txt"; sleep 5; done ) &
+  SAMPLER=$!
+}
+stop_sampler() { kill "$SAMPLER" 2>/dev/null || true; wait "$SAMPLER" 2>/dev/null || true; }
+
+# wait for every pid; 0 when all exited 0
+wait_all() {
+  local rc=0 pid
+  for pid in "$@"; do wait "$pid" || rc=$?; done
+  return $rc
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# The three systems
+
+run_switchml() {
+  local appliance_addr ctl_port data_port ap_pid r pids=() rc=0 lanes slots addr
+  begin_cell switchml
+  if [ "$CUR_MODE" = rack ]; then
+    appliance_addr=$RACK_APPLIANCE_ADDR ctl_port=7470 data_port=7471 lanes=$RACK_LANES slots=$(rack_slots_for "$CUR_RATE")
+  else
+    appliance_addr=127.0.0.1 ctl_port=0 data_port=0 lanes=$LOOP_LANES slots=$LOOP_SLOTS
+  fi
+  echo "lanes=$lanes" >> "$CELL/meta.txt"
+  echo "slots=$slots" >> "$CELL/meta.txt"
+  echo "rtoMs=${RTO_MS:-default}" >> "$CELL/meta.txt"
+  mkdir -p "$CELL/appliance"
+  SWITCHML_JAVA_OPTS=-Xmx1g in_ns "$(rack_ns_ap)" "$PY" "$HERE/cpuwrap.py" --out "$CELL/appliance.cpu.json" -- \
+    "$SWITCHML" appliance --bind "$appliance_addr" --data-port "$data_port" --control-port "$ctl_port" \
+    --http-port -1 --dir "$CELL/appliance" --mac "$MAC" > "$CELL/appliance.log" 2>&1 &
+  ap_pid=$!
+  for _ in $(seq 300); do
+    grep -qs 'appliance ready' "$CELL/appliance.log" && break
+    kill -0 "$ap_pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  if ! grep -qs 'appliance ready' "$CELL/appliance.log"; then
+    log "appliance did not start: $(tail -3 "$CELL/appliance.log")"
+    kill "$ap_pid" 2>/dev/null || true
+    end_cell 99
+    return 0
+  fi
+  ctl_port=$(sed -n 's/.*control tcp [^ ]*:\([0-9]*\).*/\1/p' "$CELL/appliance.log" | head -1)
+  start_sampler
+  for ((r = 0; r < WORKERS; r++)); do
+    SWITCHML_JAVA_OPTS=-Xmx2g in_ns "$(rack_ns_w "$r")" timeout -k 10 "$CELL_TIMEOUT" \
+      "$PY" "$HERE/cpuwrap.py" --out "$CELL/rank$r.cpu.json" -- \
+      "$SWITCHML" worker bench --appliance "$appliance_addr" --control-port "$ctl_port" --job "cell$CELL_SEQ" \
+      --token "rack-bench-$$-$CELL_SEQ" --world "$WORKERS" --rank "$r" --type float32 --elements "$((CUR_BYTES / 4))" \
+      --iterations "$CUR_ITER" --warmups "$CUR_WARM" -k "$lanes" -s "$slots" --mac "$MAC" ${RTO_MS:+--rto-ms "$RTO_MS"} --json \
+      > "$CELL/rank$r.json" 2> "$CELL/rank$r.err" &
+    pids+=($!)
+  done
+  wait_all "${pids[@]}" || rc=$?
+  stop_sampler
+  kill -TERM "$ap_pid" 2>/dev/null || true
+  wait "$ap_pid" 2>/dev/null || true
+  end_cell "$rc"
+}
+
+run_gloo() {
+  local r pids=() rc=0 master port ifname
+  begin_cell gloo
+  if [ "$CUR_MODE" = rack ]; then
+    master=$(rack_worker_addr 0) port=$((29500 + CELL_SEQ % 1000)) ifname=eth0
+  else
+    master=127.0.0.1 port=$(free_port) ifname=lo
+  fi
+  start_sampler
+  for ((r = 0; r < WORKERS; r++)); do
+    OMP_NUM_THREADS=1 in_ns "$(rack_ns_w "$r")" timeout -k 10 "$CELL_TIMEOUT" \
+      "$PY" "$HERE/cpuwrap.py" --out "$CELL/rank$r.cpu.json" -- \
+      "$PY" "$HERE/gloo_allreduce.py" --rank "$r" --world "$WORKERS" --master-addr "$master" --master-port "$port" \
+      --ifname "$ifname" --elements "$((CUR_BYTES / 4))" --iterations "$CUR_ITER" --warmups "$CUR_WARM" \
+      --timeout-sec "$CELL_TIMEOUT" > "$CELL/rank$r.json" 2> "$CELL/rank$r.err" &
+    pids+=($!)
+  done
+  wait_all "${pids[@]}" || rc=$?
+  stop_sampler
+  end_cell "$rc"
+}
+
+run_mpi() {
+  local rc=0 r args pid
+  begin_cell mpi
+  args=(--allow-run-as-root --oversubscribe -np "$WORKERS" --bind-to none -x OMP_NUM_THREADS=1)
+  if [ "$CUR_MODE" = rack ]; then
+    : > "$CELL/hosts"
+    for ((r = 0; r < WORKERS; r++)); do echo "$(rack_worker_addr "$r") slots=1" >> "$CELL/hosts"; done
+    args+=(--hostfile "$CELL/hosts" --map-by node --mca plm_rsh_agent "$HERE/mpi_rsh.sh" --mca plm_rsh_no_tree_spawn 1
+      --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 -x RACK_PREFIX)
+    echo "mpiBtl=tcp" >> "$CELL/meta.txt"
+  else
+    if [ "$MPI_LOOPBACK_BTL" = tcp ]; then
+      args+=(--mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+    else
+      args+=(--mca btl vader,self)
+    fi
+    echo "mpiBtl=$MPI_LOOPBACK_BTL" >> "$CELL/meta.txt"
+  fi
+  # orted start-up over a lossy link occasionally fails (a daemon never reports back); orte_startup_timeout turns
+  # that hang into an error, and the launch is tried again, up to 3 times (attempts are recorded).
+  args+=(--mca orte_startup_timeout 60)
+  start_sampler
+  local attempt
+  for attempt in 1 2 3; do
+    rc=0
+    RACK_PREFIX=$RACK_PREFIX OMP_NUM_THREADS=1 in_ns "$(rack_ns_w 0)" timeout -k 10 "$CELL_TIMEOUT" \
+      "$PY" "$HERE/cpuwrap.py" --out "$CELL/mpi.cpu.json" -- \
+      mpirun "${args[@]}" "$PY" "$HERE/mpi_allreduce.py" --elements "$((CUR_BYTES / 4))" \
+      --iterations "$CUR_ITER" --warmups "$CUR_WARM" > "$CELL/mpi.json" 2> "$CELL/mpi.err" &
+    pid=$!
+    wait "$pid" || rc=$?
+    [ "$rc" -ne 0 ] && [ ! -s "$CELL/mpi.json" ] && [ "$rc" -ne 124 ] && [ "$attempt" -lt 3 ] || break
+    log "mpi: launch failed (exit $rc: $(tail -1 "$CELL/mpi.err")); trying again"
+    mv "$CELL/mpi.err" "$CELL/mpi.err.$attempt"
+    if [ "$CUR_MODE" = rack ]; then
+      for r in $(ip netns pids "$(rack_ns_w 0)") $(for ((r = 1; r < WORKERS; r++)); do ip netns pids "$(rack_ns_w "$r")"; done); do
+        kill -KILL "$r" 2>/dev/null || true
+      done
+    fi
+    sleep 2
+  done
+  echo "mpiAttempts=$attempt" >> "$CELL/meta.txt"
+  stop_sampler
+  end_cell "$rc"
+}
+
+run_systems() {
+  local size system
+  for size in ${SIZES//,/ }; do
+    CUR_SIZE=$size
+    CUR_BYTES=$(size_bytes "$size")
+    CUR_ITER=$(iterations_for "$CUR_BYTES")
+    CUR_WARM=$(warmups_for "$CUR_BYTES")
+    for ((CUR_REPEAT = 1; CUR_REPEAT <= REPEAT; CUR_REPEAT++)); do
+      for system in ${SYSTEMS//,/ }; do
+        log "$system: $CUR_MODE, rate $CUR_RATE, loss $CUR_LOSS, $size, $CUR_WARM+$CUR_ITER all-reduces" \
+          "$([ "$REPEAT" -gt 1 ] && echo "(run $CUR_REPEAT of $REPEAT)")"
+        "run_$system"
+        summarise_cell
+      done
+    done
+  done
+}
+
+summarise_cell() {
+  "$PY" "$HERE/aggregate.py" --summarise-cell "$CELL" >&2 || true
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# The matrix
+
+log "work directory $WORK; namespaces $RACK_PREFIX-*; $WORKERS workers; systems $SYSTEMS"
+RUN_STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+
+if [ "$RACK" = 1 ]; then
+  for rate in ${RATES//,/ }; do
+    CUR_MODE=rack CUR_RATE=$rate CUR_APPLIANCE_RATE=$APPLIANCE_RATE CUR_MTU=$MTU
+    [ -n "$(rate_bits "$rate")" ] || exit 2
+    log "rack: $WORKERS workers, links $rate, appliance link $APPLIANCE_RATE, MTU $MTU"
+    rack_up "$WORKERS" "$rate" "$APPLIANCE_RATE" "$MTU"
+    for loss in ${LOSSES//,/ }; do
+      CUR_LOSS=$loss
+      rack_loss "$loss"
+      if [ "$OFFLOAD" = auto ]; then
+        CUR_OFFLOAD=$(awk -v l="$loss" 'BEGIN { print (l > 0) ? "off" : "on" }')
+      else
+        CUR_OFFLOAD=$OFFLOAD
+      fi
+      rack_offload "$CUR_OFFLOAD" "$WORKERS"
+      run_systems
+    done
+    rack_down
+  done
+fi
+
+if [ "$LOOPBACK" = 1 ]; then
+  CUR_MODE=loopback CUR_RATE=none CUR_APPLIANCE_RATE=none CUR_LOSS=0 CUR_MTU=65536 CUR_OFFLOAD=host
+  log "loopback: no namespaces, $WORKERS workers"
+  run_systems
+fi
+
+RUN_FINISHED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+mkdir -p "$OUT_DIR"
+"$PY" "$HERE/aggregate.py" --cells "$WORK/cells" --out "$OUT_DIR" ${TAG:+--tag "$TAG"} \
+  --command "bench/rack/run.sh${ORIG_ARGS:+ $ORIG_ARGS}" --started "$RUN_STARTED" --finished "$RUN_FINISHED" \
+  --build "$BUILD_COMMIT" --build-dirty "$BUILD_DIRTY" --build-time "$BUILD_TIME" --workers "$WORKERS" --mtu "$MTU" \
+  --appliance-rate "$APPLIANCE_RATE" --mac "$MAC" --offload "$OFFLOAD" --repeat "$REPEAT"
+log "raw cells kept in $WORK/cells"
