@@ -32,6 +32,10 @@ def main() -> int:
 
     comm = MPI.COMM_WORLD
     rank, world = comm.Get_rank(), comm.Get_size()
+    comm.Barrier()
+    if rank == 0:
+        # run.sh waits for this line to know that every rank started (an orted sometimes never does).
+        print(f"mpi_allreduce: all {world} ranks started", file=sys.stderr, flush=True)
     pattern = (np.arange(args.elements, dtype=np.int64) % 8 + 1).astype(np.float32)
     expected = pattern * np.float32(world * (world + 1) // 2)
     mine = pattern * np.float32(rank + 1)
