@@ -100,6 +100,8 @@ final class ShardAgent implements Agent
     private final long[] slotDeadlineNs;
     private final long[] slotSentNs;
     private final boolean[] slotRetransmitted;
+    private final long[] slotTxSeq;
+    private final boolean[] slotSuspect;
 
     private final Submission[] window;
     private final int windowMask;
@@ -111,6 +113,12 @@ final class ShardAgent implements Agent
     private final long maxTimeoutNs;
     private final long progressTimeoutNs;
     private long retransmitTimeoutNs;
+    private final boolean fastRetransmit;
+    private final long reorderWindowFloorNs;
+    private final long probeTimeoutFloorNs;
+    private long txSeq;
+    private long deliveredSeq;
+    private boolean probed;
     private volatile long smoothedRttNs;
     private volatile long publishedTimeoutNs;
     private long rttVarianceNs;
@@ -194,6 +202,8 @@ final class ShardAgent implements Agent
         slotDeadlineNs = new long[localSlots];
         slotSentNs = new long[localSlots];
         slotRetransmitted = new boolean[localSlots];
+        slotTxSeq = new long[localSlots];
+        slotSuspect = new boolean[localSlots];
         for (int l = 0; l < localSlots; l++)
         {
             slotChunk[l] = (long)l * shardCount + shard;
@@ -205,6 +215,9 @@ final class ShardAgent implements Agent
         progressTimeoutNs = context.progressTimeoutMs() * NANOS_PER_MS;
         retransmitTimeoutNs = context.retransmitTimeoutMs() * NANOS_PER_MS;
         publishedTimeoutNs = retransmitTimeoutNs;
+        fastRetransmit = context.fastRetransmit();
+        reorderWindowFloorNs = context.reorderWindowUs() * 1_000L;
+        probeTimeoutFloorNs = context.probeTimeoutUs() * 1_000L;
 
         selector = Selector.open();
         channel.register(selector, SelectionKey.OP_READ);
@@ -270,7 +283,12 @@ final class ShardAgent implements Agent
         long waitMs = MAX_IDLE_WAIT_MS;
         if (inFlight > 0)
         {
-            final long untilNs = Math.min(nextDeadlineNs, lastProgressNs + progressTimeoutNs) - System.nanoTime();
+            long wakeNs = Math.min(nextDeadlineNs, lastProgressNs + progressTimeoutNs);
+            if (fastRetransmit && !probed)
+            {
+                wakeNs = Math.min(wakeNs, lastProgressNs + probeTimeoutNs());
+            }
+            final long untilNs = wakeNs - System.nanoTime();
             waitMs = Math.max(1, Math.min(MAX_IDLE_WAIT_MS, (untilNs + NANOS_PER_MS - 1) / NANOS_PER_MS));
         }
         try
@@ -328,6 +346,7 @@ final class ShardAgent implements Agent
                     if (inFlight++ == 0)
                     {
                         lastProgressNs = nowNs;
+                        probed = false;
                     }
                     start(l, nowNs);
                 }
@@ -476,6 +495,8 @@ final class ShardAgent implements Agent
         final long deadlineNs = nowNs + retransmitTimeoutNs;
         slotDeadlineNs[l] = deadlineNs;
         slotSentNs[l] = nowNs;
+        slotTxSeq[l] = ++txSeq;
+        slotSuspect[l] = false;
         if (deadlineNs - nextDeadlineNs < 0)
         {
             nextDeadlineNs = deadlineNs;
@@ -575,9 +596,14 @@ final class ShardAgent implements Agent
         }
 
         final long nowNs = System.nanoTime();
+        probed = false;
         if (!slotRetransmitted[l])
         {
             onRttSample(nowNs - slotSentNs[l]);
+            if (fastRetransmit)
+            {
+                onDelivered(l, nowNs);
+            }
         }
         slotRetransmitted[l] = false;
         slotVersion[l] ^= 1;
@@ -702,11 +728,15 @@ final class ShardAgent implements Agent
                 "chunks whose element counts disagree", false);
             return 1;
         }
+        int work = 0;
+        if (fastRetransmit && !probed && nowNs - (lastProgressNs + probeTimeoutNs()) >= 0)
+        {
+            work += probeTail(nowNs);
+        }
         if (nowNs - nextDeadlineNs < 0)
         {
-            return 0;
+            return work;
         }
-        int work = 0;
         long next = Long.MAX_VALUE;
         boolean expired = false;
         for (int l = 0; l < localSlots; l++)
@@ -717,6 +747,14 @@ final class ShardAgent implements Agent
             }
             if (nowNs - slotDeadlineNs[l] >= 0)
             {
+                if (slotSuspect[l])
+                {
+                    counters.fastRetransmissions++;
+                    retransmit(l, nowNs);
+                    work++;
+                    next = Math.min(next, slotDeadlineNs[l]);
+                    continue;
+                }
                 if (!expired)
                 {
                     expired = true;
@@ -750,6 +788,74 @@ final class ShardAgent implements Agent
             sb.append("; ").append(inFlight - listed).append(" more slots");
         }
         return sb.toString();
+    }
+
+    /**
+     * Fast retransmission (RACK-like): results of one shard return in the order its packets were sent, so
+     * a slot whose packet was sent before the one just answered has lost its update or its result, or
+     * waits for another rank that lost its own. Give it a reorder window, then resend: no backoff.
+     * Only results of packets sent once count (as for RTT samples): the late result of a packet that was
+     * resent proves nothing about the packets sent between its two transmissions.
+     */
+    private void onDelivered(final int l, final long nowNs)
+    {
+        final long seq = slotTxSeq[l];
+        if (seq <= deliveredSeq)
+        {
+            return;
+        }
+        deliveredSeq = seq;
+        final long deadlineNs = nowNs + Math.min(retransmitTimeoutNs, Math.max(reorderWindowFloorNs, smoothedRttNs >> 2));
+        for (int m = 0; m < localSlots; m++)
+        {
+            if (m != l && slotState[m] != WAITING && !slotSuspect[m] && slotTxSeq[m] < seq)
+            {
+                slotSuspect[m] = true;
+                if (deadlineNs - slotDeadlineNs[m] < 0)
+                {
+                    slotDeadlineNs[m] = deadlineNs;
+                    if (deadlineNs - nextDeadlineNs < 0)
+                    {
+                        nextDeadlineNs = deadlineNs;
+                    }
+                }
+            }
+        }
+    }
+
+    private long probeTimeoutNs()
+    {
+        final long srtt = smoothedRttNs;
+        return srtt == 0 ? retransmitTimeoutNs : Math.max(probeTimeoutFloorNs, 2 * srtt);
+    }
+
+    /**
+     * Tail-loss probe: nothing has come back for max(2 SRTT, floor), which a lost last packet of a burst
+     * causes (no later result reveals it). Resend the newest outstanding packet once; its result, or the
+     * results it reveals as missing, restart recovery. Re-armed by the next result.
+     */
+    private int probeTail(final long nowNs)
+    {
+        probed = true;
+        if (probeTimeoutNs() >= retransmitTimeoutNs)
+        {
+            return 0;
+        }
+        int newest = -1;
+        for (int l = 0; l < localSlots; l++)
+        {
+            if (slotState[l] != WAITING && (newest < 0 || slotTxSeq[l] > slotTxSeq[newest]))
+            {
+                newest = l;
+            }
+        }
+        if (newest < 0)
+        {
+            return 0;
+        }
+        counters.tailProbes++;
+        retransmit(newest, nowNs);
+        return 1;
     }
 
     private void retransmit(final int l, final long nowNs)

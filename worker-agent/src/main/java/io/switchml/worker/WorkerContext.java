@@ -23,6 +23,14 @@ public final class WorkerContext
     public static final long MIN_RETRANSMIT_TIMEOUT_MS_DEFAULT = 10;
     /** Largest retransmission timeout, also after exponential backoff. */
     public static final long MAX_RETRANSMIT_TIMEOUT_MS_DEFAULT = 500;
+    /**
+     * Floor of the reorder window of fast retransmission: a slot whose result is still missing this long
+     * (or SRTT / 4 when that is longer) after the result of a packet sent later on the same shard arrived
+     * is resent without waiting for its retransmission timer.
+     */
+    public static final long REORDER_WINDOW_US_DEFAULT = 250;
+    /** Floor of the tail-loss probe timeout, max(2 SRTT, this): see {@link #fastRetransmit(boolean)}. */
+    public static final long PROBE_TIMEOUT_US_DEFAULT = 1_000;
     /** An all-reduce that receives no result for this long fails with an error. */
     public static final long PROGRESS_TIMEOUT_MS_DEFAULT = 10_000;
     /** How long to wait for every rank to join. */
@@ -51,6 +59,9 @@ public final class WorkerContext
     private long minRetransmitTimeoutMs = MIN_RETRANSMIT_TIMEOUT_MS_DEFAULT;
     private long maxRetransmitTimeoutMs = MAX_RETRANSMIT_TIMEOUT_MS_DEFAULT;
     private long progressTimeoutMs = PROGRESS_TIMEOUT_MS_DEFAULT;
+    private boolean fastRetransmit = true;
+    private long reorderWindowUs = REORDER_WINDOW_US_DEFAULT;
+    private long probeTimeoutUs = PROBE_TIMEOUT_US_DEFAULT;
     private long joinTimeoutMs = JOIN_TIMEOUT_MS_DEFAULT;
     private int socketBufferBytes = SOCKET_BUFFER_BYTES_DEFAULT;
     private int maxPendingAllReduces = MAX_PENDING_ALL_REDUCES_DEFAULT;
@@ -107,6 +118,11 @@ public final class WorkerContext
             throw new IllegalArgumentException("retransmit timeouts must be >= 1 ms and the minimum and initial ones " +
                 "<= the maximum: min " + minRetransmitTimeoutMs + ", initial " + retransmitTimeoutMs + ", max " +
                 maxRetransmitTimeoutMs);
+        }
+        if (reorderWindowUs < 0 || probeTimeoutUs < 0)
+        {
+            throw new IllegalArgumentException("reorder window and probe timeout must not be negative: " +
+                reorderWindowUs + " us, " + probeTimeoutUs + " us");
         }
         if (progressTimeoutMs < 1 || joinTimeoutMs < 1)
         {
@@ -304,6 +320,50 @@ public final class WorkerContext
     public WorkerContext maxRetransmitTimeoutMs(final long maxRetransmitTimeoutMs)
     {
         this.maxRetransmitTimeoutMs = maxRetransmitTimeoutMs;
+        return this;
+    }
+
+    public boolean fastRetransmit()
+    {
+        return fastRetransmit;
+    }
+
+    /**
+     * Recover losses before the retransmission timer, as TCP's RACK and tail-loss probe do: each shard
+     * numbers its transmissions, and a slot still waiting a reorder window after the result of a packet
+     * sent after it has arrived is resent at once (every rank sees the hole, so the rank whose update was
+     * lost resends it, and a rank that lost the result gets it back from the shadow copy); when no
+     * result at all arrives for max(2 SRTT, the probe timeout), the newest outstanding packet is resent
+     * once. Neither backs off the retransmission timeout. On by default.
+     *
+     * @param fastRetransmit false to recover losses by the retransmission timer alone (the paper's scheme).
+     * @return this for a fluent API.
+     */
+    public WorkerContext fastRetransmit(final boolean fastRetransmit)
+    {
+        this.fastRetransmit = fastRetransmit;
+        return this;
+    }
+
+    public long reorderWindowUs()
+    {
+        return reorderWindowUs;
+    }
+
+    public WorkerContext reorderWindowUs(final long reorderWindowUs)
+    {
+        this.reorderWindowUs = reorderWindowUs;
+        return this;
+    }
+
+    public long probeTimeoutUs()
+    {
+        return probeTimeoutUs;
+    }
+
+    public WorkerContext probeTimeoutUs(final long probeTimeoutUs)
+    {
+        this.probeTimeoutUs = probeTimeoutUs;
         return this;
     }
 

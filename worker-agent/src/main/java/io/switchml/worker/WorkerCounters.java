@@ -13,6 +13,8 @@ public final class WorkerCounters
         volatile long packetsSent;
         volatile long packetsReceived;
         volatile long retransmissions;
+        volatile long fastRetransmissions;
+        volatile long tailProbes;
         volatile long staleResults;
         volatile long malformedResults;
         volatile long sendFailures;
@@ -70,6 +72,34 @@ public final class WorkerCounters
     }
 
     /** @return results for a chunk this worker had already completed (duplicates, late shadow copies). */
+    /**
+     * @return resends triggered by a later packet's result (fast retransmission), included in {@link
+     * #retransmissions()}.
+     */
+    public long fastRetransmissions()
+    {
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.fastRetransmissions;
+        }
+        return sum;
+    }
+
+    /**
+     * @return tail-loss probes: resends of the newest outstanding packet after a quiet period, included in
+     * {@link #retransmissions()}.
+     */
+    public long tailProbes()
+    {
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.tailProbes;
+        }
+        return sum;
+    }
+
     public long staleResults()
     {
         long sum = 0;
@@ -154,6 +184,7 @@ public final class WorkerCounters
     public String toString()
     {
         return "sent=" + packetsSent() + " received=" + packetsReceived() + " retransmissions=" + retransmissions() +
+            " (fast " + fastRetransmissions() + ", probes " + tailProbes() + ")" +
             " staleResults=" + staleResults() + " malformed=" + malformedResults() + " sendFailures=" + sendFailures() +
             " lossInjected=" + lossInjected() + " allReduces=" + allReduces() + " exponentOnly=" + exponentOnlyPackets() +
             " lookaheadMisses=" + lookaheadMisses();

@@ -4,6 +4,7 @@ import io.switchml.protocol.ElementType;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.util.Locale;
@@ -18,29 +19,15 @@ import java.util.concurrent.Callable;
     description = "Join a job as one rank and all-reduce tensors whose sum is known, checking every result.")
 public final class WorkerRunCommand implements Callable<Integer>
 {
-    @Option(names = "--appliance", description = "Appliance host (default ${DEFAULT-VALUE}).", defaultValue = "127.0.0.1")
-    private String applianceHost;
-
-    @Option(names = "--control-port", description = "Appliance control port (default ${DEFAULT-VALUE}).", defaultValue = "7470")
-    private int controlPort;
+    @Mixin
+    private TransportOptions transport;
 
     @Option(names = "--job", description = "Job name, the same on every rank (default ${DEFAULT-VALUE}).", defaultValue = "job")
     private String jobName;
 
-    @Option(names = "--tenant", description = "Tenant the job belongs to (default ${DEFAULT-VALUE}).", defaultValue = "default")
-    private String tenant;
-
     @Option(names = "--token", description = "The job's shared secret, the same on every rank (default: $SWITCHML_JOB_TOKEN).",
         defaultValue = "${env:SWITCHML_JOB_TOKEN}")
     private String token;
-
-    @Option(names = "--mac", description = "on: data packets carry a SipHash-2-4 MAC; off: trusted rack (default ${DEFAULT-VALUE}).",
-        defaultValue = "on")
-    private String mac;
-
-    @Option(names = "--slot-timeout-ms", description = "Abort the job when a slot stays partly filled this long (default: the appliance's).",
-        defaultValue = "0")
-    private long slotTimeoutMs;
 
     @Option(names = "--world", required = true, description = "Number of ranks in the job.")
     private int worldSize;
@@ -60,21 +47,8 @@ public final class WorkerRunCommand implements Callable<Integer>
     @Option(names = "--warmups", description = "Untimed all-reduces first (default ${DEFAULT-VALUE}).", defaultValue = "2")
     private int warmups;
 
-    @Option(names = {"-k", "--lanes"}, description = "Elements per packet (default ${DEFAULT-VALUE}).", defaultValue = "8192")
-    private int lanes;
-
-    @Option(names = {"-s", "--slots"}, description = "Pool size, packets in flight (default ${DEFAULT-VALUE}).", defaultValue = "32")
-    private int slots;
-
     @Option(names = "--average", description = "Average instead of sum (float32 only).")
     private boolean average;
-
-    @Option(names = "--rto-ms", description = "Initial retransmission timeout (default ${DEFAULT-VALUE}).", defaultValue = "20")
-    private long rtoMs;
-
-    @Option(names = "--progress-timeout-ms", description = "Fail when no result arrives for this long (default ${DEFAULT-VALUE}).",
-        defaultValue = "10000")
-    private long progressTimeoutMs;
 
     @Option(names = "--loss-rate", description = "Drop this fraction of packets each way, for tests (default ${DEFAULT-VALUE}).",
         defaultValue = "0")
@@ -91,14 +65,8 @@ public final class WorkerRunCommand implements Callable<Integer>
         try
         {
             elementType = ElementType.parse(type);
-            if (!mac.equals("on") && !mac.equals("off"))
-            {
-                throw new IllegalArgumentException("--mac must be on or off: " + mac);
-            }
-            context = new WorkerContext().applianceHost(applianceHost).controlPort(controlPort).jobName(jobName)
-                .tenant(tenant).token(token).macEnabled(mac.equals("on")).slotTimeoutMs(slotTimeoutMs)
-                .worldSize(worldSize).rank(rank).elementType(elementType).lanes(lanes).slots(slots)
-                .retransmitTimeoutMs(rtoMs).progressTimeoutMs(progressTimeoutMs).lossRate(lossRate).lossSeed(lossSeed)
+            context = transport.applyTo(new WorkerContext()).jobName(jobName).token(token)
+                .worldSize(worldSize).rank(rank).elementType(elementType).lossRate(lossRate).lossSeed(lossSeed)
                 .conclude();
             if (elements < 1)
             {
@@ -128,7 +96,7 @@ public final class WorkerRunCommand implements Callable<Integer>
                     startNs = System.nanoTime();
                     client.allReduce(floats, floats, op);
                     endNs = System.nanoTime();
-                    error = KnownTensors.verifyFloat(floats, worldSize, round, lanes, op, elementType);
+                    error = KnownTensors.verifyFloat(floats, worldSize, round, context.lanes(), op, elementType);
                 }
                 else
                 {

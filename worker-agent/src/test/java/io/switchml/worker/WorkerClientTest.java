@@ -156,6 +156,57 @@ class WorkerClientTest
         assertTrue(appliance.counter("retransmissions_served") > 0);
     }
 
+    /**
+     * Fast retransmission and tail-loss probes alone recover every loss: the retransmission timer is set to
+     * a minute, longer than the test may run, so each resend must come from a later packet's result or a
+     * probe. With the timer as the only mechanism the first loss would stall the stream for that minute.
+     */
+    @Test
+    void lossesAreRecoveredWithoutTheRetransmissionTimer() throws Exception
+    {
+        appliance.close();
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(tempDir.toString())
+            .lossRate(0.01).lossSeed(5).slotTimeoutMs(120_000));
+        final int world = 3;
+        final int length = 120_000;
+        final long timerMs = 60_000;
+        final long startNs = System.nanoTime();
+        final List<WorkerCounters> counters = runRanks(world, rank ->
+        {
+            try (WorkerClient client = WorkerClient.connect(context(13, world, rank, ElementType.INT32)
+                .retransmitTimeoutMs(timerMs).minRetransmitTimeoutMs(timerMs).maxRetransmitTimeoutMs(timerMs)
+                .progressTimeoutMs(2 * timerMs).lossRate(0.01).lossSeed(11)))
+            {
+                for (int round = 0; round < 4; round++)
+                {
+                    final int[] in = intTensor(round, rank, length);
+                    client.allReduce(in, in);
+                    final int[] expected = new int[length];
+                    for (int r = 0; r < world; r++)
+                    {
+                        final int[] other = intTensor(round, r, length);
+                        for (int i = 0; i < length; i++)
+                        {
+                            expected[i] += other[i];
+                        }
+                    }
+                    assertArrayEquals(expected, in, "rank " + rank + " round " + round);
+                }
+                return client.counters();
+            }
+        });
+        final long elapsedMs = (System.nanoTime() - startNs) / 1_000_000;
+        final long retransmissions = counters.stream().mapToLong(WorkerCounters::retransmissions).sum();
+        final long fast = counters.stream().mapToLong(WorkerCounters::fastRetransmissions).sum();
+        final long probes = counters.stream().mapToLong(WorkerCounters::tailProbes).sum();
+        final long injected = counters.stream().mapToLong(WorkerCounters::lossInjected).sum();
+        final String report = "elapsed " + elapsedMs + " ms, retransmissions " + retransmissions + " (fast " + fast +
+            ", probes " + probes + "), losses injected by workers " + injected;
+        assertTrue(elapsedMs < timerMs, report);
+        assertTrue(injected > 0 && fast > 0, report);
+        assertEquals(retransmissions, fast + probes, "every resend came from fast retransmission or a probe: " + report);
+    }
+
     @Test
     void floatSumWithinQuantizationBound() throws Exception
     {

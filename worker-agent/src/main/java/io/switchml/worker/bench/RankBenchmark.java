@@ -31,6 +31,8 @@ final class RankBenchmark
         final Histogram tatNs = new Histogram(1, HIGHEST_TRACKABLE_NS, 3);
         long retransmissionsTimed;
         long retransmissionsTotal;
+        long fastRetransmissionsTotal;
+        long tailProbesTotal;
         long packetsSent;
         long packetsReceived;
         long staleResults;
@@ -132,6 +134,8 @@ final class RankBenchmark
                 }
             }
             result.retransmissionsTotal = counters.retransmissions();
+            result.fastRetransmissionsTotal = counters.fastRetransmissions();
+            result.tailProbesTotal = counters.tailProbes();
             result.packetsSent = counters.packetsSent();
             result.packetsReceived = counters.packetsReceived();
             result.staleResults = counters.staleResults();

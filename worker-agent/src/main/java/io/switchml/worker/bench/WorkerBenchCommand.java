@@ -1,11 +1,13 @@
 package io.switchml.worker.bench;
 
 import io.switchml.protocol.ElementType;
+import io.switchml.worker.TransportOptions;
 import io.switchml.worker.WorkerContext;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -49,30 +51,16 @@ public final class WorkerBenchCommand implements Callable<Integer>
     @Spec
     private CommandSpec spec;
 
-    @Option(names = "--appliance", description = "Appliance host (default ${DEFAULT-VALUE}).", defaultValue = "127.0.0.1")
-    private String applianceHost;
-
-    @Option(names = "--control-port", description = "Appliance control port (default ${DEFAULT-VALUE}).", defaultValue = "7470")
-    private int controlPort;
+    @Mixin
+    private TransportOptions transport;
 
     @Option(names = "--job", description = "Job name, the same on every rank (default ${DEFAULT-VALUE}).", defaultValue = "bench")
     private String jobName;
-
-    @Option(names = "--tenant", description = "Tenant the job belongs to (default ${DEFAULT-VALUE}).", defaultValue = "default")
-    private String tenant;
 
     @Option(names = "--token",
         description = "The job's shared secret, the same on every rank (default: $SWITCHML_JOB_TOKEN; with --ranks, a random one).",
         defaultValue = "${env:SWITCHML_JOB_TOKEN}")
     private String token;
-
-    @Option(names = "--mac", description = "on: data packets carry a SipHash-2-4 MAC; off: trusted rack (default ${DEFAULT-VALUE}).",
-        defaultValue = "on")
-    private String mac;
-
-    @Option(names = "--slot-timeout-ms", description = "Abort the job when a slot stays partly filled this long (default: the appliance's).",
-        defaultValue = "0")
-    private long slotTimeoutMs;
 
     @Option(names = "--world", description = "Number of ranks in the job (with --ranks: optional, must equal it).")
     private Integer worldSize;
@@ -98,19 +86,6 @@ public final class WorkerBenchCommand implements Callable<Integer>
 
     @Option(names = "--iterations", description = "Timed all-reduces (default ${DEFAULT-VALUE}).", defaultValue = "100")
     private int iterations;
-
-    @Option(names = {"-k", "--lanes"}, description = "Elements per packet (default ${DEFAULT-VALUE}).", defaultValue = "8192")
-    private int lanes;
-
-    @Option(names = {"-s", "--slots"}, description = "Pool size, packets in flight (default ${DEFAULT-VALUE}).", defaultValue = "32")
-    private int slots;
-
-    @Option(names = "--rto-ms", description = "Initial retransmission timeout (default ${DEFAULT-VALUE}).", defaultValue = "20")
-    private long rtoMs;
-
-    @Option(names = "--progress-timeout-ms", description = "Fail when no result arrives for this long (default ${DEFAULT-VALUE}).",
-        defaultValue = "10000")
-    private long progressTimeoutMs;
 
     @Option(names = "--loss-rate", description = "Drop this fraction of packets each way, for tests (default ${DEFAULT-VALUE}).",
         defaultValue = "0")
@@ -142,10 +117,6 @@ public final class WorkerBenchCommand implements Callable<Integer>
         try
         {
             elementType = ElementType.parse(type);
-            if (!mac.equals("on") && !mac.equals("off"))
-            {
-                throw new IllegalArgumentException("--mac must be on or off: " + mac);
-            }
             if (localRanks != null)
             {
                 if (localRanks < 1)
@@ -205,10 +176,8 @@ public final class WorkerBenchCommand implements Callable<Integer>
             contexts = new WorkerContext[rankCount];
             for (int i = 0; i < rankCount; i++)
             {
-                contexts[i] = new WorkerContext().applianceHost(applianceHost).controlPort(controlPort).jobName(jobName)
-                    .tenant(tenant).token(token).macEnabled(mac.equals("on")).slotTimeoutMs(slotTimeoutMs)
-                    .worldSize(world).rank(firstRank + i).elementType(elementType).lanes(lanes).slots(slots)
-                    .retransmitTimeoutMs(rtoMs).progressTimeoutMs(progressTimeoutMs).lossRate(lossRate).lossSeed(lossSeed)
+                contexts[i] = transport.applyTo(new WorkerContext()).jobName(jobName).token(token)
+                    .worldSize(world).rank(firstRank + i).elementType(elementType).lossRate(lossRate).lossSeed(lossSeed)
                     .conclude();
             }
         }
@@ -361,16 +330,17 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 .field("exitCode", exitCode)
                 .field("error", error)
                 .field("job", jobName)
-                .field("tenant", tenant)
+                .field("tenant", transport.tenant())
                 .field("world", world)
                 .field("firstRank", firstRank)
                 .field("localRanks", results.length)
                 .field("type", ElementType.name(elementType))
                 .field("elements", tensorLength)
                 .field("tensorBytes", tensorBytes())
-                .field("lanes", lanes)
-                .field("slots", slots)
-                .field("mac", mac.equals("on"))
+                .field("lanes", transport.lanes())
+                .field("slots", transport.slots())
+                .field("mac", transport.macEnabled())
+                .field("fastRetransmit", transport.fastRetransmit())
                 .field("barrier", barrier)
                 .field("lossRate", lossRate)
                 .field("warmups", warmups)
@@ -387,6 +357,8 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 .field("tensorGbitPerSecP50", elementsPerSec(p50Ns) * ELEMENT_BYTES * 8 / 1e9)
                 .field("retransmissions", sum(r -> r.retransmissionsTimed))
                 .field("retransmissionsTotal", sum(r -> r.retransmissionsTotal))
+                .field("fastRetransmissionsTotal", sum(r -> r.fastRetransmissionsTotal))
+                .field("tailProbesTotal", sum(r -> r.tailProbesTotal))
                 .field("packetsSent", sum(r -> r.packetsSent))
                 .field("packetsReceived", sum(r -> r.packetsReceived))
                 .field("staleResults", sum(r -> r.staleResults))
@@ -417,7 +389,8 @@ public final class WorkerBenchCommand implements Callable<Integer>
             out.printf(Locale.ROOT, "job %s: world %d, %s, %s %d elements (%.1f MB), k=%d, s=%d, MAC %s, %d warm-ups + %d timed " +
                     "all-reduces%s%n",
                 jobName, world, results.length == 1 ? "rank " + firstRank : "ranks 0-" + (results.length - 1) + " on threads here",
-                ElementType.name(elementType), tensorLength, tensorBytes() / 1e6, lanes, slots, mac, warmups, iterations,
+                ElementType.name(elementType), tensorLength, tensorBytes() / 1e6, transport.lanes(), transport.slots(),
+                transport.macEnabled() ? "on" : "off", warmups, iterations,
                 barrier ? ", barrier before each" : "");
             for (final RankBenchmark.Result result : results)
             {
@@ -440,8 +413,9 @@ public final class WorkerBenchCommand implements Callable<Integer>
                     ms(tatNs.getMean()));
                 out.printf(Locale.ROOT, "aggregated tensor elements/s: %.4g at p50, %.4g at mean (%.2f Gbit/s of tensor per worker at p50)%n",
                     elementsPerSec(p50Ns), elementsPerSec(tatNs.getMean()), elementsPerSec(p50Ns) * ELEMENT_BYTES * 8 / 1e9);
-                out.printf(Locale.ROOT, "retransmissions: %d in timed all-reduces, %d in all%n",
-                    sum(r -> r.retransmissionsTimed), sum(r -> r.retransmissionsTotal));
+                out.printf(Locale.ROOT, "retransmissions: %d in timed all-reduces, %d in all (%d fast, %d tail probes)%n",
+                    sum(r -> r.retransmissionsTimed), sum(r -> r.retransmissionsTotal), sum(r -> r.fastRetransmissionsTotal),
+                    sum(r -> r.tailProbesTotal));
                 out.println("PASSED");
             }
             else

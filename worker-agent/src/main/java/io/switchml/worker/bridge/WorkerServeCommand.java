@@ -1,9 +1,11 @@
 package io.switchml.worker.bridge;
 
 import io.switchml.worker.AllReduceException;
+import io.switchml.worker.TransportOptions;
 import io.switchml.worker.WorkerContext;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
@@ -26,48 +28,21 @@ import java.util.concurrent.Callable;
             "bridge; each prints 'switchml worker serve ready: socket=... shm=...' once all have joined."})
 public final class WorkerServeCommand implements Callable<Integer>
 {
-    @Option(names = "--appliance", description = "Appliance host (default ${DEFAULT-VALUE}).", defaultValue = "127.0.0.1")
-    private String applianceHost;
-
-    @Option(names = "--control-port", description = "Appliance control port (default ${DEFAULT-VALUE}).", defaultValue = "7470")
-    private int controlPort;
+    @Mixin
+    private TransportOptions transport;
 
     @Option(names = "--job", description = "Job name, the same on every rank (default ${DEFAULT-VALUE}).", defaultValue = "job")
     private String jobName;
 
-    @Option(names = "--tenant", description = "Tenant the job belongs to (default ${DEFAULT-VALUE}).", defaultValue = "default")
-    private String tenant;
-
     @Option(names = "--token", description = "The job's shared secret, the same on every rank (default: $SWITCHML_JOB_TOKEN).",
         defaultValue = "${env:SWITCHML_JOB_TOKEN}")
     private String token;
-
-    @Option(names = "--mac", description = "on: data packets carry a SipHash-2-4 MAC; off: trusted rack (default ${DEFAULT-VALUE}).",
-        defaultValue = "on")
-    private String mac;
-
-    @Option(names = "--slot-timeout-ms", description = "Abort the job when a slot stays partly filled this long (default: the appliance's).",
-        defaultValue = "0")
-    private long slotTimeoutMs;
 
     @Option(names = "--world", required = true, description = "Number of ranks in the job.")
     private int worldSize;
 
     @Option(names = "--rank", required = true, description = "This worker's rank, 0 .. world-1.")
     private int rank;
-
-    @Option(names = {"-k", "--lanes"}, description = "Elements per packet (default ${DEFAULT-VALUE}).", defaultValue = "8192")
-    private int lanes;
-
-    @Option(names = {"-s", "--slots"}, description = "Pool size, packets in flight (default ${DEFAULT-VALUE}).", defaultValue = "32")
-    private int slots;
-
-    @Option(names = "--rto-ms", description = "Initial retransmission timeout (default ${DEFAULT-VALUE}).", defaultValue = "20")
-    private long rtoMs;
-
-    @Option(names = "--progress-timeout-ms", description = "Fail an all-reduce when no result arrives for this long (default ${DEFAULT-VALUE}).",
-        defaultValue = "10000")
-    private long progressTimeoutMs;
 
     @Option(names = "--join-timeout-ms", description = "How long to wait for every rank to join (default ${DEFAULT-VALUE}).",
         defaultValue = "60000")
@@ -92,14 +67,8 @@ public final class WorkerServeCommand implements Callable<Integer>
         final BridgeContext context;
         try
         {
-            if (!mac.equals("on") && !mac.equals("off"))
-            {
-                throw new IllegalArgumentException("--mac must be on or off: " + mac);
-            }
-            final WorkerContext worker = new WorkerContext().applianceHost(applianceHost).controlPort(controlPort)
-                .jobName(jobName).tenant(tenant).token(token).macEnabled(mac.equals("on")).slotTimeoutMs(slotTimeoutMs)
-                .worldSize(worldSize).rank(rank).lanes(lanes).slots(slots).retransmitTimeoutMs(rtoMs)
-                .progressTimeoutMs(progressTimeoutMs).joinTimeoutMs(joinTimeoutMs);
+            final WorkerContext worker = transport.applyTo(new WorkerContext()).jobName(jobName).token(token)
+                .worldSize(worldSize).rank(rank).joinTimeoutMs(joinTimeoutMs);
             context = new BridgeContext().worker(worker).socketPath(socketPath).shmPath(shmPath).shmBytes(shmBytes).once(once)
                 .conclude();
         }
@@ -109,8 +78,8 @@ public final class WorkerServeCommand implements Callable<Integer>
             return 2;
         }
 
-        System.out.println("switchml worker serve: joining job " + jobName + " (tenant " + tenant + ") as rank " + rank + " of " +
-            worldSize + " at " + applianceHost + ":" + controlPort + " ...");
+        System.out.println("switchml worker serve: joining job " + jobName + " (tenant " + context.worker().tenant() + ") as rank " + rank +
+            " of " + worldSize + " at " + context.worker().applianceHost() + ":" + context.worker().controlPort() + " ...");
         System.out.flush();
         final BridgeServer server;
         try

@@ -1,0 +1,103 @@
+package io.switchml.worker;
+
+import picocli.CommandLine.Option;
+
+/**
+ * Command-line options shared by {@code worker run}, {@code worker bench} and {@code worker serve}: where
+ * the appliance is, the data-plane shape of the job, and loss recovery. A picocli mixin; {@link #applyTo}
+ * copies them into a {@link WorkerContext}, whose {@link WorkerContext#conclude()} validates them.
+ */
+public final class TransportOptions
+{
+    @Option(names = "--appliance", description = "Appliance host (default ${DEFAULT-VALUE}).", defaultValue = "127.0.0.1")
+    private String applianceHost;
+
+    @Option(names = "--control-port", description = "Appliance control port (default ${DEFAULT-VALUE}).", defaultValue = "7470")
+    private int controlPort;
+
+    @Option(names = "--tenant", description = "Tenant the job belongs to (default ${DEFAULT-VALUE}).", defaultValue = "default")
+    private String tenant;
+
+    @Option(names = "--mac", description = "on: data packets carry a SipHash-2-4 MAC; off: trusted rack (default ${DEFAULT-VALUE}).",
+        defaultValue = "on")
+    private String mac;
+
+    @Option(names = "--slot-timeout-ms", description = "Abort the job when a slot stays partly filled this long (default: the appliance's).",
+        defaultValue = "0")
+    private long slotTimeoutMs;
+
+    @Option(names = {"-k", "--lanes"}, description = "Elements per packet (default ${DEFAULT-VALUE}).", defaultValue = "8192")
+    private int lanes;
+
+    @Option(names = {"-s", "--slots"}, description = "Pool size, packets in flight (default ${DEFAULT-VALUE}).", defaultValue = "32")
+    private int slots;
+
+    @Option(names = "--rto-ms", description = "Initial retransmission timeout (default ${DEFAULT-VALUE}).", defaultValue = "20")
+    private long rtoMs;
+
+    @Option(names = "--fast-retransmit", description = "on: resend a slot once later packets' results show it missing, and " +
+        "probe a silent tail; off: the retransmission timer alone, as in the paper (default ${DEFAULT-VALUE}).",
+        defaultValue = "on")
+    private String fastRetransmit;
+
+    @Option(names = "--reorder-window-us", description = "Floor of the wait between seeing a hole and resending it; the " +
+        "window is max(this, SRTT/4) (default ${DEFAULT-VALUE}).", defaultValue = "" + WorkerContext.REORDER_WINDOW_US_DEFAULT)
+    private long reorderWindowUs;
+
+    @Option(names = "--probe-timeout-us", description = "Floor of the tail-loss probe timeout max(this, 2 SRTT) " +
+        "(default ${DEFAULT-VALUE}).", defaultValue = "" + WorkerContext.PROBE_TIMEOUT_US_DEFAULT)
+    private long probeTimeoutUs;
+
+    @Option(names = "--progress-timeout-ms", description = "Fail an all-reduce when no result arrives for this long " +
+        "(default ${DEFAULT-VALUE}).", defaultValue = "10000")
+    private long progressTimeoutMs;
+
+    public int lanes()
+    {
+        return lanes;
+    }
+
+    public int slots()
+    {
+        return slots;
+    }
+
+    public String tenant()
+    {
+        return tenant;
+    }
+
+    public boolean fastRetransmit()
+    {
+        return onOff("--fast-retransmit", fastRetransmit);
+    }
+
+    public boolean macEnabled()
+    {
+        return onOff("--mac", mac);
+    }
+
+    /**
+     * Copy the options into a context.
+     *
+     * @return the context, for a fluent API.
+     * @throws IllegalArgumentException naming an on/off option with another value.
+     */
+    public WorkerContext applyTo(final WorkerContext context)
+    {
+        return context.applianceHost(applianceHost).controlPort(controlPort).tenant(tenant).macEnabled(macEnabled())
+            .slotTimeoutMs(slotTimeoutMs).lanes(lanes).slots(slots).retransmitTimeoutMs(rtoMs)
+            .fastRetransmit(fastRetransmit()).reorderWindowUs(reorderWindowUs)
+            .probeTimeoutUs(probeTimeoutUs).progressTimeoutMs(progressTimeoutMs);
+    }
+
+    private static boolean onOff(final String option, final String value)
+    {
+        return switch (value)
+        {
+            case "on" -> true;
+            case "off" -> false;
+            default -> throw new IllegalArgumentException(option + " must be on or off: " + value);
+        };
+    }
+}
