@@ -67,6 +67,7 @@ rack_up() {
   ip netns exec "$ap" ip link set lo up
   rack_link "$ap" eth0 p-ap "$mtu"
   ip netns exec "$ap" ip addr add "$RACK_APPLIANCE_ADDR/24" dev eth0
+  ip netns exec "$ap" ip route add 224.0.0.0/4 dev eth0
   [ "$appliance_rate" = same ] && appliance_rate=$rate
   rack_tbf "$ap" eth0 "$appliance_rate"
   rack_tbf "$sw" p-ap "$appliance_rate"
@@ -77,6 +78,7 @@ rack_up() {
     ip netns exec "$ns" ip link set lo up
     rack_link "$ns" eth0 "p-w$r" "$mtu"
     ip netns exec "$ns" ip addr add "$(rack_worker_addr "$r")/24" dev eth0
+    ip netns exec "$ns" ip route add 224.0.0.0/4 dev eth0
     rack_tbf "$ns" eth0 "$rate"
     rack_tbf "$sw" "p-w$r" "$rate"
   done

@@ -30,6 +30,8 @@ LANES=
 SLOTS=
 MAC=off
 RTO_MS=
+FAST_RETRANSMIT=on
+MULTICAST=on
 OFFLOAD=auto
 MPI_LOOPBACK_BTL=tcp
 OUT_DIR=$ROOT/docs/bench
@@ -68,6 +70,12 @@ Measurement
   --mac on|off           SwitchML packet MAC (default off: a trusted rack, as with a switch)
   --rto-ms N             SwitchML workers' initial retransmission timeout (default: the worker's, 20 ms; a value
                          below the worker's 10 ms minimum lowers the minimum too)
+  --multicast on|off     the appliance multicasts each result once to the job's group, as the paper's switch
+                         does (default on; the rack routes 224.0.0.0/4 to its links, and on loopback lo gets
+                         the multicast flag and that route for the run, both undone at the end); off: one
+                         unicast copy per worker
+  --fast-retransmit on|off  SwitchML workers resend a slot once later results show it missing, and probe a
+                         silent tail (default on); off: the retransmission timer alone, as in the paper
   --offload auto|on|off  TSO/GSO/GRO on the veths; auto (default): on at loss 0, off with loss so that loss
                          hits MTU-sized wire frames, not 64 KB TCP segments
   --mpi-loopback-btl B   tcp (default) or vader (shared memory) for OpenMPI on loopback
@@ -105,6 +113,8 @@ while [ $# -gt 0 ]; do
     -s|--slots) SLOTS=$2; shift 2 ;;
     --mac) MAC=$2; shift 2 ;;
     --rto-ms) RTO_MS=$2; shift 2 ;;
+    --fast-retransmit) FAST_RETRANSMIT=$2; shift 2 ;;
+    --multicast) MULTICAST=$2; shift 2 ;;
     --offload) OFFLOAD=$2; shift 2 ;;
     --mpi-loopback-btl) MPI_LOOPBACK_BTL=$2; shift 2 ;;
     --cell-timeout) CELL_TIMEOUT=$2; shift 2 ;;
@@ -143,6 +153,8 @@ rack_slots_for() {
 LOOP_LANES=${LANES:-8192}
 LOOP_SLOTS=${SLOTS:-32}
 case "$MAC" in on|off) ;; *) die "--mac must be on or off" ;; esac
+case "$FAST_RETRANSMIT" in on|off) ;; *) die "--fast-retransmit must be on or off" ;; esac
+case "$MULTICAST" in on|off) ;; *) die "--multicast must be on or off" ;; esac
 case "$OFFLOAD" in auto|on|off) ;; *) die "--offload must be auto, on or off" ;; esac
 [[ "$REPEAT" =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer"
 [[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 2 ] && [ "$WORKERS" -le 200 ] || die "--workers must be 2..200"
@@ -210,9 +222,25 @@ cleanup() {
     [ -z "$(rack_namespaces)" ] && log "namespaces of $RACK_PREFIX deleted" || log "WARNING: left: $(rack_namespaces)"
   fi
   for pid in $pids; do wait "$pid" 2>/dev/null || true; done
+  loopback_multicast_down
   if [ $code -ne 0 ] && [ -n "${WORK:-}" ]; then log "work directory kept: $WORK"; fi
   exit $code
 }
+
+# Multicast results on loopback: lo needs the multicast flag and a route for 224.0.0.0/4; set what is missing
+# and undo exactly that at the end.
+LO_MULTICAST_SET=0
+LO_ROUTE_SET=0
+loopback_multicast_up() {
+  if ! ip -o link show lo | grep -q MULTICAST; then ip link set lo multicast on && LO_MULTICAST_SET=1; fi
+  if [ -z "$(ip route show 224.0.0.0/4)" ]; then ip route add 224.0.0.0/4 dev lo && LO_ROUTE_SET=1; fi
+}
+loopback_multicast_down() {
+  if [ "$LO_ROUTE_SET" = 1 ]; then ip route del 224.0.0.0/4 dev lo 2>/dev/null || true; LO_ROUTE_SET=0; fi
+  if [ "$LO_MULTICAST_SET" = 1 ]; then ip link set lo multicast off 2>/dev/null || true; LO_MULTICAST_SET=0; fi
+}
+MULTICAST_GROUP=
+[ "$MULTICAST" = on ] && MULTICAST_GROUP=239.7.0.0
 
 WORK=$(mktemp -d /tmp/swrack.XXXXXX)
 RACK_PREFIX=swrack-$$
@@ -381,10 +409,13 @@ run_switchml() {
   echo "lanes=$lanes" >> "$CELL/meta.txt"
   echo "slots=$slots" >> "$CELL/meta.txt"
   echo "rtoMs=${RTO_MS:-default}" >> "$CELL/meta.txt"
+  echo "fastRetransmit=$FAST_RETRANSMIT" >> "$CELL/meta.txt"
+  echo "multicast=$MULTICAST" >> "$CELL/meta.txt"
   mkdir -p "$CELL/appliance"
   SWITCHML_JAVA_OPTS=-Xmx1g in_ns "$(rack_ns_ap)" "$PY" "$HERE/cpuwrap.py" --out "$CELL/appliance.cpu.json" -- \
     "$SWITCHML" appliance --bind "$appliance_addr" --data-port "$data_port" --control-port "$ctl_port" \
-    --http-port -1 --dir "$CELL/appliance" --mac "$MAC" > "$CELL/appliance.log" 2>&1 &
+    --http-port -1 --dir "$CELL/appliance" --mac "$MAC" ${MULTICAST_GROUP:+--multicast "$MULTICAST_GROUP"} \
+    > "$CELL/appliance.log" 2>&1 &
   ap_pid=$!
   for _ in $(seq 300); do
     grep -qs 'appliance ready' "$CELL/appliance.log" && break
@@ -404,7 +435,8 @@ run_switchml() {
       "$PY" "$HERE/cpuwrap.py" --out "$CELL/rank$r.cpu.json" -- \
       "$SWITCHML" worker bench --appliance "$appliance_addr" --control-port "$ctl_port" --job "cell$CELL_SEQ" \
       --token "rack-bench-$$-$CELL_SEQ" --world "$WORKERS" --rank "$r" --type float32 --elements "$((CUR_BYTES / 4))" \
-      --iterations "$CUR_ITER" --warmups "$CUR_WARM" -k "$lanes" -s "$slots" --mac "$MAC" ${RTO_MS:+--rto-ms "$RTO_MS"} --json \
+      --iterations "$CUR_ITER" --warmups "$CUR_WARM" -k "$lanes" -s "$slots" --mac "$MAC" ${RTO_MS:+--rto-ms "$RTO_MS"} \
+      --fast-retransmit "$FAST_RETRANSMIT" --json \
       > "$CELL/rank$r.json" 2> "$CELL/rank$r.err" &
     pids+=($!)
   done
@@ -557,7 +589,9 @@ fi
 if [ "$LOOPBACK" = 1 ]; then
   CUR_MODE=loopback CUR_RATE=none CUR_APPLIANCE_RATE=none CUR_LOSS=0 CUR_MTU=65536 CUR_OFFLOAD=host
   log "loopback: no namespaces, $WORKERS workers"
+  [ "$MULTICAST" = on ] && loopback_multicast_up
   run_systems
+  loopback_multicast_down
 fi
 
 RUN_FINISHED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -565,5 +599,6 @@ mkdir -p "$OUT_DIR"
 "$PY" "$HERE/aggregate.py" --cells "$WORK/cells" --out "$OUT_DIR" ${TAG:+--tag "$TAG"} \
   --command "bench/rack/run.sh${ORIG_ARGS:+ $ORIG_ARGS}" --started "$RUN_STARTED" --finished "$RUN_FINISHED" \
   --build "$BUILD_COMMIT" --build-dirty "$BUILD_DIRTY" --build-time "$BUILD_TIME" --workers "$WORKERS" --mtu "$MTU" \
-  --appliance-rate "$APPLIANCE_RATE" --mac "$MAC" --offload "$OFFLOAD" --repeat "$REPEAT"
+  --appliance-rate "$APPLIANCE_RATE" --mac "$MAC" --multicast "$MULTICAST" \
+  --fast-retransmit "$FAST_RETRANSMIT" --offload "$OFFLOAD" --repeat "$REPEAT"
 log "raw cells kept in $WORK/cells"

@@ -53,6 +53,11 @@ public final class ApplianceCommand implements Callable<Integer>
     @Option(names = "--shard-cpus", description = "CPU of each shard, comma-separated (default: unpinned).")
     private String shardCpus;
 
+    @Option(names = "--multicast", paramLabel = "GROUP", description = "Multicast completed results: job j's go to " +
+        "group GROUP + j (an IPv4 multicast address such as 239.192.0.0; the network must route 224.0.0.0/4 to the " +
+        "workers); one datagram per result instead of one per worker (default: unicast).")
+    private String multicast;
+
     @Option(names = "--mac", description = "Default for jobs: on or off (default on).")
     private String mac;
 
@@ -189,6 +194,10 @@ public final class ApplianceCommand implements Callable<Integer>
         if (shardCpus != null)
         {
             context.shardCpus(shardCpus);
+        }
+        if (multicast != null)
+        {
+            context.multicastBase(multicast);
         }
         if (mac != null)
         {

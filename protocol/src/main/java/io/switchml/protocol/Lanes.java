@@ -9,13 +9,15 @@ import java.nio.ByteOrder;
 
 /**
  * Bulk conversion between network-order lanes in a buffer and an array: int32 lanes and int arrays
- * (int32, float32), 16-bit lanes and short arrays (float16, bfloat16). The JDK's byte-swapping memory
- * copy runs several times faster than a loop of single big-endian reads.
+ * (int32, float32), 16-bit lanes and short arrays (float16, bfloat16), and a fused read-and-add for the
+ * aggregator.
  * <p>
- * Off-heap buffers (the data path's) are copied through one segment spanning the address space, after
+ * Off-heap buffers (the data path's) are accessed through one segment spanning the address space, after
  * an explicit bounds check against the buffer, so a call allocates nothing whether or not the JIT
- * inlines it (a segment per call is only free when escape analysis removes it, which depends on the
- * caller's size). Heap buffers go through a segment over their array, allocated per call.
+ * inlines it. Each conversion is a plain loop of big-endian accesses, which C2 vectorizes (a load, a
+ * byte shuffle, a store per vector): about 7x faster than {@code MemorySegment.copy} with a byte-swapping
+ * layout, which runs HotSpot's scalar {@code Copy::conjoint_swap} (measured: 12,800 packets of 8192
+ * lanes, 9.6 ms against 69 ms). Heap buffers go through a segment over their array, allocated per call.
  */
 public final class Lanes
 {
@@ -29,7 +31,7 @@ public final class Lanes
     }
 
     /**
-     * @return the segment to copy through: the whole address space for off-heap buffers, the array for heap ones.
+     * @return the segment to access: the whole address space for off-heap buffers, the array for heap ones.
      */
     private static MemorySegment segment(final DirectBuffer buffer, final int index, final int count, final int laneBytes)
     {
@@ -61,7 +63,31 @@ public final class Lanes
      */
     public static void read(final DirectBuffer buffer, final int index, final int[] dst, final int from, final int count)
     {
-        MemorySegment.copy(segment(buffer, index, count, Integer.BYTES), BIG_ENDIAN_INT, offset(buffer, index), dst, from, count);
+        final MemorySegment segment = segment(buffer, index, count, Integer.BYTES);
+        final long base = offset(buffer, index);
+        for (int i = 0; i < count; i++)
+        {
+            dst[from + i] = segment.get(BIG_ENDIAN_INT, base + (long)i * Integer.BYTES);
+        }
+    }
+
+    /**
+     * Add network-order lanes to an array's values, element by element (two's complement wrap-around).
+     *
+     * @param buffer holding the lanes.
+     * @param index  of the first lane's first byte.
+     * @param dst    values to add to.
+     * @param from   first index in dst.
+     * @param count  number of lanes.
+     */
+    public static void add(final DirectBuffer buffer, final int index, final int[] dst, final int from, final int count)
+    {
+        final MemorySegment segment = segment(buffer, index, count, Integer.BYTES);
+        final long base = offset(buffer, index);
+        for (int i = 0; i < count; i++)
+        {
+            dst[from + i] += segment.get(BIG_ENDIAN_INT, base + (long)i * Integer.BYTES);
+        }
     }
 
     /**
@@ -75,7 +101,12 @@ public final class Lanes
      */
     public static void write(final int[] src, final int from, final int count, final MutableDirectBuffer buffer, final int index)
     {
-        MemorySegment.copy(src, from, segment(buffer, index, count, Integer.BYTES), BIG_ENDIAN_INT, offset(buffer, index), count);
+        final MemorySegment segment = segment(buffer, index, count, Integer.BYTES);
+        final long base = offset(buffer, index);
+        for (int i = 0; i < count; i++)
+        {
+            segment.set(BIG_ENDIAN_INT, base + (long)i * Integer.BYTES, src[from + i]);
+        }
     }
 
     /**
@@ -89,7 +120,12 @@ public final class Lanes
      */
     public static void read(final DirectBuffer buffer, final int index, final short[] dst, final int from, final int count)
     {
-        MemorySegment.copy(segment(buffer, index, count, Short.BYTES), BIG_ENDIAN_SHORT, offset(buffer, index), dst, from, count);
+        final MemorySegment segment = segment(buffer, index, count, Short.BYTES);
+        final long base = offset(buffer, index);
+        for (int i = 0; i < count; i++)
+        {
+            dst[from + i] = segment.get(BIG_ENDIAN_SHORT, base + (long)i * Short.BYTES);
+        }
     }
 
     /**
@@ -104,6 +140,11 @@ public final class Lanes
     public static void write(
         final short[] src, final int from, final int count, final MutableDirectBuffer buffer, final int index)
     {
-        MemorySegment.copy(src, from, segment(buffer, index, count, Short.BYTES), BIG_ENDIAN_SHORT, offset(buffer, index), count);
+        final MemorySegment segment = segment(buffer, index, count, Short.BYTES);
+        final long base = offset(buffer, index);
+        for (int i = 0; i < count; i++)
+        {
+            segment.set(BIG_ENDIAN_SHORT, base + (long)i * Short.BYTES, src[from + i]);
+        }
     }
 }

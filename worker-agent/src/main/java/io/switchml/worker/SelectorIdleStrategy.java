@@ -12,8 +12,8 @@ import org.agrona.concurrent.IdleStrategy;
  */
 final class SelectorIdleStrategy implements IdleStrategy
 {
-    private static final int SPINS = 20;
-    private static final int YIELDS = 5;
+    private static final int SPINS = 4;
+    private static final int YIELDS = 2;
 
     private final ShardAgent agent;
     private int idleCycles;

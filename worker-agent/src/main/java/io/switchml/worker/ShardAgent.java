@@ -3,6 +3,7 @@ package io.switchml.worker;
 import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.DropReason;
 import io.switchml.protocol.ElementType;
+import io.switchml.protocol.Lanes;
 import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.quant.BlockFloatingPoint;
 import io.switchml.protocol.security.PacketMac;
@@ -12,9 +13,6 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.IntBuffer;
-import java.nio.ShortBuffer;
 import java.nio.channels.DatagramChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
@@ -80,13 +78,9 @@ final class ShardAgent implements Agent
 
     private final ByteBuffer[] slotPackets;
     private final UnsafeBuffer[] slotViews;
-    private final IntBuffer[] slotInts;
-    private final ShortBuffer[] slotHalves;
     private final DataHeaderFlyweight header = new DataHeaderFlyweight();
     private final ByteBuffer receiveBuffer;
     private final UnsafeBuffer receiveView;
-    private final IntBuffer receiveInts;
-    private final ShortBuffer receiveHalves;
     private final int[] lanes;
     private final short[] halves;
     private final float[] stage;
@@ -170,25 +164,14 @@ final class ShardAgent implements Agent
         final ByteBuffer all = ByteBuffer.allocateDirect(packetCapacity * Math.max(1, localSlots));
         slotPackets = new ByteBuffer[localSlots];
         slotViews = new UnsafeBuffer[localSlots];
-        slotInts = new IntBuffer[localSlots];
-        slotHalves = new ShortBuffer[localSlots];
         for (int l = 0; l < localSlots; l++)
         {
             final ByteBuffer packet = all.slice(l * packetCapacity, packetCapacity);
             slotPackets[l] = packet;
             slotViews[l] = new UnsafeBuffer(packet);
-            final ByteBuffer payload = packet.slice(
-                DataHeaderFlyweight.PAYLOAD_OFFSET, packetCapacity - DataHeaderFlyweight.PAYLOAD_OFFSET).order(ByteOrder.BIG_ENDIAN);
-            slotInts[l] = payload.asIntBuffer();
-            slotHalves[l] = payload.asShortBuffer();
         }
         receiveBuffer = ByteBuffer.allocateDirect(DataHeaderFlyweight.MAX_UDP_PAYLOAD + 1);
         receiveView = new UnsafeBuffer(receiveBuffer);
-        final ByteBuffer receivePayload = receiveBuffer.slice(
-            DataHeaderFlyweight.PAYLOAD_OFFSET, receiveBuffer.capacity() - DataHeaderFlyweight.PAYLOAD_OFFSET)
-            .order(ByteOrder.BIG_ENDIAN);
-        receiveInts = receivePayload.asIntBuffer();
-        receiveHalves = receivePayload.asShortBuffer();
         lanes = new int[lanesPerSlot];
         halves = new short[lanesPerSlot];
         stage = new float[lanesPerSlot];
@@ -457,25 +440,19 @@ final class ShardAgent implements Agent
             if (isSixteenBit)
             {
                 tensor.toHalfLanes(elementType, from, count, halves, stage);
-                final ShortBuffer out = slotHalves[l];
-                out.clear();
-                out.put(halves, 0, count);
+                Lanes.write(halves, 0, count, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
             }
             else
             {
                 tensor.toLanes(from, count, BlockFloatingPoint.scale(scaleExponent, worldSize),
                     BlockFloatingPoint.laneLimit(worldSize), lanes, stage);
-                final IntBuffer out = slotInts[l];
-                out.clear();
-                out.put(lanes, 0, count);
+                Lanes.write(lanes, 0, count, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
             }
         }
         else
         {
             tensor.toLanes(from, count, 1.0, Integer.MAX_VALUE, lanes, stage);
-            final IntBuffer out = slotInts[l];
-            out.clear();
-            out.put(lanes, 0, count);
+            Lanes.write(lanes, 0, count, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
         }
         header.wrap(slotViews[l], 0).writeHeader(
             DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[l], elementType, globalSlot(l), chunk, count,
@@ -644,8 +621,7 @@ final class ShardAgent implements Agent
         final TensorView tensor = submission.tensor;
         if (isSixteenBit)
         {
-            receiveHalves.clear();
-            receiveHalves.get(halves, 0, count);
+            Lanes.read(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, halves, 0, count);
             final int nonFinite = tensor.fromHalfLanes(elementType, halves, count, submission.divisor, from, stage);
             if (nonFinite >= 0)
             {
@@ -656,15 +632,13 @@ final class ShardAgent implements Agent
         }
         else if (isFloat)
         {
-            receiveInts.clear();
-            receiveInts.get(lanes, 0, count);
+            Lanes.read(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, lanes, 0, count);
             final double multiplier = 1.0 / (BlockFloatingPoint.scale(header.scaleExponent(), worldSize) * submission.divisor);
             tensor.fromLanes(lanes, count, multiplier, from, stage);
         }
         else
         {
-            receiveInts.clear();
-            receiveInts.get(lanes, 0, count);
+            Lanes.read(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, lanes, 0, count);
             tensor.fromLanes(lanes, count, 1.0, from, stage);
         }
 

@@ -27,7 +27,7 @@ abstract class TensorView
     /** For messages: "float[1000]", "IntBuffer[7]". */
     abstract String describe();
 
-    /** Largest {@code floatToRawIntBits(x) & 0x7FFFFFFF} of a float chunk. */
+    /** {@code floatToIntBits(max |x|) & 0x7FFFFFFF} of a float chunk: any NaN gives the canonical NaN. */
     int maxAbsBits(final int from, final int count)
     {
         throw new UnsupportedOperationException();
@@ -107,12 +107,14 @@ abstract class TensorView
 
         int maxAbsBits(final int from, final int count)
         {
-            int maxBits = 0;
+            // a float max over |x| vectorizes (an int max over the raw bits does not); NaN propagates and
+            // floatToIntBits makes it the canonical NaN, above the infinity bits like any other NaN
+            float max = 0.0f;
             for (int i = from, end = from + count; i < end; i++)
             {
-                maxBits = Math.max(maxBits, Float.floatToRawIntBits(src[i]) & ABS_MASK);
+                max = Math.max(max, Math.abs(src[i]));
             }
-            return maxBits;
+            return Float.floatToIntBits(max) & ABS_MASK;
         }
 
         float floatAt(final int index)
@@ -211,12 +213,14 @@ abstract class TensorView
 
         int maxAbsBits(final int from, final int count)
         {
-            int maxBits = 0;
+            // a float max over |x| vectorizes (an int max over the raw bits does not); NaN propagates and
+            // floatToIntBits makes it the canonical NaN, above the infinity bits like any other NaN
+            float max = 0.0f;
             for (int i = from, end = from + count; i < end; i++)
             {
-                maxBits = Math.max(maxBits, Float.floatToRawIntBits(src.get(i)) & ABS_MASK);
+                max = Math.max(max, Math.abs(src.get(i)));
             }
-            return maxBits;
+            return Float.floatToIntBits(max) & ABS_MASK;
         }
 
         float floatAt(final int index)

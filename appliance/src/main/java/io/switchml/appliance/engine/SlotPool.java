@@ -255,18 +255,18 @@ public final class SlotPool
             {
                 lookaheadExponent[cell] = (short)Math.max(lookaheadExponent[cell], update.lookaheadExponent());
                 tensorCheck[cell] = DataHeaderFlyweight.combineTensorChecks(tensorCheck[cell], update.tensorCheck());
-                final int[] incoming = scratch;
                 if (ElementType.isSixteenBit(type))
                 {
+                    final int[] incoming = scratch;
                     readHalfLanes(buffer, payload, type, update.scaleExponent(), elements, incoming, 0);
+                    for (int i = 0; i < elements; i++)
+                    {
+                        lanes[laneBase + i] += incoming[i];
+                    }
                 }
                 else
                 {
-                    Lanes.read(buffer, payload, incoming, 0, elements);
-                }
-                for (int i = 0; i < elements; i++)
-                {
-                    lanes[laneBase + i] += incoming[i];
+                    Lanes.add(buffer, payload, lanes, laneBase, elements);
                 }
             }
 
