@@ -444,15 +444,13 @@ final class ShardAgent implements Agent
             }
             else
             {
-                tensor.toLanes(from, count, BlockFloatingPoint.scale(scaleExponent, worldSize),
-                    BlockFloatingPoint.laneLimit(worldSize), lanes, stage);
-                Lanes.write(lanes, 0, count, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
+                tensor.toPacket(from, count, BlockFloatingPoint.scale(scaleExponent, worldSize),
+                    BlockFloatingPoint.laneLimit(worldSize), lanes, stage, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
             }
         }
         else
         {
-            tensor.toLanes(from, count, 1.0, Integer.MAX_VALUE, lanes, stage);
-            Lanes.write(lanes, 0, count, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
+            tensor.toPacket(from, count, 1.0, Integer.MAX_VALUE, lanes, stage, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
         }
         header.wrap(slotViews[l], 0).writeHeader(
             DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[l], elementType, globalSlot(l), chunk, count,
@@ -632,14 +630,12 @@ final class ShardAgent implements Agent
         }
         else if (isFloat)
         {
-            Lanes.read(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, lanes, 0, count);
             final double multiplier = 1.0 / (BlockFloatingPoint.scale(header.scaleExponent(), worldSize) * submission.divisor);
-            tensor.fromLanes(lanes, count, multiplier, from, stage);
+            tensor.fromPacket(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, count, multiplier, from, lanes, stage);
         }
         else
         {
-            Lanes.read(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, lanes, 0, count);
-            tensor.fromLanes(lanes, count, 1.0, from, stage);
+            tensor.fromPacket(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, count, 1.0, from, lanes, stage);
         }
 
         final int lookahead = header.lookaheadExponent();

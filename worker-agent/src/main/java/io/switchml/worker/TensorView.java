@@ -1,6 +1,9 @@
 package io.switchml.worker;
 
+import io.switchml.protocol.Lanes;
 import io.switchml.protocol.quant.BlockFloatingPoint;
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
 import io.switchml.protocol.quant.HalfFloats;
 
 import java.nio.FloatBuffer;
@@ -41,6 +44,30 @@ abstract class TensorView
 
     /** Quantize a float32 chunk, or copy an int chunk, into lanes. */
     abstract void toLanes(int from, int count, double scale, int limit, int[] lanes, float[] stage);
+
+    /**
+     * Quantize (float) or copy (int) a chunk straight into a packet's payload as network-order lanes.
+     * This default stages through the agent's lanes array; views over heap arrays override it with one pass.
+     */
+    void toPacket(
+        final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage,
+        final MutableDirectBuffer packet, final int index)
+    {
+        toLanes(from, count, scale, limit, lanes, stage);
+        Lanes.write(lanes, 0, count, packet, index);
+    }
+
+    /**
+     * Dequantize (float) or copy (int) a result's network-order lanes straight from the packet. This
+     * default stages through the agent's lanes array; views over heap arrays override it with one pass.
+     */
+    void fromPacket(
+        final DirectBuffer packet, final int index, final int count, final double multiplier, final int to,
+        final int[] lanes, final float[] stage)
+    {
+        Lanes.read(packet, index, lanes, 0, count);
+        fromLanes(lanes, count, multiplier, to, stage);
+    }
 
     /** Round a float chunk to a 16-bit format. */
     void toHalfLanes(final byte type, final int from, final int count, final short[] lanes, final float[] stage)
@@ -127,6 +154,20 @@ abstract class TensorView
             BlockFloatingPoint.quantize(src, from, count, scale, limit, lanes, 0);
         }
 
+        void toPacket(
+            final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage,
+            final MutableDirectBuffer packet, final int index)
+        {
+            Lanes.quantize(src, from, count, scale, limit, packet, index);
+        }
+
+        void fromPacket(
+            final DirectBuffer packet, final int index, final int count, final double multiplier, final int to,
+            final int[] lanes, final float[] stage)
+        {
+            Lanes.dequantize(packet, index, count, multiplier, dst, to);
+        }
+
         void toHalfLanes(final byte type, final int from, final int count, final short[] lanes, final float[] stage)
         {
             HalfFloats.encode(type, src, from, count, lanes);
@@ -173,6 +214,20 @@ abstract class TensorView
         void toLanes(final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage)
         {
             System.arraycopy(src, from, lanes, 0, count);
+        }
+
+        void toPacket(
+            final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage,
+            final MutableDirectBuffer packet, final int index)
+        {
+            Lanes.write(src, from, count, packet, index);
+        }
+
+        void fromPacket(
+            final DirectBuffer packet, final int index, final int count, final double multiplier, final int to,
+            final int[] lanes, final float[] stage)
+        {
+            Lanes.read(packet, index, dst, to, count);
         }
 
         void fromLanes(final int[] lanes, final int count, final double multiplier, final int to, final float[] stage)
