@@ -245,6 +245,20 @@ class DataHeaderFlyweightTest
     }
 
     @Test
+    void probesAndNacksAreHeaderOnly()
+    {
+        for (final byte type : new byte[]{ DataHeaderFlyweight.TYPE_PROBE, DataHeaderFlyweight.TYPE_NACK })
+        {
+            final UnsafeBuffer buffer = goodPacket(0, 3);
+            buffer.putByte(TYPE_OFFSET, type);
+            buffer.putShort(ELEMENT_COUNT_OFFSET, (short)0, BIG_ENDIAN);
+            assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(buffer, 0, HEADER_LENGTH), "type " + type);
+            assertEquals(DropReason.LENGTH_MISMATCH, DataHeaderFlyweight.validate(buffer, 0, HEADER_LENGTH + 4),
+                "type " + type + " with trailing bytes");
+        }
+    }
+
+    @Test
     void shouldRejectEachMalformedField()
     {
         assertDrop(DropReason.BAD_MAGIC, 3, b -> b.putShort(MAGIC_OFFSET, (short)0x534E, BIG_ENDIAN));
@@ -252,7 +266,10 @@ class DataHeaderFlyweightTest
         assertDrop(DropReason.BAD_VERSION, 3, b -> b.putByte(VERSION_OFFSET, (byte)0));
         assertDrop(DropReason.BAD_VERSION, 3, b -> b.putByte(VERSION_OFFSET, (byte)2));
         assertDrop(DropReason.BAD_TYPE, 3, b -> b.putByte(TYPE_OFFSET, (byte)0));
-        assertDrop(DropReason.BAD_TYPE, 3, b -> b.putByte(TYPE_OFFSET, (byte)3));
+        assertDrop(DropReason.BAD_TYPE, 3, b -> b.putByte(TYPE_OFFSET, (byte)5));
+        // probes and NACKs are header-only: with a payload they are malformed
+        assertDrop(DropReason.BAD_ELEMENT_COUNT, 3, b -> b.putByte(TYPE_OFFSET, DataHeaderFlyweight.TYPE_PROBE));
+        assertDrop(DropReason.BAD_ELEMENT_COUNT, 3, b -> b.putByte(TYPE_OFFSET, DataHeaderFlyweight.TYPE_NACK));
         assertDrop(DropReason.BAD_TYPE, 3, b -> b.putByte(TYPE_OFFSET, (byte)0x81));
         for (int bit = 3; bit < 8; bit++)
         {

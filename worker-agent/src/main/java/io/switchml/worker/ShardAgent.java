@@ -13,6 +13,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.DatagramChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
@@ -96,6 +97,11 @@ final class ShardAgent implements Agent
     private final boolean[] slotRetransmitted;
     private final long[] slotTxSeq;
     private final boolean[] slotSuspect;
+    private final long[] slotRtoDeadlineNs;
+    private final long[] slotProbedNs;
+    private final boolean[] slotWasProbed;
+    private final ByteBuffer probePacket;
+    private final UnsafeBuffer probeView;
 
     private final Submission[] window;
     private final int windowMask;
@@ -187,6 +193,11 @@ final class ShardAgent implements Agent
         slotRetransmitted = new boolean[localSlots];
         slotTxSeq = new long[localSlots];
         slotSuspect = new boolean[localSlots];
+        slotRtoDeadlineNs = new long[localSlots];
+        slotProbedNs = new long[localSlots];
+        slotWasProbed = new boolean[localSlots];
+        probePacket = ByteBuffer.allocateDirect(DataHeaderFlyweight.HEADER_LENGTH);
+        probeView = new UnsafeBuffer(probePacket);
         for (int l = 0; l < localSlots; l++)
         {
             slotChunk[l] = (long)l * shardCount + shard;
@@ -469,9 +480,11 @@ final class ShardAgent implements Agent
         packet.limit(packetLength).position(0);
         final long deadlineNs = nowNs + retransmitTimeoutNs;
         slotDeadlineNs[l] = deadlineNs;
+        slotRtoDeadlineNs[l] = deadlineNs;
         slotSentNs[l] = nowNs;
         slotTxSeq[l] = ++txSeq;
         slotSuspect[l] = false;
+        slotWasProbed[l] = false;
         if (deadlineNs - nextDeadlineNs < 0)
         {
             nextDeadlineNs = deadlineNs;
@@ -553,7 +566,9 @@ final class ShardAgent implements Agent
         }
         header.wrap(receiveView, 0);
         final int slot = header.slotIndex();
-        if (header.type() != DataHeaderFlyweight.TYPE_RESULT || header.jobId() != jobId || slot >= slotCount ||
+        final byte type = header.type();
+        if ((type != DataHeaderFlyweight.TYPE_RESULT && type != DataHeaderFlyweight.TYPE_NACK) ||
+            header.jobId() != jobId || slot >= slotCount ||
             slot % shardCount != shard || header.elementType() != elementType)
         {
             counters.malformedResults++;
@@ -567,6 +582,14 @@ final class ShardAgent implements Agent
             exponentOnly != (state == EXPONENT))
         {
             counters.staleResults++;
+            return;
+        }
+        if (type == DataHeaderFlyweight.TYPE_NACK)
+        {
+            // the appliance has not got this transmission's update: resend it now
+            counters.nacksReceived++;
+            counters.fastRetransmissions++;
+            retransmit(l, System.nanoTime());
             return;
         }
 
@@ -719,8 +742,9 @@ final class ShardAgent implements Agent
             {
                 if (slotSuspect[l])
                 {
-                    counters.fastRetransmissions++;
-                    retransmit(l, nowNs);
+                    sendProbe(l, nowNs);
+                    slotSuspect[l] = false;
+                    slotDeadlineNs[l] = slotRtoDeadlineNs[l];
                     work++;
                     next = Math.min(next, slotDeadlineNs[l]);
                     continue;
@@ -775,12 +799,19 @@ final class ShardAgent implements Agent
             return;
         }
         deliveredSeq = seq;
-        final long deadlineNs = nowNs + Math.min(retransmitTimeoutNs, Math.max(reorderWindowFloorNs, smoothedRttNs >> 2));
+        final long windowNs = Math.min(retransmitTimeoutNs, Math.max(reorderWindowFloorNs, smoothedRttNs >> 2));
+        final long suspectNs = nowNs + windowNs;
         for (int m = 0; m < localSlots; m++)
         {
             if (m != l && slotState[m] != WAITING && !slotSuspect[m] && slotTxSeq[m] < seq)
             {
                 slotSuspect[m] = true;
+                long deadlineNs = suspectNs;
+                if (slotWasProbed[m])
+                {
+                    // probed already: give its answer (a result or a NACK) a round trip before asking again
+                    deadlineNs = Math.max(deadlineNs, slotProbedNs[m] + smoothedRttNs + windowNs);
+                }
                 if (deadlineNs - slotDeadlineNs[m] < 0)
                 {
                     slotDeadlineNs[m] = deadlineNs;
@@ -824,8 +855,47 @@ final class ShardAgent implements Agent
             return 0;
         }
         counters.tailProbes++;
-        retransmit(newest, nowNs);
+        sendProbe(newest, nowNs);
         return 1;
+    }
+
+    /**
+     * Ask the appliance about a slot's outstanding update with a header-only probe (40 bytes instead of
+     * resending the update): it answers with the result if the slot completed (this rank lost it), a NACK if
+     * it has not got this rank's update (then {@link #onResult} resends it), or nothing if it waits for
+     * another rank, which sees the same hole and probes for itself.
+     */
+    private void sendProbe(final int l, final long nowNs)
+    {
+        slotProbedNs[l] = nowNs;
+        slotWasProbed[l] = true;
+        counters.probesSent++;
+        final UnsafeBuffer probe = probeView;
+        probe.putBytes(0, slotViews[l], 0, DataHeaderFlyweight.HEADER_LENGTH);
+        probe.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_PROBE);
+        probe.putShort(DataHeaderFlyweight.ELEMENT_COUNT_OFFSET, (short)0, ByteOrder.BIG_ENDIAN);
+        if (txLoss.shouldDrop())
+        {
+            counters.lossInjected++;
+            return;
+        }
+        try
+        {
+            if (macEnabled)
+            {
+                PacketMac.sign(macK0, macK1, probe, 0, DataHeaderFlyweight.HEADER_LENGTH);
+            }
+            if (channel.write(probePacket.clear()) == 0)
+            {
+                counters.sendFailures++;
+                return;
+            }
+            counters.packetsSent++;
+        }
+        catch (final IOException ex)
+        {
+            counters.sendFailures++;
+        }
     }
 
     private void retransmit(final int l, final long nowNs)

@@ -35,12 +35,13 @@ public final class TransportOptions
     @Option(names = "--rto-ms", description = "Initial retransmission timeout (default ${DEFAULT-VALUE}).", defaultValue = "20")
     private long rtoMs;
 
-    @Option(names = "--fast-retransmit", description = "on: resend a slot once later packets' results show it missing, and " +
-        "probe a silent tail; off: the retransmission timer alone, as in the paper (default ${DEFAULT-VALUE}).",
+    @Option(names = "--fast-retransmit", description = "on: probe the appliance about a slot once later packets' results " +
+        "show it missing (or the stream goes quiet), and resend the update when it answers with a NACK; off: the " +
+        "retransmission timer alone, as in the paper (default ${DEFAULT-VALUE}).",
         defaultValue = "on")
     private String fastRetransmit;
 
-    @Option(names = "--reorder-window-us", description = "Floor of the wait between seeing a hole and resending it; the " +
+    @Option(names = "--reorder-window-us", description = "Floor of the wait between seeing a hole and probing it; the " +
         "window is max(this, SRTT/4) (default ${DEFAULT-VALUE}).", defaultValue = "" + WorkerContext.REORDER_WINDOW_US_DEFAULT)
     private long reorderWindowUs;
 

@@ -329,12 +329,15 @@ public final class WorkerContext
     }
 
     /**
-     * Recover losses before the retransmission timer, as TCP's RACK and tail-loss probe do: each shard
-     * numbers its transmissions, and a slot still waiting a reorder window after the result of a packet
-     * sent after it has arrived is resent at once (every rank sees the hole, so the rank whose update was
-     * lost resends it, and a rank that lost the result gets it back from the shadow copy); when no
-     * result at all arrives for max(2 SRTT, the probe timeout), the newest outstanding packet is resent
-     * once. Neither backs off the retransmission timeout. On by default.
+     * Recover losses before the retransmission timer, as TCP's RACK and tail-loss probe do, without
+     * resending what the appliance already has: each shard numbers its transmissions, and a slot still
+     * waiting a reorder window after the result of a packet sent after it has arrived is suspect (its
+     * update or its result was lost, or another rank's update was). The agent then sends a 40-byte probe
+     * naming the update; the appliance answers with the result from the shadow copy if the slot completed,
+     * with a NACK if it has not got this rank's update (the agent resends it at once), or with nothing if
+     * it waits for another rank, which sees the same hole and probes for itself. When no result at all
+     * arrives for max(2 SRTT, the probe timeout), the newest outstanding update is probed once. None of
+     * this backs off the retransmission timer, which stays as the fallback. On by default.
      *
      * @param fastRetransmit false to recover losses by the retransmission timer alone (the paper's scheme).
      * @return this for a fluent API.

@@ -15,6 +15,8 @@ public final class WorkerCounters
         volatile long retransmissions;
         volatile long fastRetransmissions;
         volatile long tailProbes;
+        volatile long probesSent;
+        volatile long nacksReceived;
         volatile long staleResults;
         volatile long malformedResults;
         volatile long sendFailures;
@@ -73,8 +75,35 @@ public final class WorkerCounters
 
     /** @return results for a chunk this worker had already completed (duplicates, late shadow copies). */
     /**
-     * @return resends triggered by a later packet's result (fast retransmission), included in {@link
-     * #retransmissions()}.
+     * @return header-only probes sent about updates suspected lost (see {@link WorkerContext#fastRetransmit}),
+     * tail probes included; not counted as retransmissions.
+     */
+    public long probesSent()
+    {
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.probesSent;
+        }
+        return sum;
+    }
+
+    /**
+     * @return NACKs received: the appliance's answers to probes for updates it has not got.
+     */
+    public long nacksReceived()
+    {
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += c.nacksReceived;
+        }
+        return sum;
+    }
+
+    /**
+     * @return resends of updates the appliance answered a probe for with a NACK (fast retransmission),
+     * included in {@link #retransmissions()}.
      */
     public long fastRetransmissions()
     {
@@ -87,8 +116,8 @@ public final class WorkerCounters
     }
 
     /**
-     * @return tail-loss probes: resends of the newest outstanding packet after a quiet period, included in
-     * {@link #retransmissions()}.
+     * @return tail-loss probes: probes about the newest outstanding packet after a quiet period, included in
+     * {@link #probesSent()}.
      */
     public long tailProbes()
     {
@@ -184,7 +213,8 @@ public final class WorkerCounters
     public String toString()
     {
         return "sent=" + packetsSent() + " received=" + packetsReceived() + " retransmissions=" + retransmissions() +
-            " (fast " + fastRetransmissions() + ", probes " + tailProbes() + ")" +
+            " (fast " + fastRetransmissions() + ") probes=" + probesSent() + " (tail " + tailProbes() + ") nacks=" +
+            nacksReceived() +
             " staleResults=" + staleResults() + " malformed=" + malformedResults() + " sendFailures=" + sendFailures() +
             " lossInjected=" + lossInjected() + " allReduces=" + allReduces() + " exponentOnly=" + exponentOnlyPackets() +
             " lookaheadMisses=" + lookaheadMisses();

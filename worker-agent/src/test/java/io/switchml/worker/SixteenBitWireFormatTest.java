@@ -141,9 +141,11 @@ class SixteenBitWireFormatTest
         assertPayload(4 * elements, float32.payloadIn(), 4L * LANES * float32.retransmissions(), "float32 in: " + report);
         assertEquals(2 * elements, sixteen.payloadOut(), "each rank gets its result once, 2 bytes per element: " + report);
         assertEquals(4 * elements, float32.payloadOut(), report);
-        assertTrue(sixteen.bytesIn() * 2 <= float32.bytesIn() + float32.packetsIn() * DataHeaderFlyweight.HEADER_LENGTH +
-            4L * LANES * sixteen.retransmissions(),
-            "half, but for the headers (2 * bytes16 = bytes32 + headers): " + report);
+        // headers included, about half: the header-only exponent rounds vary a little from run to run (how
+        // many slots find their next chunk not yet submitted), so the bound is a ratio, not an identity
+        final long resent16 = 2L * LANES * sixteen.retransmissions();
+        assertTrue(sixteen.bytesIn() - resent16 <= 0.52 * float32.bytesIn(),
+            "half the bytes on the wire, headers included: " + report);
     }
 
     /**

@@ -55,6 +55,10 @@ public final class SlotPool
      * network duplicate, or a retransmission overtaken by its result): drop without touching state.
      */
     public static final int STALE = 5;
+    /** A probe for an update the slot has, while it waits for other workers: send nothing. */
+    public static final int PROBE_PENDING = 6;
+    /** A probe for an update the slot has not got: a NACK packet was written, send it to the sender. */
+    public static final int NACK = 7;
 
     private static final ByteOrder ORDER = ByteOrder.BIG_ENDIAN;
     private static final int WORDS_PER_BITMAP = DataHeaderFlyweight.MAX_WORKERS / 64;
@@ -296,6 +300,59 @@ public final class SlotPool
             return SHADOW_RESULT;
         }
         return DUPLICATE;
+    }
+
+    /**
+     * Answer a probe ({@link DataHeaderFlyweight#TYPE_PROBE}): a worker suspects that its update for the
+     * probe's slot version and chunk, or the result of it, was lost. Validated as for {@link #onUpdate}.
+     * Changes no state.
+     *
+     * @param probe        the received probe.
+     * @param resultBuffer where a result ({@link #SHADOW_RESULT}) or a NACK ({@link #NACK}, header only) is
+     *                     written; must hold header plus k lanes.
+     * @param resultOffset offset of that packet in resultBuffer.
+     * @return {@link #SHADOW_RESULT} when the slot version completed that chunk (the worker lost the result),
+     * {@link #NACK} when it has not got the worker's update, {@link #PROBE_PENDING} when it has and waits for
+     * others, {@link #STALE} for a probe about a round that is over, {@link #MISMATCH} for one that disagrees
+     * with the slot's chunk.
+     */
+    public int onProbe(final DataHeaderFlyweight probe, final MutableDirectBuffer resultBuffer, final int resultOffset)
+    {
+        final int flags = probe.flags();
+        final int version = flags & FLAG_POOL_VERSION;
+        final int slot = probe.slotIndex() / slotStride;
+        final int rank = probe.workerRank();
+        final int cell = version * slotCount + slot;
+        final long sequence = probe.chunkSequence();
+        final boolean isExponentOnly = (flags & FLAG_EXPONENT_ONLY) != 0;
+        final boolean seenRank = (seen[cell * WORDS_PER_BITMAP + (rank >>> 6)] & (1L << (rank & 63))) != 0;
+        final boolean first = count[cell] == 0;
+
+        if (seenRank)
+        {
+            if (chunkSequence[cell] != sequence || exponentOnly[cell] != isExponentOnly)
+            {
+                return sequence < chunkSequence[cell] ? STALE : MISMATCH;
+            }
+            if (first)
+            {
+                writeResult(probe, cell, flags | FLAG_RETRANSMIT, resultBuffer, resultOffset);
+                return SHADOW_RESULT;
+            }
+            return PROBE_PENDING;
+        }
+        if (first ? sequence <= chunkSequence[cell] : sequence < chunkSequence[cell])
+        {
+            return STALE;
+        }
+        if (!first && (chunkSequence[cell] != sequence || exponentOnly[cell] != isExponentOnly))
+        {
+            return MISMATCH;
+        }
+        resultBuffer.putBytes(resultOffset, probe.buffer(), probe.offset(), DataHeaderFlyweight.HEADER_LENGTH);
+        resultBuffer.putByte(resultOffset + DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_NACK);
+        resultBuffer.putLong(resultOffset + DataHeaderFlyweight.MAC_OFFSET, 0L, ORDER);
+        return NACK;
     }
 
     /**

@@ -29,6 +29,8 @@ public final class ShardCounters implements AutoCloseable
     private final AtomicCounter duplicates;
     private final AtomicCounter staleUpdates;
     private final AtomicCounter retransmissionsServed;
+    private final AtomicCounter probes;
+    private final AtomicCounter nacksSent;
     private final AtomicCounter dutyCycleMaxNs;
     private final AtomicCounter[] drops;
     private final List<AtomicCounter> all = new ArrayList<>();
@@ -49,6 +51,8 @@ public final class ShardCounters implements AutoCloseable
             staleUpdates = counter("stale_updates", CounterTypes.KIND_COUNTER, "stale_updates");
             retransmissionsServed = counter(
                 "retransmissions_served", CounterTypes.KIND_COUNTER, "retransmissions_served");
+            probes = counter("probes", CounterTypes.KIND_COUNTER, "probes");
+            nacksSent = counter("nacks_sent", CounterTypes.KIND_COUNTER, "nacks_sent");
             final DropReason[] reasons = DropReason.values();
             drops = new AtomicCounter[reasons.length];
             for (final DropReason reason : reasons)
@@ -147,6 +151,22 @@ public final class ShardCounters implements AutoCloseable
     public void onRetransmissionServed()
     {
         retransmissionsServed.incrementRelease();
+    }
+
+    /**
+     * Count a probe: a worker asking about an update it suspects lost.
+     */
+    public void onProbe()
+    {
+        probes.incrementRelease();
+    }
+
+    /**
+     * Count a NACK: the answer to a probe for an update this shard has not got.
+     */
+    public void onNackSent()
+    {
+        nacksSent.incrementRelease();
     }
 
     /**

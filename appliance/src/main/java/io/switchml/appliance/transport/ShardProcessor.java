@@ -121,7 +121,8 @@ final class ShardProcessor
             return;
         }
         final DataHeaderFlyweight header = this.header.wrap(buffer, offset);
-        if (header.type() != DataHeaderFlyweight.TYPE_UPDATE)
+        final byte type = header.type();
+        if (type != DataHeaderFlyweight.TYPE_UPDATE && type != DataHeaderFlyweight.TYPE_PROBE)
         {
             counters.onDrop(DropReason.BAD_TYPE);
             return;
@@ -157,12 +158,22 @@ final class ShardProcessor
             return;
         }
 
-        // lanes are never wider than 4 bytes: room for any result of this update
-        final MutableDirectBuffer result = sender.claim(DataHeaderFlyweight.packetLength(header.elementCount()));
+        // lanes are never wider than 4 bytes: room for any result of this update (a probe's is the slot's)
+        final MutableDirectBuffer result = sender.claim(DataHeaderFlyweight.packetLength(
+            type == DataHeaderFlyweight.TYPE_PROBE ? job.lanes() : header.elementCount()));
         final int resultOffset = sender.claimOffset();
         try
         {
-            final int outcome = pool.onUpdate(header, result, resultOffset, nowNs);
+            final int outcome;
+            if (type == DataHeaderFlyweight.TYPE_PROBE)
+            {
+                counters.onProbe();
+                outcome = pool.onProbe(header, result, resultOffset);
+            }
+            else
+            {
+                outcome = pool.onUpdate(header, result, resultOffset, nowNs);
+            }
             switch (outcome)
             {
                 case SlotPool.COMPLETED ->
@@ -209,6 +220,20 @@ final class ShardProcessor
                     else
                     {
                         countSent(sender.sendToSender(senderKey, resultLength), resultLength, jobCounters);
+                    }
+                }
+                case SlotPool.NACK ->
+                {
+                    counters.onNackSent();
+                    sign(job, result, resultOffset, DataHeaderFlyweight.HEADER_LENGTH);
+                    if (txLoss.shouldDrop())
+                    {
+                        counters.onDrop(DropReason.LOSS_INJECTED);
+                    }
+                    else
+                    {
+                        countSent(sender.sendToSender(senderKey, DataHeaderFlyweight.HEADER_LENGTH),
+                            DataHeaderFlyweight.HEADER_LENGTH, jobCounters);
                     }
                 }
                 case SlotPool.DUPLICATE ->

@@ -18,6 +18,8 @@ import static io.switchml.appliance.engine.SlotPool.ABSORBED;
 import static io.switchml.appliance.engine.SlotPool.COMPLETED;
 import static io.switchml.appliance.engine.SlotPool.DUPLICATE;
 import static io.switchml.appliance.engine.SlotPool.MISMATCH;
+import static io.switchml.appliance.engine.SlotPool.NACK;
+import static io.switchml.appliance.engine.SlotPool.PROBE_PENDING;
 import static io.switchml.appliance.engine.SlotPool.STALE;
 import static io.switchml.appliance.engine.SlotPool.SHADOW_RESULT;
 import static io.switchml.protocol.DataHeaderFlyweight.FLAG_EXPONENT_ONLY;
@@ -1206,6 +1208,38 @@ class SlotPoolTest
             result.wrap(resultBuffer, RESULT_OFFSET);
         }
 
+        int probe(final String step, final DataHeaderFlyweight update)
+        {
+            final UnsafeBuffer buffer = new UnsafeBuffer(new byte[DataHeaderFlyweight.HEADER_LENGTH]);
+            buffer.putBytes(0, update.buffer(), update.offset(), DataHeaderFlyweight.HEADER_LENGTH);
+            buffer.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_PROBE);
+            buffer.putShort(DataHeaderFlyweight.ELEMENT_COUNT_OFFSET, (short)0, java.nio.ByteOrder.BIG_ENDIAN);
+            assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(buffer, 0, buffer.capacity()), step + ": probe");
+            final DataHeaderFlyweight probe = new DataHeaderFlyweight().wrap(buffer, 0);
+            resultBuffer.setMemory(0, resultBuffer.capacity(), SENTINEL);
+            final int code = pool.onProbe(probe, resultBuffer, RESULT_OFFSET);
+            final int end = code == SHADOW_RESULT ? RESULT_OFFSET + SlotPool.resultLength(result) :
+                code == NACK ? RESULT_OFFSET + DataHeaderFlyweight.HEADER_LENGTH : RESULT_OFFSET;
+            for (int i = 0; i < resultBuffer.capacity(); i++)
+            {
+                if ((i < RESULT_OFFSET || i >= end) && resultBuffer.getByte(i) != SENTINEL)
+                {
+                    fail(step + ": result buffer byte " + i + " written although the code was " + codeName(code));
+                }
+            }
+            if (code == NACK)
+            {
+                assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(resultBuffer, RESULT_OFFSET,
+                    DataHeaderFlyweight.HEADER_LENGTH), step + ": NACK is well formed");
+                assertEquals(DataHeaderFlyweight.TYPE_NACK, result.type(), step + ": NACK type");
+                assertEquals(update.workerRank(), result.workerRank(), step + ": NACK names the prober");
+                assertEquals(update.slotIndex(), result.slotIndex(), step + ": NACK slot");
+                assertEquals(update.chunkSequence(), result.chunkSequence(), step + ": NACK chunk");
+                assertEquals(update.flags() & FLAG_POOL_VERSION, result.flags() & FLAG_POOL_VERSION, step + ": version");
+            }
+            return code;
+        }
+
         int apply(final String step, final DataHeaderFlyweight update)
         {
             resultBuffer.setMemory(0, resultBuffer.capacity(), SENTINEL);
@@ -1238,6 +1272,42 @@ class SlotPoolTest
     /**
      * A float32 update: lanes are block fixed point, exponents are carried.
      */
+    /**
+     * Probes (not in the paper) over the appendix's scenario: each answer follows from the slot's state
+     * alone, and no probe changes it.
+     */
+    @Test
+    void probesAreAnsweredFromTheSlotStateWithoutChangingIt()
+    {
+        final int x = 1;
+        final Harness harness = new Harness(3, 4, 4);
+        final DataHeaderFlyweight a1 = update(W1, 0, x, x, 7, 3, 10, 20, 30, 40);
+        final DataHeaderFlyweight a2 = update(W2, 0, x, x, 7, 5, 1, 2, 3, 4);
+        final DataHeaderFlyweight a3 = update(W3, 0, x, x, 7, -1, 100, 200, 300, 400);
+        final DataHeaderFlyweight b1 = update(W1, 1, x, x + 4, 5, 0, 1, 1, 1, 1);
+
+        assertCode("nothing arrived yet: resend", NACK, harness.probe("p0", a1));
+        assertCode("w1's update arrives", ABSORBED, harness.apply("u1", a1));
+        assertCode("w1 has contributed: wait", PROBE_PENDING, harness.probe("p1", a1));
+        assertCode("w2's was lost: resend", NACK, harness.probe("p2", a2));
+        assertCode("the probes changed nothing: w2 then w3", ABSORBED, harness.apply("u2", a2));
+        assertCode("w3 completes the slot", COMPLETED, harness.apply("u3", a3));
+        assertCode("w1 lost the result: the shadow copy answers", SHADOW_RESULT, harness.probe("p3", a1));
+        assertResult("p3: result by unicast", harness.result, x, FLAG_RETRANSMIT, x, 7, 5, 111, 222, 333, 444);
+        assertEquals(W1, harness.result.workerRank(), "p3: to the prober");
+        assertCode("w1 moves on to version 1", ABSORBED, harness.apply("u4", b1));
+        assertCode("a late probe of version 0's chunk still gets the shadow copy", SHADOW_RESULT, harness.probe("p4", a2));
+        assertCode("version 1 has w1", PROBE_PENDING, harness.probe("p5", b1));
+        assertCode("w3 has not sent chunk x + s to version 1: resend", NACK,
+            harness.probe("p6", update(W3, 1, x, x + 4, 5, 0, 1, 1, 1, 1)));
+        assertCode("a probe for a chunk older than version 1 holds is stale", STALE,
+            harness.probe("p7", update(W3, 1, x, x, 7, 3, 1, 1, 1, 1)));
+        assertCode("and the probes left version 1 waiting for w2 and w3", ABSORBED,
+            harness.apply("u5", update(W2, 1, x, x + 4, 5, 0, 2, 2, 2, 2)));
+        assertCode("w3 completes version 1", COMPLETED, harness.apply("u6", update(W3, 1, x, x + 4, 5, 0, 3, 3, 3, 3)));
+        assertResult("u6: version 1's sum", harness.result, x, FLAG_POOL_VERSION, x + 4, 5, 0, 6, 6, 6, 6);
+    }
+
     private static DataHeaderFlyweight update(
         final int rank,
         final int flags,
@@ -1364,6 +1434,8 @@ class SlotPoolTest
             case DUPLICATE -> "DUPLICATE";
             case MISMATCH -> "MISMATCH";
             case STALE -> "STALE";
+            case PROBE_PENDING -> "PROBE_PENDING";
+            case NACK -> "NACK";
             default -> "UNKNOWN(" + code + ")";
         };
     }

@@ -33,6 +33,8 @@ final class RankBenchmark
         long retransmissionsTotal;
         long fastRetransmissionsTotal;
         long tailProbesTotal;
+        long probesTotal;
+        long nacksTotal;
         long packetsSent;
         long packetsReceived;
         long staleResults;
@@ -136,6 +138,8 @@ final class RankBenchmark
             result.retransmissionsTotal = counters.retransmissions();
             result.fastRetransmissionsTotal = counters.fastRetransmissions();
             result.tailProbesTotal = counters.tailProbes();
+            result.probesTotal = counters.probesSent();
+            result.nacksTotal = counters.nacksReceived();
             result.packetsSent = counters.packetsSent();
             result.packetsReceived = counters.packetsReceived();
             result.staleResults = counters.staleResults();

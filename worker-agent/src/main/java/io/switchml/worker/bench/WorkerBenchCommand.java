@@ -359,6 +359,8 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 .field("retransmissionsTotal", sum(r -> r.retransmissionsTotal))
                 .field("fastRetransmissionsTotal", sum(r -> r.fastRetransmissionsTotal))
                 .field("tailProbesTotal", sum(r -> r.tailProbesTotal))
+                .field("probesTotal", sum(r -> r.probesTotal))
+                .field("nacksTotal", sum(r -> r.nacksTotal))
                 .field("packetsSent", sum(r -> r.packetsSent))
                 .field("packetsReceived", sum(r -> r.packetsReceived))
                 .field("staleResults", sum(r -> r.staleResults))
@@ -413,9 +415,10 @@ public final class WorkerBenchCommand implements Callable<Integer>
                     ms(tatNs.getMean()));
                 out.printf(Locale.ROOT, "aggregated tensor elements/s: %.4g at p50, %.4g at mean (%.2f Gbit/s of tensor per worker at p50)%n",
                     elementsPerSec(p50Ns), elementsPerSec(tatNs.getMean()), elementsPerSec(p50Ns) * ELEMENT_BYTES * 8 / 1e9);
-                out.printf(Locale.ROOT, "retransmissions: %d in timed all-reduces, %d in all (%d fast, %d tail probes)%n",
-                    sum(r -> r.retransmissionsTimed), sum(r -> r.retransmissionsTotal), sum(r -> r.fastRetransmissionsTotal),
-                    sum(r -> r.tailProbesTotal));
+                out.printf(Locale.ROOT, "retransmissions: %d in timed all-reduces, %d in all (%d after a NACK); probes %d (%d " +
+                    "tail), NACKs %d%n", sum(r -> r.retransmissionsTimed), sum(r -> r.retransmissionsTotal),
+                    sum(r -> r.fastRetransmissionsTotal), sum(r -> r.probesTotal), sum(r -> r.tailProbesTotal),
+                    sum(r -> r.nacksTotal));
                 out.println("PASSED");
             }
             else
