@@ -15,12 +15,18 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Byte-swapping copies between a packet's network-order payload in a direct buffer (as a socket delivers it) and an
- * int array, for a 1 KiB (k = 256) and a 32 KiB (k = 8192) payload. Bytes per operation are 4 * lanes.
+ * Conversions between a packet's network-order payload in a direct buffer (as a socket delivers it) and arrays, for
+ * a 1 KiB (k = 256) and a 32 KiB (k = 8192) payload: plain read and write, the appliance's fused read-and-add, the
+ * worker's fused quantize-into-the-packet and dequantize-from-it, and, as the baseline they replaced, the JDK's
+ * byte-swapping {@code MemorySegment.copy} (HotSpot's scalar {@code Copy::conjoint_swap}). Bytes per operation are
+ * 4 * lanes.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -33,8 +39,13 @@ public class LanesBenchmark
     @Param({"256", "8192"})
     public int lanes;
 
+    private static final ValueLayout.OfInt BIG_ENDIAN_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
     UnsafeBuffer packet;
+    MemorySegment payload;
     int[] values;
+    int[] sums;
+    float[] floats;
 
     @Setup
     public void setup()
@@ -42,7 +53,43 @@ public class LanesBenchmark
         final int length = DataHeaderFlyweight.packetLength(lanes);
         packet = new UnsafeBuffer(ByteBuffer.allocateDirect(length));
         packet.putBytes(0, Chunks.randomBytes(length, 7));
+        payload = MemorySegment.ofAddress(packet.addressOffset() + DataHeaderFlyweight.PAYLOAD_OFFSET)
+            .reinterpret(4L * lanes);
         values = new int[lanes];
+        sums = new int[lanes];
+        floats = Chunks.gradientLike(lanes, 11);
+    }
+
+    /** The replaced implementation of {@code read}: a byte-swapping bulk copy. */
+    @Benchmark
+    public int[] swappingCopyRead()
+    {
+        MemorySegment.copy(payload, BIG_ENDIAN_INT, 0, values, 0, lanes);
+        return values;
+    }
+
+    /** The appliance's aggregation: add the packet's lanes to the slot's sums. */
+    @Benchmark
+    public int[] add()
+    {
+        Lanes.add(packet, DataHeaderFlyweight.PAYLOAD_OFFSET, sums, 0, lanes);
+        return sums;
+    }
+
+    /** The worker's send path: quantize floats straight into the packet (n = 8, exponent 3). */
+    @Benchmark
+    public UnsafeBuffer quantize()
+    {
+        Lanes.quantize(floats, 0, lanes, 1.0e8, 268_435_455, packet, DataHeaderFlyweight.PAYLOAD_OFFSET);
+        return packet;
+    }
+
+    /** The worker's receive path: dequantize summed lanes straight from the packet. */
+    @Benchmark
+    public float[] dequantize()
+    {
+        Lanes.dequantize(packet, DataHeaderFlyweight.PAYLOAD_OFFSET, lanes, 1.0e-8, floats, 0);
+        return floats;
     }
 
     @Benchmark
