@@ -128,6 +128,35 @@ class DataPlaneSecurityTest
         return buffer;
     }
 
+    /** A signed header-only probe (type 3) about rank 0's int32 update for a slot version and chunk. */
+    private static ByteBuffer probe(final int jobId, final int slot, final long sequence, final int version,
+        final long k0, final long k1)
+    {
+        final ByteBuffer buffer = ByteBuffer.allocate(DataHeaderFlyweight.HEADER_LENGTH);
+        final UnsafeBuffer view = new UnsafeBuffer(buffer);
+        new DataHeaderFlyweight().wrap(view, 0).writeHeader(
+            DataHeaderFlyweight.TYPE_PROBE, jobId, 0, version, ElementType.INT32, slot, sequence, 0,
+            DataHeaderFlyweight.NO_EXPONENT, DataHeaderFlyweight.NO_EXPONENT);
+        PacketMac.sign(k0, k1, view, 0, DataHeaderFlyweight.HEADER_LENGTH);
+        return buffer;
+    }
+
+    /** Type and length of the next datagram, or null when none comes. */
+    private static int[] nextTypeAndLength(final DatagramChannel udp) throws IOException
+    {
+        final byte[] bytes = new byte[2048];
+        final java.net.DatagramPacket packet = new java.net.DatagramPacket(bytes, bytes.length);
+        try
+        {
+            udp.socket().receive(packet);
+        }
+        catch (final SocketTimeoutException ex)
+        {
+            return null;
+        }
+        return new int[]{ bytes[DataHeaderFlyweight.TYPE_OFFSET], packet.getLength() };
+    }
+
     private static int resultLane0(final DatagramChannel udp) throws IOException
     {
         final ByteBuffer result = ByteBuffer.allocate(2048);
@@ -200,14 +229,29 @@ class DataPlaneSecurityTest
             bob.udp.write(update(bob.jobId, 0, 0, 0, 11, 0, 0, false));
             assertEquals(11, resultLane0(bob.udp));
 
+            // probes pass the same checks: one with the wrong key and one from another address are dropped
+            alice.udp.write(probe(alice.jobId, 0, 0, 0, 1, 2));
+            awaitCounter("drop_bad_mac", 2);
+            attacker.write(probe(alice.jobId, 0, 0, 0, alice.k0, alice.k1));
+            awaitCounter("drop_not_member", 4);
+            // alice's own: the completed slot answers from its shadow copy, a version that lacks her update NACKs
+            alice.udp.write(probe(alice.jobId, 0, 0, 0, alice.k0, alice.k1));
+            assertEquals(5, resultLane0(alice.udp));
+            alice.udp.write(probe(alice.jobId, 0, 4, 1, alice.k0, alice.k1));
+            final int[] nack = nextTypeAndLength(alice.udp);
+            assertTrue(nack != null && nack[0] == DataHeaderFlyweight.TYPE_NACK &&
+                nack[1] == DataHeaderFlyweight.HEADER_LENGTH, "a NACK, header only");
+            assertEquals(2, appliance.counter("probes"));
+            assertEquals(1, appliance.counter("nacks_sent"));
+
             final Map<String, Long> counters = appliance.counterSnapshot();
             final long malformed = counters.entrySet().stream()
                 .filter(e -> e.getKey().startsWith("shard_drop_") && !e.getKey().endsWith("not_member") &&
                     !e.getKey().endsWith("bad_mac") && !e.getKey().endsWith("unknown_job"))
                 .mapToLong(Map.Entry::getValue).sum();
             assertTrue(malformed >= 190, "malformed drops " + counters);
-            assertEquals(1L, counters.get("shard_drop_bad_mac"));
-            assertEquals(3L, counters.get("shard_drop_not_member"));
+            assertEquals(2L, counters.get("shard_drop_bad_mac"));
+            assertEquals(4L, counters.get("shard_drop_not_member"));
             assertNull(counters.get("shard_drop_none"));
         }
     }
