@@ -579,10 +579,17 @@ class WorkerStreamTest
         start(new ApplianceContext());
         final int world = 2;
         final StringBuilder report = new StringBuilder();
-        for (final byte type : new byte[]{ ElementType.INT32, ElementType.FLOAT32, ElementType.FLOAT16 })
+        // the last run loses 2 % of packets each way, so the loss recovery path runs too: probes, NACKs,
+        // resends and results from the shadow copy
+        final byte[] types = { ElementType.INT32, ElementType.FLOAT32, ElementType.FLOAT16, ElementType.INT32 };
+        final double[] losses = { 0, 0, 0, 0.02 };
+        for (int run = 0; run < types.length; run++)
         {
-            final List<WorkerClient> clients = connectAll(
-                world, rank -> worker("alloc-" + ElementType.name(type), world, rank, type).retransmitTimeoutMs(200));
+            final int job = run;
+            final byte type = types[run];
+            final double loss = losses[run];
+            final List<WorkerClient> clients = connectAll(world, rank -> worker("alloc-" + ElementType.name(type) + "-" + job,
+                world, rank, type).retransmitTimeoutMs(200).lossRate(loss).lossSeed(3 + rank));
             try
             {
                 final int length = LANES * SLOTS * 2 + 5;
@@ -595,6 +602,8 @@ class WorkerStreamTest
                     agentThreads.addAll(List.of(client.agentThreads()));
                 }
                 final long packetsBefore = clients.stream().mapToLong(c -> c.counters().packetsSent() + c.counters().packetsReceived()).sum();
+                final long nacksBefore = clients.stream().mapToLong(c -> c.counters().nacksReceived()).sum();
+                final long probesBefore = clients.stream().mapToLong(c -> c.counters().probesSent()).sum();
                 final long[] before = allocated(threads, agentThreads);
                 final int calls = 400;
                 final long submitterBytes = burst(clients, type, length, calls);
@@ -606,9 +615,16 @@ class WorkerStreamTest
                 {
                     agentBytes += after[i] - before[i];
                 }
-                report.append(String.format("%s: %d calls, %d packets sent+received, I/O agents allocated %d bytes " +
-                    "(%.4f per packet), submitting threads %d bytes per call%n", ElementType.name(type), calls * world,
-                    packets, agentBytes, (double)agentBytes / packets, submitterBytes / (calls * world)));
+                final long nacks = clients.stream().mapToLong(c -> c.counters().nacksReceived()).sum() - nacksBefore;
+                final long probes = clients.stream().mapToLong(c -> c.counters().probesSent()).sum() - probesBefore;
+                report.append(String.format("%s, loss %.2f: %d calls, %d packets sent+received (%d probes, %d NACKs), " +
+                    "I/O agents allocated %d bytes (%.4f per packet), submitting threads %d bytes per call%n",
+                    ElementType.name(type), loss, calls * world, packets, probes, nacks, agentBytes,
+                    (double)agentBytes / packets, submitterBytes / (calls * world)));
+                if (loss > 0)
+                {
+                    assertTrue(probes > 0 && nacks > 0, "the loss recovery path ran: " + probes + " probes, " + nacks + " NACKs");
+                }
                 assertTrue(agentBytes < packets / 10 && agentBytes <= 64L * calls * world,
                     "I/O agents allocated " + agentBytes + " bytes over " + packets + " packets and " + calls * world + " calls");
             }
