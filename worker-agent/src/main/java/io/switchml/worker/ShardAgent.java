@@ -586,10 +586,14 @@ final class ShardAgent implements Agent
         }
         if (type == DataHeaderFlyweight.TYPE_NACK)
         {
-            // the appliance has not got this transmission's update: resend it now
+            // the appliance has not got this transmission's update: resend it now, once per probe (a second
+            // NACK for the same probe round, or one that arrives after a resend, changes nothing)
             counters.nacksReceived++;
-            counters.fastRetransmissions++;
-            retransmit(l, System.nanoTime());
+            if (slotWasProbed[l])
+            {
+                counters.fastRetransmissions++;
+                retransmit(l, System.nanoTime());
+            }
             return;
         }
 

