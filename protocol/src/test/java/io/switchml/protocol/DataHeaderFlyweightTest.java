@@ -429,7 +429,7 @@ class DataHeaderFlyweightTest
                 final int flags = (random.nextInt(8) & ~FLAG_EXPONENT_ONLY) | (0 == count ? FLAG_EXPONENT_ONLY : 0);
                 buffer.putShort(offset + MAGIC_OFFSET, MAGIC, BIG_ENDIAN);
                 buffer.putByte(offset + VERSION_OFFSET, CURRENT_VERSION);
-                buffer.putByte(offset + TYPE_OFFSET, random.nextBoolean() ? TYPE_UPDATE : TYPE_RESULT);
+                buffer.putByte(offset + TYPE_OFFSET, (byte)(TYPE_UPDATE + random.nextInt(4)));  // update, result, probe, NACK
                 buffer.putByte(offset + FLAGS_OFFSET, (byte)(random.nextInt(16) == 0 ? random.nextInt(256) : flags));
                 buffer.putShort(offset + TENSOR_CHECK_OFFSET, (short)random.nextInt(), BIG_ENDIAN);
                 buffer.putByte(offset + WORKER_RANK_OFFSET, (byte)(random.nextInt(16) == 0 ? random.nextInt(256) : 0));
@@ -564,14 +564,16 @@ class DataHeaderFlyweightTest
             header.wrap(buffer, offset);
             final int count = header.elementCount();
             assertEquals(length, HEADER_LENGTH + ElementType.laneBytes(header.elementType()) * count, where);
-            assertTrue(header.type() == TYPE_UPDATE || header.type() == TYPE_RESULT, where);
+            final byte type = header.type();
+            final boolean headerOnlyType = type == DataHeaderFlyweight.TYPE_PROBE || type == DataHeaderFlyweight.TYPE_NACK;
+            assertTrue(type == TYPE_UPDATE || type == TYPE_RESULT || headerOnlyType, where);
             assertTrue(header.workerRank() < MAX_WORKERS, where);
             assertEquals(0, header.flags() & ~KNOWN_FLAGS, where);
             assertTrue(ElementType.isValid(header.elementType()), where);
             assertTrue(header.slotIndex() >= 0, where);
             assertTrue(header.chunkSequence() >= 0, where);
             assertTrue(count <= MAX_ELEMENTS, where);
-            assertEquals(header.isExponentOnly(), count == 0, where);
+            assertEquals(header.isExponentOnly() || headerOnlyType, count == 0, where);
             assertTrue(expectedValidExponents(header),
                 () -> "accepted scale " + header.scaleExponent() + " look-ahead " + header.lookaheadExponent()
                 + " element type " + header.elementType() + " at " + where);
