@@ -119,6 +119,8 @@ final class ShardAgent implements Agent
     private long txSeq;
     private long deliveredSeq;
     private boolean probed;
+    private long lastTailProbeNs;
+    private int tailProbeShift;
     private volatile long smoothedRttNs;
     private volatile long publishedTimeoutNs;
     private long rttVarianceNs;
@@ -278,9 +280,9 @@ final class ShardAgent implements Agent
         if (inFlight > 0)
         {
             long wakeNs = Math.min(nextDeadlineNs, lastProgressNs + progressTimeoutNs);
-            if (fastRetransmit && !probed)
+            if (fastRetransmit)
             {
-                wakeNs = Math.min(wakeNs, lastProgressNs + probeTimeoutNs());
+                wakeNs = Math.min(wakeNs, tailProbeDueNs());
             }
             final long untilNs = wakeNs - System.nanoTime();
             waitMs = Math.max(1, Math.min(MAX_IDLE_WAIT_MS, (untilNs + NANOS_PER_MS - 1) / NANOS_PER_MS));
@@ -341,6 +343,7 @@ final class ShardAgent implements Agent
                     {
                         lastProgressNs = nowNs;
                         probed = false;
+                        tailProbeShift = 0;
                     }
                     start(l, nowNs);
                 }
@@ -599,6 +602,7 @@ final class ShardAgent implements Agent
 
         final long nowNs = System.nanoTime();
         probed = false;
+        tailProbeShift = 0;
         if (!slotRetransmitted[l])
         {
             onRttSample(nowNs - slotSentNs[l]);
@@ -726,7 +730,7 @@ final class ShardAgent implements Agent
             return 1;
         }
         int work = 0;
-        if (fastRetransmit && !probed && nowNs - (lastProgressNs + probeTimeoutNs()) >= 0)
+        if (fastRetransmit && nowNs - tailProbeDueNs() >= 0)
         {
             work += probeTail(nowNs);
         }
@@ -835,32 +839,43 @@ final class ShardAgent implements Agent
     }
 
     /**
-     * Tail-loss probe: nothing has come back for max(2 SRTT, floor), which a lost last packet of a burst
-     * causes (no later result reveals it). Resend the newest outstanding packet once; its result, or the
-     * results it reveals as missing, restart recovery. Re-armed by the next result.
+     * When the next tail-loss probe is due: max(2 SRTT, floor) after the last progress, then after each
+     * probe twice as long as the one before (up to 2^10 times), until a result arrives.
+     */
+    private long tailProbeDueNs()
+    {
+        return probed ? lastTailProbeNs + (probeTimeoutNs() << tailProbeShift) : lastProgressNs + probeTimeoutNs();
+    }
+
+    /**
+     * Tail-loss probe: nothing has come back for a while, which a lost last packet of a burst causes (no
+     * later result reveals it), as does a lost probe or NACK for a slot that holds up the rest. Probe every
+     * outstanding slot (40 bytes each); the answers restart recovery. Repeated with doubling intervals until
+     * a result arrives, so that a lost probe costs an interval, not a retransmission timeout.
      */
     private int probeTail(final long nowNs)
     {
+        if (probed)
+        {
+            tailProbeShift = Math.min(tailProbeShift + 1, 10);
+        }
         probed = true;
+        lastTailProbeNs = nowNs;
         if (probeTimeoutNs() >= retransmitTimeoutNs)
         {
             return 0;
         }
-        int newest = -1;
+        int probes = 0;
         for (int l = 0; l < localSlots; l++)
         {
-            if (slotState[l] != WAITING && (newest < 0 || slotTxSeq[l] > slotTxSeq[newest]))
+            if (slotState[l] != WAITING)
             {
-                newest = l;
+                counters.tailProbes++;
+                sendProbe(l, nowNs);
+                probes++;
             }
         }
-        if (newest < 0)
-        {
-            return 0;
-        }
-        counters.tailProbes++;
-        sendProbe(newest, nowNs);
-        return 1;
+        return probes;
     }
 
     /**

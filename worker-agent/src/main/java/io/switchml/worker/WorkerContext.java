@@ -336,7 +336,8 @@ public final class WorkerContext
      * naming the update; the appliance answers with the result from the shadow copy if the slot completed,
      * with a NACK if it has not got this rank's update (the agent resends it at once), or with nothing if
      * it waits for another rank, which sees the same hole and probes for itself. When no result at all
-     * arrives for max(2 SRTT, the probe timeout), the newest outstanding update is probed once. None of
+     * arrives for max(2 SRTT, the probe timeout), every outstanding update is probed, again at doubling
+     * intervals until a result arrives. None of
      * this backs off the retransmission timer, which stays as the fallback. On by default.
      *
      * @param fastRetransmit false to recover losses by the retransmission timer alone (the paper's scheme).
