@@ -32,6 +32,7 @@ MAC=off
 RTO_MS=
 FAST_RETRANSMIT=on
 MULTICAST=on
+SHARDS=1
 OFFLOAD=auto
 MPI_LOOPBACK_BTL=tcp
 OUT_DIR=$ROOT/docs/bench
@@ -70,6 +71,7 @@ Measurement
   --mac on|off           SwitchML packet MAC (default off: a trusted rack, as with a switch)
   --rto-ms N             SwitchML workers' initial retransmission timeout (default: the worker's, 20 ms; a value
                          below the worker's 10 ms minimum lowers the minimum too)
+  --shards N             appliance data-plane shards (threads, one UDP port each; default 1)
   --multicast on|off     the appliance multicasts each result once to the job's group, as the paper's switch
                          does (default on; the rack routes 224.0.0.0/4 to its links, and on loopback lo gets
                          the multicast flag and that route for the run, both undone at the end); off: one
@@ -115,6 +117,7 @@ while [ $# -gt 0 ]; do
     --rto-ms) RTO_MS=$2; shift 2 ;;
     --fast-retransmit) FAST_RETRANSMIT=$2; shift 2 ;;
     --multicast) MULTICAST=$2; shift 2 ;;
+    --shards) SHARDS=$2; shift 2 ;;
     --offload) OFFLOAD=$2; shift 2 ;;
     --mpi-loopback-btl) MPI_LOOPBACK_BTL=$2; shift 2 ;;
     --cell-timeout) CELL_TIMEOUT=$2; shift 2 ;;
@@ -155,6 +158,7 @@ LOOP_SLOTS=${SLOTS:-32}
 case "$MAC" in on|off) ;; *) die "--mac must be on or off" ;; esac
 case "$FAST_RETRANSMIT" in on|off) ;; *) die "--fast-retransmit must be on or off" ;; esac
 case "$MULTICAST" in on|off) ;; *) die "--multicast must be on or off" ;; esac
+[[ "$SHARDS" =~ ^[1-9][0-9]*$ ]] || die "--shards must be a positive integer"
 case "$OFFLOAD" in auto|on|off) ;; *) die "--offload must be auto, on or off" ;; esac
 [[ "$REPEAT" =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer"
 [[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 2 ] && [ "$WORKERS" -le 200 ] || die "--workers must be 2..200"
@@ -411,10 +415,11 @@ run_switchml() {
   echo "rtoMs=${RTO_MS:-default}" >> "$CELL/meta.txt"
   echo "fastRetransmit=$FAST_RETRANSMIT" >> "$CELL/meta.txt"
   echo "multicast=$MULTICAST" >> "$CELL/meta.txt"
+  echo "shards=$SHARDS" >> "$CELL/meta.txt"
   mkdir -p "$CELL/appliance"
   SWITCHML_JAVA_OPTS=-Xmx1g in_ns "$(rack_ns_ap)" "$PY" "$HERE/cpuwrap.py" --out "$CELL/appliance.cpu.json" -- \
     "$SWITCHML" appliance --bind "$appliance_addr" --data-port "$data_port" --control-port "$ctl_port" \
-    --http-port -1 --dir "$CELL/appliance" --mac "$MAC" ${MULTICAST_GROUP:+--multicast "$MULTICAST_GROUP"} \
+    --http-port -1 --dir "$CELL/appliance" --mac "$MAC" --shards "$SHARDS" ${MULTICAST_GROUP:+--multicast "$MULTICAST_GROUP"} \
     > "$CELL/appliance.log" 2>&1 &
   ap_pid=$!
   for _ in $(seq 300); do
