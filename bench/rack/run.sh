@@ -208,7 +208,9 @@ snapshot_build() {
   SWITCHML="$WORK/snap/switchml"
   "$SWITCHML" worker bench --help >/dev/null 2>&1 || die "this build has no 'switchml worker bench'"
   BUILD_COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-  BUILD_TIME=$(date -u -r "$ROOT/dist/target/switchml.jar" +%Y-%m-%dT%H:%M:%SZ)
+  # the newest of the launcher's jar and the project's module jars it loads (dependencies do not count)
+  BUILD_TIME=$(date -u -r "$(ls -t "$ROOT/dist/target/switchml.jar" "$ROOT"/dist/target/lib/*-SNAPSHOT.jar 2>/dev/null | head -1)" \
+    +%Y-%m-%dT%H:%M:%SZ)
   BUILD_DIRTY=$([ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ] && echo true || echo false)
 }
 
