@@ -492,6 +492,18 @@ final class ShardAgent implements Agent
         {
             nextDeadlineNs = deadlineNs;
         }
+        send(slotViews[l], packet, packetLength);
+    }
+
+    /**
+     * Sign (when the job uses a MAC) and send one datagram: an update, a resend or a probe.
+     *
+     * @param view   the datagram's bytes.
+     * @param packet the same bytes as a ByteBuffer, position 0 and limit length.
+     * @param length of the datagram.
+     */
+    private void send(final UnsafeBuffer view, final ByteBuffer packet, final int length)
+    {
         if (txLoss.shouldDrop())
         {
             counters.lossInjected++;
@@ -501,7 +513,7 @@ final class ShardAgent implements Agent
         {
             if (macEnabled)
             {
-                PacketMac.sign(macK0, macK1, slotViews[l], 0, packetLength);
+                PacketMac.sign(macK0, macK1, view, 0, length);
             }
             if (channel.write(packet) == 0)
             {
@@ -512,7 +524,7 @@ final class ShardAgent implements Agent
         }
         catch (final IOException ex)
         {
-            // ICMP port unreachable surfaces here when the appliance is gone; the timer retries and
+            // ICMP port unreachable surfaces here when the appliance is gone; the timers retry and
             // the control connection or the progress timeout ends the stream with a clear error
             counters.sendFailures++;
         }
@@ -893,28 +905,7 @@ final class ShardAgent implements Agent
         probe.putBytes(0, slotViews[l], 0, DataHeaderFlyweight.HEADER_LENGTH);
         probe.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_PROBE);
         probe.putShort(DataHeaderFlyweight.ELEMENT_COUNT_OFFSET, (short)0, ByteOrder.BIG_ENDIAN);
-        if (txLoss.shouldDrop())
-        {
-            counters.lossInjected++;
-            return;
-        }
-        try
-        {
-            if (macEnabled)
-            {
-                PacketMac.sign(macK0, macK1, probe, 0, DataHeaderFlyweight.HEADER_LENGTH);
-            }
-            if (channel.write(probePacket.clear()) == 0)
-            {
-                counters.sendFailures++;
-                return;
-            }
-            counters.packetsSent++;
-        }
-        catch (final IOException ex)
-        {
-            counters.sendFailures++;
-        }
+        send(probe, probePacket.clear(), DataHeaderFlyweight.HEADER_LENGTH);
     }
 
     private void retransmit(final int l, final long nowNs)

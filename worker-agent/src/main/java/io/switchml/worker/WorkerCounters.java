@@ -1,5 +1,7 @@
 package io.switchml.worker;
 
+import java.util.function.ToLongFunction;
+
 /**
  * Counters of one worker client, summed over its I/O agents (one per appliance shard) and its
  * submitting threads. Each agent writes only its own cells, submitting threads (under the client's
@@ -37,6 +39,17 @@ public final class WorkerCounters
         }
     }
 
+    /** Not on the packet path: readers only (the lambdas capture nothing, so they are not allocated per call). */
+    private long sum(final ToLongFunction<Cells> cell)
+    {
+        long sum = 0;
+        for (final Cells c : cells)
+        {
+            sum += cell.applyAsLong(c);
+        }
+        return sum;
+    }
+
     Cells cells(final int agent)
     {
         return cells[agent];
@@ -44,33 +57,18 @@ public final class WorkerCounters
 
     public long packetsSent()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.packetsSent;
-        }
-        return sum;
+        return sum(c -> c.packetsSent);
     }
 
     public long packetsReceived()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.packetsReceived;
-        }
-        return sum;
+        return sum(c -> c.packetsReceived);
     }
 
-    /** @return updates sent again after their slot's timer expired. */
+    /** @return updates sent again: after their slot's timer expired, or answering a NACK. */
     public long retransmissions()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.retransmissions;
-        }
-        return sum;
+        return sum(c -> c.retransmissions);
     }
 
     /** @return results for a chunk this worker had already completed (duplicates, late shadow copies). */
@@ -80,12 +78,7 @@ public final class WorkerCounters
      */
     public long probesSent()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.probesSent;
-        }
-        return sum;
+        return sum(c -> c.probesSent);
     }
 
     /**
@@ -93,12 +86,7 @@ public final class WorkerCounters
      */
     public long nacksReceived()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.nacksReceived;
-        }
-        return sum;
+        return sum(c -> c.nacksReceived);
     }
 
     /**
@@ -107,12 +95,7 @@ public final class WorkerCounters
      */
     public long fastRetransmissions()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.fastRetransmissions;
-        }
-        return sum;
+        return sum(c -> c.fastRetransmissions);
     }
 
     /**
@@ -121,63 +104,33 @@ public final class WorkerCounters
      */
     public long tailProbes()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.tailProbes;
-        }
-        return sum;
+        return sum(c -> c.tailProbes);
     }
 
     public long staleResults()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.staleResults;
-        }
-        return sum;
+        return sum(c -> c.staleResults);
     }
 
     public long malformedResults()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.malformedResults;
-        }
-        return sum;
+        return sum(c -> c.malformedResults);
     }
 
     public long sendFailures()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.sendFailures;
-        }
-        return sum;
+        return sum(c -> c.sendFailures);
     }
 
     public long lossInjected()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.lossInjected;
-        }
-        return sum;
+        return sum(c -> c.lossInjected);
     }
 
     /** @return all-reduce calls completed successfully. */
     public long allReduces()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.allReduces;
-        }
-        return sum;
+        return sum(c -> c.allReduces);
     }
 
     /**
@@ -187,12 +140,7 @@ public final class WorkerCounters
      */
     public long exponentOnlyPackets()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.exponentOnlyPackets;
-        }
-        return sum;
+        return sum(c -> c.exponentOnlyPackets);
     }
 
     /**
@@ -201,12 +149,7 @@ public final class WorkerCounters
      */
     public long lookaheadMisses()
     {
-        long sum = 0;
-        for (final Cells c : cells)
-        {
-            sum += c.lookaheadMisses;
-        }
-        return sum;
+        return sum(c -> c.lookaheadMisses);
     }
 
     @Override

@@ -28,12 +28,12 @@ class MultiProcessTest
     @org.junit.jupiter.api.io.TempDir
     java.nio.file.Path tempDir;
 
-    private final List<JvmProcess> processes = new ArrayList<>();
+    private final List<ChildProcess> processes = new ArrayList<>();
 
     @AfterEach
     void killAll()
     {
-        processes.forEach(JvmProcess::close);
+        processes.forEach(ChildProcess::close);
     }
 
     private int startAppliance(final String... extraArgs) throws Exception
@@ -41,23 +41,23 @@ class MultiProcessTest
         final List<String> args = new ArrayList<>(List.of("--data-port", "0", "--control-port", "0", "--http-port", "0",
             "--dir", tempDir.toString()));
         args.addAll(List.of(extraArgs));
-        final JvmProcess appliance = JvmProcess.start("appliance", ApplianceCommand.class, args.toArray(String[]::new));
+        final ChildProcess appliance = ChildProcess.startJvm("appliance", ApplianceCommand.class, args);
         processes.add(appliance);
         final Matcher matcher = READY.matcher(appliance.awaitLine(line -> line.contains("appliance ready"), 30_000));
         assertTrue(matcher.find());
         return Integer.parseInt(matcher.group(2));
     }
 
-    private List<JvmProcess> startWorkers(final int world, final int controlPort, final String... extraArgs) throws Exception
+    private List<ChildProcess> startWorkers(final int world, final int controlPort, final String... extraArgs) throws Exception
     {
-        final List<JvmProcess> workers = new ArrayList<>();
+        final List<ChildProcess> workers = new ArrayList<>();
         for (int rank = 0; rank < world; rank++)
         {
             final List<String> args = new ArrayList<>(List.of("--control-port", Integer.toString(controlPort),
                 "--job", "mp", "--token", "multi-process-token",
                 "--world", Integer.toString(world), "--rank", Integer.toString(rank)));
             args.addAll(List.of(extraArgs));
-            final JvmProcess worker = JvmProcess.start("worker-" + rank, WorkerRunCommand.class, args.toArray(String[]::new));
+            final ChildProcess worker = ChildProcess.startJvm("worker-" + rank, WorkerRunCommand.class, args);
             processes.add(worker);
             workers.add(worker);
         }
@@ -75,11 +75,11 @@ class MultiProcessTest
     void int32SumsAreBitExactAtOnePercentLoss() throws Exception
     {
         final int controlPort = startAppliance("--loss-rate", "0.01", "--loss-seed", "5");
-        final List<JvmProcess> workers = startWorkers(4, controlPort, "--type", "int32", "--elements", "300000",
+        final List<ChildProcess> workers = startWorkers(4, controlPort, "--type", "int32", "--elements", "300000",
             "--iterations", "3", "--warmups", "1", "-k", "1024", "-s", "32", "--rto-ms", "10",
             "--loss-rate", "0.01", "--loss-seed", "11");
         long retransmissions = 0;
-        for (final JvmProcess worker : workers)
+        for (final ChildProcess worker : workers)
         {
             final String result = worker.awaitLine(line -> line.startsWith("RESULT") || line.startsWith("ERROR"), 120_000);
             assertTrue(result.contains("ok=true"), worker.output());
@@ -93,11 +93,11 @@ class MultiProcessTest
     void float32SumsAreWithinBoundAtOnePercentLoss() throws Exception
     {
         final int controlPort = startAppliance("--loss-rate", "0.01", "--loss-seed", "6");
-        final List<JvmProcess> workers = startWorkers(4, controlPort, "--type", "float32", "--elements", "300000",
+        final List<ChildProcess> workers = startWorkers(4, controlPort, "--type", "float32", "--elements", "300000",
             "--iterations", "3", "--warmups", "1", "-k", "1024", "-s", "32", "--rto-ms", "10",
             "--loss-rate", "0.01", "--loss-seed", "12");
         long retransmissions = 0;
-        for (final JvmProcess worker : workers)
+        for (final ChildProcess worker : workers)
         {
             final String result = worker.awaitLine(line -> line.startsWith("RESULT") || line.startsWith("ERROR"), 120_000);
             assertTrue(result.contains("ok=true"), worker.output());
@@ -111,17 +111,17 @@ class MultiProcessTest
     void killedWorkerFailsTheOthersNamingItsRank() throws Exception
     {
         final int controlPort = startAppliance();
-        final List<JvmProcess> workers = startWorkers(3, controlPort, "--type", "int32", "--elements", "2000000",
+        final List<ChildProcess> workers = startWorkers(3, controlPort, "--type", "int32", "--elements", "2000000",
             "--iterations", "100000", "--warmups", "0", "-k", "1024", "-s", "16");
         // wait until the job runs: the victim must be mid-job, not mid-join
         Thread.sleep(4_000);
-        final JvmProcess victim = workers.get(1);
+        final ChildProcess victim = workers.get(1);
         assertTrue(victim.process().isAlive(), victim.output());
         final long killedNs = System.nanoTime();
         victim.process().destroyForcibly();
         for (final int rank : new int[]{0, 2})
         {
-            final JvmProcess survivor = workers.get(rank);
+            final ChildProcess survivor = workers.get(rank);
             final String error = survivor.awaitLine(line -> line.startsWith("ERROR") || line.startsWith("RESULT"), 10_000);
             final long elapsedMs = (System.nanoTime() - killedNs) / 1_000_000;
             assertTrue(error.contains("rank 1 ") && error.contains("lost its control connection"), error);
@@ -134,11 +134,11 @@ class MultiProcessTest
     void applianceDeathFailsWorkersCleanly() throws Exception
     {
         final int controlPort = startAppliance();
-        final List<JvmProcess> workers = startWorkers(2, controlPort, "--type", "float32", "--elements", "2000000",
+        final List<ChildProcess> workers = startWorkers(2, controlPort, "--type", "float32", "--elements", "2000000",
             "--iterations", "100000", "--warmups", "0", "-k", "1024", "-s", "16");
         Thread.sleep(4_000);
         processes.get(0).process().destroyForcibly();
-        for (final JvmProcess worker : workers)
+        for (final ChildProcess worker : workers)
         {
             final String error = worker.awaitLine(line -> line.startsWith("ERROR") || line.startsWith("RESULT"), 15_000);
             assertTrue(error.contains("appliance"), error);
@@ -150,11 +150,11 @@ class MultiProcessTest
     void sigtermAbortsRunningJobsWithAClearReason() throws Exception
     {
         final int controlPort = startAppliance();
-        final List<JvmProcess> workers = startWorkers(2, controlPort, "--type", "int32", "--elements", "2000000",
+        final List<ChildProcess> workers = startWorkers(2, controlPort, "--type", "int32", "--elements", "2000000",
             "--iterations", "100000", "--warmups", "0", "-k", "1024", "-s", "16");
         Thread.sleep(4_000);
         processes.get(0).process().destroy();
-        for (final JvmProcess worker : workers)
+        for (final ChildProcess worker : workers)
         {
             final String error = worker.awaitLine(line -> line.startsWith("ERROR") || line.startsWith("RESULT"), 15_000);
             assertTrue(error.contains("aborted by the appliance: appliance received a termination signal"), error);

@@ -218,7 +218,7 @@ public final class SlotPool
         if ((seen[seenIndex] & bit) == 0)
         {
             final boolean first = count[cell] == 0;
-            if (first ? sequence <= chunkSequence[cell] : sequence < chunkSequence[cell])
+            if (isStale(cell, sequence))
             {
                 return STALE;
             }
@@ -341,7 +341,7 @@ public final class SlotPool
             }
             return PROBE_PENDING;
         }
-        if (first ? sequence <= chunkSequence[cell] : sequence < chunkSequence[cell])
+        if (isStale(cell, sequence))
         {
             return STALE;
         }
@@ -353,6 +353,16 @@ public final class SlotPool
         resultBuffer.putByte(resultOffset + DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_NACK);
         resultBuffer.putLong(resultOffset + DataHeaderFlyweight.MAC_OFFSET, 0L, ORDER);
         return NACK;
+    }
+
+    /**
+     * A contribution (or a probe about one) from a rank the slot version has not seen belongs to a round
+     * that is over: a chunk the version already completed (or moved past), or an older one than the
+     * version is aggregating.
+     */
+    private boolean isStale(final int cell, final long sequence)
+    {
+        return count[cell] == 0 ? sequence <= chunkSequence[cell] : sequence < chunkSequence[cell];
     }
 
     /**

@@ -212,29 +212,12 @@ final class ShardProcessor
                     final int resultLength = SlotPool.resultLength(resultHeader.wrap(result, resultOffset));
                     counters.onRetransmissionServed();
                     jobCounters.onRetransmissionServed();
-                    sign(job, result, resultOffset, resultLength);
-                    if (txLoss.shouldDrop())
-                    {
-                        counters.onDrop(DropReason.LOSS_INJECTED);
-                    }
-                    else
-                    {
-                        countSent(sender.sendToSender(senderKey, resultLength), resultLength, jobCounters);
-                    }
+                    replyToSender(job, result, resultOffset, resultLength, senderKey, jobCounters);
                 }
                 case SlotPool.NACK ->
                 {
                     counters.onNackSent();
-                    sign(job, result, resultOffset, DataHeaderFlyweight.HEADER_LENGTH);
-                    if (txLoss.shouldDrop())
-                    {
-                        counters.onDrop(DropReason.LOSS_INJECTED);
-                    }
-                    else
-                    {
-                        countSent(sender.sendToSender(senderKey, DataHeaderFlyweight.HEADER_LENGTH),
-                            DataHeaderFlyweight.HEADER_LENGTH, jobCounters);
-                    }
+                    replyToSender(job, result, resultOffset, DataHeaderFlyweight.HEADER_LENGTH, senderKey, jobCounters);
                 }
                 case SlotPool.DUPLICATE ->
                 {
@@ -257,6 +240,29 @@ final class ShardProcessor
         finally
         {
             sender.release();
+        }
+    }
+
+    /**
+     * Sign and send the packet the pool wrote to the update's or probe's sender only (a result from the
+     * shadow copy, or a NACK).
+     */
+    private void replyToSender(
+        final Job job,
+        final MutableDirectBuffer result,
+        final int offset,
+        final int length,
+        final long senderKey,
+        final JobCounters jobCounters)
+    {
+        sign(job, result, offset, length);
+        if (txLoss.shouldDrop())
+        {
+            counters.onDrop(DropReason.LOSS_INJECTED);
+        }
+        else
+        {
+            countSent(sender.sendToSender(senderKey, length), length, jobCounters);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.switchml.worker.bridge;
 
+import io.switchml.worker.ChildProcess;
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
 import io.switchml.worker.WorkerContext;

@@ -1,4 +1,4 @@
-package io.switchml.worker.bridge;
+package io.switchml.worker;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -14,9 +14,10 @@ import java.util.function.Predicate;
 
 /**
  * A child process (a JVM running one of the project's main classes with this test's class path, or
- * any command such as a Python interpreter) whose merged output is captured line by line.
+ * any command such as a Python interpreter) whose merged output is captured line by line, for the
+ * multi-process and bridge tests.
  */
-final class ChildProcess implements AutoCloseable
+public final class ChildProcess implements AutoCloseable
 {
     private final Process process;
     private final String name;
@@ -50,7 +51,7 @@ final class ChildProcess implements AutoCloseable
         });
     }
 
-    static ChildProcess start(final String name, final List<String> command, final Path directory,
+    public static ChildProcess start(final String name, final List<String> command, final Path directory,
         final Map<String, String> environment) throws IOException
     {
         final ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
@@ -62,14 +63,19 @@ final class ChildProcess implements AutoCloseable
         return new ChildProcess(name, builder.start());
     }
 
-    static ChildProcess startJvm(final String name, final Class<?> mainClass, final List<String> args) throws IOException
+    public static ChildProcess startJvm(final String name, final Class<?> mainClass, final List<String> args) throws IOException
     {
         final List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElse("java"));
         command.add("--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED");
         command.add("--enable-native-access=ALL-UNNAMED");
         command.add("--sun-misc-unsafe-memory-access=allow");
-        command.add("-Xmx256m");
+        command.add("--add-opens=java.base/java.lang.reflect=ALL-UNNAMED");
+        command.add("--add-exports=java.base/sun.nio.ch=ALL-UNNAMED");
+        command.add("--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED");
+        command.add("-Dchronicle.analytics.disable=true");
+        command.add("-Dchronicle.announcer.disable=true");
+        command.add("-Xmx512m");
         command.add("-XX:+UseSerialGC");
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
@@ -84,7 +90,7 @@ final class ChildProcess implements AutoCloseable
      * @return the line.
      * @throws AssertionError with the output so far when the deadline passes or the process exits first.
      */
-    String awaitLine(final Predicate<String> match, final long timeoutMs) throws InterruptedException
+    public String awaitLine(final Predicate<String> match, final long timeoutMs) throws InterruptedException
     {
         final long deadline = System.currentTimeMillis() + timeoutMs;
         while (true)
@@ -107,7 +113,7 @@ final class ChildProcess implements AutoCloseable
         }
     }
 
-    int awaitExit(final long timeoutMs) throws InterruptedException
+    public int awaitExit(final long timeoutMs) throws InterruptedException
     {
         if (!process.waitFor(timeoutMs, TimeUnit.MILLISECONDS))
         {
@@ -118,7 +124,7 @@ final class ChildProcess implements AutoCloseable
         return process.exitValue();
     }
 
-    String output()
+    public String output()
     {
         synchronized (lines)
         {
@@ -126,7 +132,7 @@ final class ChildProcess implements AutoCloseable
         }
     }
 
-    List<String> lines()
+    public List<String> lines()
     {
         synchronized (lines)
         {
@@ -134,24 +140,24 @@ final class ChildProcess implements AutoCloseable
         }
     }
 
-    String name()
+    public String name()
     {
         return name;
     }
 
-    Process process()
+    public Process process()
     {
         return process;
     }
 
     /** SIGTERM: lets shutdown hooks run. */
-    void terminate()
+    public void terminate()
     {
         process.destroy();
     }
 
     /** SIGKILL. */
-    void kill()
+    public void kill()
     {
         process.destroyForcibly();
     }
