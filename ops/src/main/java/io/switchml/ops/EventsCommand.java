@@ -1,5 +1,6 @@
 package io.switchml.ops;
 
+import io.switchml.protocol.Json;
 import io.switchml.appliance.journal.JournalEvent;
 import io.switchml.appliance.journal.JournalReader;
 import io.switchml.appliance.journal.JournalRecord;

@@ -1,5 +1,6 @@
 package io.switchml.ops;
 
+import io.switchml.protocol.Json;
 import io.switchml.protocol.telemetry.CountersFileReader;
 import io.switchml.protocol.telemetry.ErrorRecord;
 import io.switchml.protocol.telemetry.SystemCounter;

@@ -1,5 +1,6 @@
 package io.switchml.ops;
 
+import io.switchml.protocol.Json;
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
 import io.switchml.appliance.journal.JournalEvent;

@@ -1,5 +1,6 @@
 package io.switchml.ops;
 
+import io.switchml.protocol.Json;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 

@@ -1,8 +1,9 @@
 package io.switchml.worker.bench;
 
+import io.switchml.protocol.Json;
+
 import java.math.BigDecimal;
 import java.math.MathContext;
-import java.util.Locale;
 
 /**
  * Just enough JSON output for one benchmark report: objects, arrays, strings, integers and doubles, on one line.
@@ -114,30 +115,6 @@ final class JsonWriter
 
     private void string(final String value)
     {
-        out.append('"');
-        for (int i = 0; i < value.length(); i++)
-        {
-            final char c = value.charAt(i);
-            switch (c)
-            {
-                case '"' -> out.append("\\\"");
-                case '\\' -> out.append("\\\\");
-                case '\n' -> out.append("\\n");
-                case '\r' -> out.append("\\r");
-                case '\t' -> out.append("\\t");
-                default ->
-                {
-                    if (c < 0x20)
-                    {
-                        out.append(String.format(Locale.ROOT, "\\u%04x", (int)c));
-                    }
-                    else
-                    {
-                        out.append(c);
-                    }
-                }
-            }
-        }
-        out.append('"');
+        Json.string(out, value);
     }
 }

@@ -1,5 +1,6 @@
 package io.switchml.worker.bench;
 
+import io.switchml.protocol.Json;
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
 import org.junit.jupiter.api.AfterEach;
@@ -77,12 +78,12 @@ class WorkerBenchCommandTest
     private static Map<String, Object> parseObject(final String out)
     {
         assertEquals(1, out.strip().lines().count(), "--json prints exactly one line: " + out);
-        return assertInstanceOf(Map.class, MiniJson.parse(out.strip()));
+        return assertInstanceOf(Map.class, Json.parse(out.strip()));
     }
 
     private static double number(final Map<String, Object> json, final String field)
     {
-        return assertInstanceOf(Double.class, json.get(field), field + " in " + json);
+        return assertInstanceOf(Number.class, json.get(field), field + " in " + json).doubleValue();
     }
 
     private static void assertFiguresPositive(final Map<String, Object> json)

@@ -1,4 +1,4 @@
-package io.switchml.ops;
+package io.switchml.protocol;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -6,11 +6,11 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Just enough JSON for the CLI: writes maps (in their iteration order), lists, strings, numbers, booleans
- * and null, and parses the same back (the appliance's {@code /health} body, and the tests reading
- * {@code --json} output). Non-finite doubles are written as null, as JSON requires.
+ * Just enough JSON for the ops CLI and the benchmark's {@code --json}: writes maps (in their iteration order),
+ * lists, strings, numbers, booleans and null, and parses the same back (the appliance's {@code /health} body,
+ * and the tests reading {@code --json} output). Non-finite doubles are written as null, as JSON requires.
  */
-final class Json
+public final class Json
 {
     private Json()
     {
@@ -19,7 +19,7 @@ final class Json
     /**
      * @return the value as JSON on one line.
      */
-    static String write(final Object value)
+    public static String write(final Object value)
     {
         final StringBuilder out = new StringBuilder(256);
         write(out, value, -1, 0);
@@ -29,7 +29,7 @@ final class Json
     /**
      * @return the value as indented JSON, two spaces a level.
      */
-    static String pretty(final Object value)
+    public static String pretty(final Object value)
     {
         final StringBuilder out = new StringBuilder(1024);
         write(out, value, 2, 0);
@@ -94,7 +94,10 @@ final class Json
         }
     }
 
-    private static void string(final StringBuilder out, final String text)
+    /**
+     * Append a string as a quoted, escaped JSON string.
+     */
+    public static void string(final StringBuilder out, final String text)
     {
         out.append('"');
         for (int i = 0; i < text.length(); i++)
@@ -111,7 +114,7 @@ final class Json
                 {
                     if (c < 0x20)
                     {
-                        out.append(String.format("\\u%04x", (int)c));
+                        out.append(String.format(java.util.Locale.ROOT, "\\u%04x", (int)c));
                     }
                     else
                     {
@@ -129,7 +132,7 @@ final class Json
      *
      * @throws IllegalArgumentException naming the offset of the first error.
      */
-    static Object parse(final String text)
+    public static Object parse(final String text)
     {
         final Parser parser = new Parser(text);
         final Object value = parser.value();
