@@ -289,6 +289,22 @@ abstract class TensorView
             BlockFloatingPoint.quantize(stage, 0, count, scale, limit, lanes, 0);
         }
 
+        void toPacket(
+            final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage,
+            final MutableDirectBuffer packet, final int index)
+        {
+            src.get(from, stage, 0, count);
+            Lanes.quantize(stage, 0, count, scale, limit, packet, index);
+        }
+
+        void fromPacket(
+            final DirectBuffer packet, final int index, final int count, final double multiplier, final int to,
+            final int[] lanes, final float[] stage)
+        {
+            Lanes.dequantize(packet, index, count, multiplier, stage, 0);
+            dst.put(to, stage, 0, count);
+        }
+
         void toHalfLanes(final byte type, final int from, final int count, final short[] lanes, final float[] stage)
         {
             src.get(from, stage, 0, count);
