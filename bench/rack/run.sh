@@ -65,7 +65,7 @@ Matrix
   --no-loopback          skip the loopback runs      --loopback-only   skip the rack
 Measurement
   --iterations N         timed all-reduces per cell (default: 10 for >=50MB, 20 for >=10MB, else 50)
-  --warmups N            untimed ones first (default: 3 for >=50MB, 5 for >=10MB, else 10)
+  --warmups N            untimed ones first (default: ~300 MB worth, at least 3: 3 x 100MB, 300 x 1MB)
   -k N / -s N            SwitchML elements per packet / pool size (default: k from the MTU, 8192 on loopback;
                          s: the link's bandwidth x 1 ms in packets, at least 16; 32 unlimited and on loopback)
   --mac on|off           SwitchML packet MAC (default off: a trusted rack, as with a switch)
@@ -89,6 +89,9 @@ Other
   --out DIR              where results go (default docs/bench)
   --tag NAME             appended to the result file names (--quick uses "quick")
   --no-install           do not apt-get missing packages     --no-build   use the existing build
+
+Environment: SWITCHML_BENCH_JAVA_OPTS adds JVM options to SwitchML's appliance and workers, for experiments
+(e.g. -Dswitchml.worker.idle.spins=0); the report records it.
 EOF
 }
 
@@ -293,7 +296,10 @@ iterations_for() {
 }
 warmups_for() {
   local bytes=$1
-  if [ -n "$WARMUPS" ]; then echo "$WARMUPS"; elif [ "$bytes" -ge 50000000 ]; then echo 3; elif [ "$bytes" -ge 10000000 ]; then echo 5; else echo 10; fi
+  # Warm up until every rank has reduced about 300 MB (at least 3 calls): 3 x 100 MB, 300 x 1 MB. With 10 x 1 MB
+  # the JVM's JIT was still compiling the hot loops during the timed calls (SwitchML 1 MB p50 11.7 ms after 10
+  # warm-ups, 8.5-9.0 ms after 300, same hour; Gloo 11.2-11.3 and 12.1-12.2 ms), which measures start-up.
+  if [ -n "$WARMUPS" ]; then echo "$WARMUPS"; else echo $(( (300000000 + bytes - 1) / bytes > 3 ? (300000000 + bytes - 1) / bytes : 3 )); fi
 }
 
 # "user system idle" jiffies of the whole machine, for CPU utilisation during a cell.
@@ -418,8 +424,9 @@ run_switchml() {
   echo "fastRetransmit=$FAST_RETRANSMIT" >> "$CELL/meta.txt"
   echo "multicast=$MULTICAST" >> "$CELL/meta.txt"
   echo "shards=$SHARDS" >> "$CELL/meta.txt"
+  echo "javaOpts=${SWITCHML_BENCH_JAVA_OPTS:-}" >> "$CELL/meta.txt"
   mkdir -p "$CELL/appliance"
-  SWITCHML_JAVA_OPTS=-Xmx1g in_ns "$(rack_ns_ap)" "$PY" "$HERE/cpuwrap.py" --out "$CELL/appliance.cpu.json" -- \
+  SWITCHML_JAVA_OPTS="-Xmx1g ${SWITCHML_BENCH_JAVA_OPTS:-}" in_ns "$(rack_ns_ap)" "$PY" "$HERE/cpuwrap.py" --out "$CELL/appliance.cpu.json" -- \
     "$SWITCHML" appliance --bind "$appliance_addr" --data-port "$data_port" --control-port "$ctl_port" \
     --http-port -1 --dir "$CELL/appliance" --mac "$MAC" --shards "$SHARDS" ${MULTICAST_GROUP:+--multicast "$MULTICAST_GROUP"} \
     > "$CELL/appliance.log" 2>&1 &
@@ -438,11 +445,11 @@ run_switchml() {
   ctl_port=$(sed -n 's/.*control tcp [^ ]*:\([0-9]*\).*/\1/p' "$CELL/appliance.log" | head -1)
   start_sampler
   for ((r = 0; r < WORKERS; r++)); do
-    SWITCHML_JAVA_OPTS=-Xmx2g in_ns "$(rack_ns_w "$r")" timeout -k 10 "$CELL_TIMEOUT" \
+    SWITCHML_JAVA_OPTS="-Xmx2g ${SWITCHML_BENCH_JAVA_OPTS:-}" in_ns "$(rack_ns_w "$r")" timeout -k 10 "$CELL_TIMEOUT" \
       "$PY" "$HERE/cpuwrap.py" --out "$CELL/rank$r.cpu.json" -- \
       "$SWITCHML" worker bench --appliance "$appliance_addr" --control-port "$ctl_port" --job "cell$CELL_SEQ" \
       --token "rack-bench-$$-$CELL_SEQ" --world "$WORKERS" --rank "$r" --type float32 --elements "$((CUR_BYTES / 4))" \
-      --iterations "$CUR_ITER" --warmups "$CUR_WARM" -k "$lanes" -s "$slots" --mac "$MAC" ${RTO_MS:+--rto-ms "$RTO_MS"} \
+      --iterations "$CUR_ITER" --warmups "$CUR_WARM" --values peers -k "$lanes" -s "$slots" --mac "$MAC" ${RTO_MS:+--rto-ms "$RTO_MS"} \
       --fast-retransmit "$FAST_RETRANSMIT" --json \
       > "$CELL/rank$r.json" 2> "$CELL/rank$r.err" &
     pids+=($!)
@@ -604,7 +611,7 @@ fi
 RUN_FINISHED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 mkdir -p "$OUT_DIR"
 "$PY" "$HERE/aggregate.py" --cells "$WORK/cells" --out "$OUT_DIR" ${TAG:+--tag "$TAG"} \
-  --command "bench/rack/run.sh${ORIG_ARGS:+ $ORIG_ARGS}" --started "$RUN_STARTED" --finished "$RUN_FINISHED" \
+  --command "${SWITCHML_BENCH_JAVA_OPTS:+SWITCHML_BENCH_JAVA_OPTS='$SWITCHML_BENCH_JAVA_OPTS' }bench/rack/run.sh${ORIG_ARGS:+ $ORIG_ARGS}" --started "$RUN_STARTED" --finished "$RUN_FINISHED" \
   --build "$BUILD_COMMIT" --build-dirty "$BUILD_DIRTY" --build-time "$BUILD_TIME" --workers "$WORKERS" --mtu "$MTU" \
   --appliance-rate "$APPLIANCE_RATE" --mac "$MAC" --multicast "$MULTICAST" \
   --fast-retransmit "$FAST_RETRANSMIT" --offload "$OFFLOAD" --repeat "$REPEAT"

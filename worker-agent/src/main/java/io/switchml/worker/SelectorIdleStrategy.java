@@ -12,15 +12,16 @@ import org.agrona.concurrent.IdleStrategy;
  */
 final class SelectorIdleStrategy implements IdleStrategy
 {
-    private static final int SPINS = 4;
-    private static final int YIELDS = 2;
-
     private final ShardAgent agent;
+    private final int spins;
+    private final int spinsAndYields;
     private int idleCycles;
 
-    SelectorIdleStrategy(final ShardAgent agent)
+    SelectorIdleStrategy(final ShardAgent agent, final int spins, final int yields)
     {
         this.agent = agent;
+        this.spins = spins;
+        this.spinsAndYields = spins + yields;
     }
 
     public void idle(final int workCount)
@@ -36,11 +37,11 @@ final class SelectorIdleStrategy implements IdleStrategy
     public void idle()
     {
         final int cycles = idleCycles++;
-        if (cycles < SPINS)
+        if (cycles < spins)
         {
             Thread.onSpinWait();
         }
-        else if (cycles < SPINS + YIELDS)
+        else if (cycles < spinsAndYields)
         {
             Thread.yield();
         }

@@ -165,7 +165,7 @@ public final class WorkerClient implements AutoCloseable
                 counters.cells(shard), pendingCapacity);
             agents[shard] = agent;
             runners[shard] = new AgentRunner(
-                new SelectorIdleStrategy(agent),
+                new SelectorIdleStrategy(agent, context.idleSpins(), context.idleYields()),
                 throwable -> fail("job " + jobId + " rank " + rank + ": internal error in " + agent.roleName() + ": " +
                     throwable, false),
                 null,

@@ -42,6 +42,12 @@ public final class WorkerContext
      * (rounded up to a power of two): the length of each I/O agent's queue and window.
      */
     public static final int MAX_PENDING_ALL_REDUCES_DEFAULT = 1024;
+    /** System property: idle duty cycles an I/O agent spins (polling its sockets) before it yields. */
+    public static final String IDLE_SPINS_PROP = "switchml.worker.idle.spins";
+    public static final int IDLE_SPINS_DEFAULT = 4;
+    /** System property: idle duty cycles an I/O agent yields the CPU before it blocks in its selector. */
+    public static final String IDLE_YIELDS_PROP = "switchml.worker.idle.yields";
+    public static final int IDLE_YIELDS_DEFAULT = 2;
 
     private String applianceHost = APPLIANCE_HOST_DEFAULT;
     private int controlPort = CONTROL_PORT_DEFAULT;
@@ -67,6 +73,8 @@ public final class WorkerContext
     private int maxPendingAllReduces = MAX_PENDING_ALL_REDUCES_DEFAULT;
     private double lossRate;
     private long lossSeed = 1;
+    private int idleSpins = Integer.getInteger(IDLE_SPINS_PROP, IDLE_SPINS_DEFAULT);
+    private int idleYields = Integer.getInteger(IDLE_YIELDS_PROP, IDLE_YIELDS_DEFAULT);
 
     /**
      * Validate every option.
@@ -123,6 +131,11 @@ public final class WorkerContext
         {
             throw new IllegalArgumentException("reorder window and probe timeout must not be negative: " +
                 reorderWindowUs + " us, " + probeTimeoutUs + " us");
+        }
+        if (idleSpins < 0 || idleYields < 0)
+        {
+            throw new IllegalArgumentException(IDLE_SPINS_PROP + " and " + IDLE_YIELDS_PROP + " must not be negative: " +
+                idleSpins + ", " + idleYields);
         }
         if (progressTimeoutMs < 1 || joinTimeoutMs < 1)
         {
@@ -438,5 +451,29 @@ public final class WorkerContext
     {
         this.lossSeed = lossSeed;
         return this;
+    }
+
+    /** @param idleSpins idle duty cycles an I/O agent spins before it yields (default {@value #IDLE_SPINS_DEFAULT}). */
+    public WorkerContext idleSpins(final int idleSpins)
+    {
+        this.idleSpins = idleSpins;
+        return this;
+    }
+
+    public int idleSpins()
+    {
+        return idleSpins;
+    }
+
+    /** @param idleYields idle duty cycles an I/O agent yields before it blocks (default {@value #IDLE_YIELDS_DEFAULT}). */
+    public WorkerContext idleYields(final int idleYields)
+    {
+        this.idleYields = idleYields;
+        return this;
+    }
+
+    public int idleYields()
+    {
+        return idleYields;
     }
 }

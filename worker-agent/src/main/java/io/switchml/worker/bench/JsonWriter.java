@@ -80,6 +80,18 @@ final class JsonWriter
     JsonWriter field(final String name, final double value)
     {
         name(name);
+        return number(value);
+    }
+
+    /** An array element. */
+    JsonWriter value(final double value)
+    {
+        comma();
+        return number(value);
+    }
+
+    private JsonWriter number(final double value)
+    {
         if (Double.isFinite(value))
         {
             out.append(new BigDecimal(value).round(SIGNIFICANT_DIGITS).stripTrailingZeros().toPlainString());

@@ -1,6 +1,7 @@
 package io.switchml.worker.bench;
 
 import io.switchml.protocol.ElementType;
+import io.switchml.protocol.quant.BlockFloatingPoint;
 import io.switchml.worker.AllReduceException;
 import io.switchml.worker.KnownTensors;
 import io.switchml.worker.ReduceOp;
@@ -13,7 +14,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One rank of the SwitchML microbenchmark (paper section 6.1): warm-up all-reduces, then timed ones, every result
- * checked against {@link KnownTensors}. Each all-reduce is timed on this rank from the call to its return, the
+ * checked against {@link KnownTensors} or, with peer values, against the tensor the Gloo and MPI harnesses of
+ * bench/rack use. Each all-reduce is timed on this rank from the call to its return, the
  * paper's tensor aggregation time (TAT).
  * <p>
  * Before each all-reduce the ranks meet at a one-element all-reduce used as a barrier, so that a rank which
@@ -29,6 +31,9 @@ final class RankBenchmark
     {
         final int rank;
         final Histogram tatNs = new Histogram(1, HIGHEST_TRACKABLE_NS, 3);
+        /** Every timed all-reduce's TAT in call order, to show warm-up and scheduling effects over the run. */
+        long[] tatsInOrderNs = new long[0];
+        int timed;
         long retransmissionsTimed;
         long retransmissionsTotal;
         long fastRetransmissionsTotal;
@@ -68,10 +73,13 @@ final class RankBenchmark
      * @param warmups    untimed all-reduces first.
      * @param iterations timed all-reduces.
      * @param barrier    whether to meet the other ranks before each all-reduce.
+     * @param peerValues float32 only: fill with {@link #fillPeerValues} (the tensor bench/rack's Gloo and MPI
+     *                   harnesses use, cheap to check) instead of {@link KnownTensors}.
      * @return what was measured; {@link Result#ok()} is false when a result was wrong or the job failed.
      */
     static Result run(
-        final WorkerContext context, final int elements, final int warmups, final int iterations, final boolean barrier)
+        final WorkerContext context, final int elements, final int warmups, final int iterations, final boolean barrier,
+        final boolean peerValues)
     {
         final Result result = new Result(context.rank());
         final int rank = context.rank();
@@ -85,9 +93,14 @@ final class RankBenchmark
             final int[] ints = isFloat ? null : new int[elements];
             final float[] barrierFloat = new float[1];
             final int[] barrierInt = new int[1];
+            result.tatsInOrderNs = new long[iterations];
             for (int round = 0; round < warmups + iterations; round++)
             {
-                if (isFloat)
+                if (isFloat && peerValues)
+                {
+                    fillPeerValues(floats, rank);
+                }
+                else if (isFloat)
                 {
                     KnownTensors.fill(floats, rank, round);
                 }
@@ -120,9 +133,8 @@ final class RankBenchmark
                 final long tatNs = System.nanoTime() - startNs;
                 final long retransmitted = counters.retransmissions() - retransmissionsBefore;
 
-                final String error = isFloat ?
-                    KnownTensors.verifyFloat(floats, worldSize, round, lanes, ReduceOp.SUM) :
-                    KnownTensors.verifyIntSum(ints, worldSize, round);
+                final String error = !isFloat ? KnownTensors.verifyIntSum(ints, worldSize, round) : peerValues ?
+                    verifyPeerValues(floats, worldSize) : KnownTensors.verifyFloat(floats, worldSize, round, lanes, ReduceOp.SUM);
                 if (error != null)
                 {
                     result.wrongResult = "rank " + rank + " round " + round + ": " + error;
@@ -132,6 +144,7 @@ final class RankBenchmark
                 if (round >= warmups)
                 {
                     result.tatNs.recordValue(Math.min(tatNs, HIGHEST_TRACKABLE_NS));
+                    result.tatsInOrderNs[result.timed++] = tatNs;
                     result.retransmissionsTimed += retransmitted;
                 }
             }
@@ -150,5 +163,44 @@ final class RankBenchmark
             result.jobFailure = "rank " + rank + ": " + ex.getMessage();
         }
         return result;
+    }
+
+    /**
+     * The float32 tensor of bench/rack's Gloo and MPI harnesses: element i of rank r is (r + 1) * (1 + i % 8).
+     * The results of all three systems are then checked against the same sum. Filling and checking cost one
+     * pass each, where {@link KnownTensors} hashes every element once per rank to check it: on 2 shared cores
+     * that check took more CPU than the 1 MB all-reduce itself, and a rank checking early took it from ranks
+     * still finishing theirs.
+     */
+    static void fillPeerValues(final float[] dst, final int rank)
+    {
+        final float factor = rank + 1;
+        for (int i = 0; i < dst.length; i++)
+        {
+            dst[i] = factor * (1 + (i & 7));
+        }
+    }
+
+    /**
+     * Check a sum of {@link #fillPeerValues} tensors: n(n+1)/2 * (1 + i % 8) within the block floating point
+     * bound n/f of a chunk whose largest element is 8n (no chunk's is larger, so none has a larger bound) plus
+     * an ulp of the result.
+     *
+     * @return a description of the first element out of bound, or null when all are within it.
+     */
+    static String verifyPeerValues(final float[] result, final int worldSize)
+    {
+        final float factor = worldSize * (worldSize + 1) / 2.0f;
+        final int exponent = BlockFloatingPoint.exponentOfMagnitudeBits(Float.floatToRawIntBits(8.0f * worldSize));
+        final double bound = BlockFloatingPoint.errorBound(exponent, worldSize) + Math.ulp(8.0f * factor);
+        for (int i = 0; i < result.length; i++)
+        {
+            final float expected = factor * (1 + (i & 7));
+            if (!(Math.abs(result[i] - expected) <= bound))
+            {
+                return "element " + i + " is " + result[i] + ", expected " + expected + " within " + bound;
+            }
+        }
+        return null;
     }
 }

@@ -99,6 +99,12 @@ public final class WorkerBenchCommand implements Callable<Integer>
             "waiting for ranks still checking the previous result (default ${DEFAULT-VALUE}).")
     private boolean barrier;
 
+    @Option(names = "--values", defaultValue = "known",
+        description = "float32 tensors: known (pseudo-random, a new block exponent every 4096 elements, each element " +
+            "checked within the quantization bound) or peers ((rank+1) * (1 + i %% 8), the tensor bench/rack's Gloo " +
+            "and MPI harnesses use, cheap to check) (default ${DEFAULT-VALUE}).")
+    private String values;
+
     @Option(names = "--json", description = "Print one JSON object with every figure instead of text.")
     private boolean json;
 
@@ -173,6 +179,10 @@ public final class WorkerBenchCommand implements Callable<Integer>
             {
                 throw new IllegalArgumentException("--iterations must be positive: " + iterations);
             }
+            if (!"known".equals(values) && !"peers".equals(values))
+            {
+                throw new IllegalArgumentException("--values must be known or peers: " + values);
+            }
             contexts = new WorkerContext[rankCount];
             for (int i = 0; i < rankCount; i++)
             {
@@ -219,12 +229,17 @@ public final class WorkerBenchCommand implements Callable<Integer>
         return exitCode;
     }
 
+    private boolean peerValues()
+    {
+        return "peers".equals(values);
+    }
+
     private RankBenchmark.Result[] runRanks(final WorkerContext[] contexts, final int tensorLength)
     {
         final RankBenchmark.Result[] results = new RankBenchmark.Result[contexts.length];
         if (contexts.length == 1)
         {
-            results[0] = RankBenchmark.run(contexts[0], tensorLength, warmups, iterations, barrier);
+            results[0] = RankBenchmark.run(contexts[0], tensorLength, warmups, iterations, barrier, peerValues());
             return results;
         }
         final Thread[] threads = new Thread[contexts.length];
@@ -235,7 +250,8 @@ public final class WorkerBenchCommand implements Callable<Integer>
             {
                 try
                 {
-                    results[index] = RankBenchmark.run(contexts[index], tensorLength, warmups, iterations, barrier);
+                    results[index] = RankBenchmark.run(
+                        contexts[index], tensorLength, warmups, iterations, barrier, peerValues());
                 }
                 catch (final RuntimeException | Error ex)
                 {
@@ -342,6 +358,7 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 .field("mac", transport.macEnabled())
                 .field("fastRetransmit", transport.fastRetransmit())
                 .field("barrier", barrier)
+                .field("values", values)
                 .field("lossRate", lossRate)
                 .field("warmups", warmups)
                 .field("iterations", iterations)
@@ -381,7 +398,12 @@ public final class WorkerBenchCommand implements Callable<Integer>
                     .field("retransmissions", result.retransmissionsTimed)
                     .field("retransmissionsTotal", result.retransmissionsTotal)
                     .field("smoothedRttMs", ms(result.smoothedRttNs))
-                    .endObject();
+                    .beginArray("tatsMs");
+                for (int i = 0; i < result.timed; i++)
+                {
+                    w.value(ms(result.tatsInOrderNs[i]));
+                }
+                w.endArray().endObject();
             }
             return w.endArray().endObject().toString();
         }

@@ -124,6 +124,49 @@ class WorkerBenchCommandTest
     }
 
     @Test
+    void peerValuesAreCheckedAndEveryTimedTatIsListedInOrder()
+    {
+        final Outcome outcome = bench(args("--ranks", "4", "--job", "bench-peers", "--elements", "100000", "--values", "peers",
+            "--json"));
+
+        assertEquals(WorkerBenchCommand.EXIT_OK, outcome.exitCode(), outcome.out() + outcome.err());
+        final Map<String, Object> json = parseObject(outcome.out());
+        assertEquals("peers", json.get("values"));
+        assertEquals(4 * 7.0, number(json, "roundsChecked"));
+        for (final Object rank : assertInstanceOf(List.class, json.get("ranks")))
+        {
+            @SuppressWarnings("unchecked")
+            final Map<String, Object> figures = assertInstanceOf(Map.class, rank);
+            final List<?> tats = assertInstanceOf(List.class, figures.get("tatsMs"));
+            assertEquals(5, tats.size(), "one TAT per timed all-reduce: " + figures);
+            final double max = tats.stream().mapToDouble(t -> ((Number)t).doubleValue()).max().orElseThrow();
+            assertEquals(number(figures, "tatMaxMs"), max, max * 2e-3, "the histogram's max is the list's max");
+        }
+    }
+
+    @Test
+    void peerValuesCheckCatchesAnElementOutOfBound()
+    {
+        final int world = 4;
+        final float[] sum = new float[10_000];
+        RankBenchmark.fillPeerValues(sum, 0);
+        for (int rank = 1; rank < world; rank++)
+        {
+            final float[] tensor = new float[sum.length];
+            RankBenchmark.fillPeerValues(tensor, rank);
+            for (int i = 0; i < sum.length; i++)
+            {
+                sum[i] += tensor[i];
+            }
+        }
+        assertEquals(null, RankBenchmark.verifyPeerValues(sum, world));
+        sum[7777] = Math.nextUp(sum[7777] + 1e-3f);
+        final String error = RankBenchmark.verifyPeerValues(sum, world);
+        assertTrue(error != null && error.startsWith("element 7777 is "), error);
+        assertTrue(RankBenchmark.verifyPeerValues(sum, 3) != null, "a sum over 4 ranks is not a sum over 3");
+    }
+
+    @Test
     void intRanksAsSeparateCommandsMeetAndAgreeUnderLoss() throws Exception
     {
         final List<Future<Outcome>> ranks = new ArrayList<>();
@@ -167,6 +210,7 @@ class WorkerBenchCommandTest
         assertEquals(WorkerBenchCommand.EXIT_BAD_ARGUMENTS, bench(args("--ranks", "2", "--world", "3")).exitCode());
         assertEquals(WorkerBenchCommand.EXIT_BAD_ARGUMENTS, bench(args("--world", "2")).exitCode(), "--rank missing");
         assertEquals(WorkerBenchCommand.EXIT_BAD_ARGUMENTS, bench(args("--ranks", "2", "--type", "float64")).exitCode());
+        assertEquals(WorkerBenchCommand.EXIT_BAD_ARGUMENTS, bench(args("--ranks", "2", "--values", "gloo")).exitCode());
         assertEquals(WorkerBenchCommand.EXIT_BAD_ARGUMENTS, bench(args("--ranks", "2", "--elements", "nope")).exitCode());
         final Outcome noToken = bench(args("--world", "2", "--rank", "0", "--token", "short"));
         assertEquals(WorkerBenchCommand.EXIT_BAD_ARGUMENTS, noToken.exitCode());
