@@ -164,6 +164,10 @@ class WorkerBenchCommandTest
         final String error = RankBenchmark.verifyPeerValues(sum, world);
         assertTrue(error != null && error.startsWith("element 7777 is "), error);
         assertTrue(RankBenchmark.verifyPeerValues(sum, 3) != null, "a sum over 4 ranks is not a sum over 3");
+        sum[7777] = 10 * (1 + (7777 & 7));
+        assertEquals(null, RankBenchmark.verifyPeerValues(sum, world));
+        sum[5000] = Float.NaN;
+        assertTrue(String.valueOf(RankBenchmark.verifyPeerValues(sum, world)).startsWith("element 5000 is NaN"));
     }
 
     @Test
