@@ -402,7 +402,26 @@ final class ShardAgent implements Agent
             w++;
             submission = window[(int)(w & windowMask)];
         }
-        return submission.exponents[(int)(chunk - submission.firstChunk)];
+        return exponentOf(submission, (int)(chunk - submission.firstChunk));
+    }
+
+    /**
+     * This rank's exponent of a chunk of a submission, computed now if nobody has yet. A chunk beyond the ones
+     * checked at submission that holds NaN, an infinity or a value out of a 16-bit range fails the client and
+     * aborts the job, naming the element: part of the tensor has been sent, so the other ranks cannot finish it.
+     *
+     * @return the exponent, or {@link DataHeaderFlyweight#UNKNOWN_EXPONENT} after such a failure.
+     */
+    private int exponentOf(final Submission submission, final int index)
+    {
+        final int exponent = submission.exponent(index);
+        if (exponent == BlockFloatingPoint.NON_FINITE)
+        {
+            client.fail(WorkerClient.notRepresentable(submission.tensor, index, jobId, rank, lanesPerSlot, elementType,
+                isSixteenBit) + "; the job is aborted because earlier chunks of the tensor were already sent", true);
+            return UNKNOWN_EXPONENT;
+        }
+        return exponent;
     }
 
     private void start(final int l, final long nowNs)
@@ -422,10 +441,15 @@ final class ShardAgent implements Agent
     {
         final long chunk = slotChunk[l];
         final int index = (int)(chunk - submission.firstChunk);
+        final int exponent = exponentOf(submission, index);
+        if (exponent == UNKNOWN_EXPONENT)
+        {
+            return;
+        }
         slotState[l] = EXPONENT;
         header.wrap(slotViews[l], 0).writeHeader(
             DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[l] | FLAG_EXPONENT_ONLY, elementType,
-            globalSlot(l), chunk, 0, NO_EXPONENT, submission.exponents[index], submission.tensorCheck(index));
+            globalSlot(l), chunk, 0, NO_EXPONENT, exponent, submission.tensorCheck(index));
         counters.exponentOnlyPackets++;
         transmit(l, DataHeaderFlyweight.HEADER_LENGTH, nowNs);
     }
@@ -443,7 +467,11 @@ final class ShardAgent implements Agent
         if (isFloat)
         {
             scaleExponent = slotExponent[l];
-            final int local = submission.exponents[index];
+            final int local = exponentOf(submission, index);
+            if (local == UNKNOWN_EXPONENT)
+            {
+                return;
+            }
             if (local > scaleExponent)
             {
                 orderingViolation("the agreed block exponent " + scaleExponent + " of " + submission.describeChunk(chunk) +

@@ -15,7 +15,8 @@ import java.nio.IntBuffer;
  * (in place), since every chunk is quantized into its packet before any result for it is written and
  * chunks do not overlap.
  * <p>
- * The block exponents are computed on the submitting thread ({@link #maxAbsBits}); the I/O agents
+ * The block exponents ({@link #maxAbsBits}) of the first s chunks are computed on the submitting thread, the
+ * others by the I/O agent that sends the chunk; the I/O agents
  * quantize and dequantize with their own scratch arrays, so one view may be worked on by several
  * agents at once (they touch disjoint chunks).
  */

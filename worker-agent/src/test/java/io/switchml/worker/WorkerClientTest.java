@@ -13,6 +13,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.ExecutionException;
@@ -300,6 +301,33 @@ class WorkerClientTest
                 () -> client.allReduce(in, in, ReduceOp.SUM));
             assertTrue(ex.getMessage().contains("offset 2049"), ex.getMessage());
         }
+    }
+
+    @Test
+    void nanPastTheChunksCheckedAtSubmissionAbortsTheJobNamingRankAndOffset() throws Exception
+    {
+        // k = 1024 and s = 16: the submitting thread checks the first 16 chunks; offset 30000 is in chunk 29, which
+        // the agent reaches after earlier chunks went out, so the call cannot be refused with nothing sent
+        final int length = 40_000;
+        final List<String> errors = runRanks(2, rank ->
+        {
+            try (WorkerClient client = WorkerClient.connect(context(17, 2, rank, ElementType.FLOAT32)))
+            {
+                final float[] tensor = new float[length];
+                Arrays.fill(tensor, 1.5f);
+                if (rank == 0)
+                {
+                    tensor[30_000] = Float.POSITIVE_INFINITY;
+                }
+                return assertThrows(AllReduceException.class, () -> client.allReduce(tensor, tensor, ReduceOp.SUM))
+                    .getMessage();
+            }
+        });
+        for (final String error : errors)
+        {
+            assertTrue(error.contains("rank 0: element at offset 30000 is NaN or infinite; the job is aborted"), error);
+        }
+        assertTrue(errors.get(1).contains("aborted by the appliance: rank 0 aborted the job"), errors.get(1));
     }
 
     @Test
