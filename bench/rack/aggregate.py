@@ -392,7 +392,8 @@ def markdown(report):
     busy = [c.get("cpuBusyFraction") for c in cells if isinstance(c.get("cpuBusyFraction"), (int, float))]
     if loads:
         lines.append(f"- **Noise**: the host's load average before a cell ranged {min(loads):.1f} to {max(loads):.1f} "
-                     f"(other work was running on the same {m['nproc']} cores); CPU busy during cells "
+                     f"(the 1-minute average: it still counts the previous cell's processes, and any other work on "
+                     f"the {m['nproc']} cores); CPU busy during cells "
                      f"{min(busy) * 100:.0f}% to {max(busy) * 100:.0f}%. Treat single figures as noisy.")
     lines.append("")
     lines.append("## Targets")
