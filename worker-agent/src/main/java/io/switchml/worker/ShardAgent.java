@@ -414,11 +414,11 @@ final class ShardAgent implements Agent
      */
     private int exponentOf(final Submission submission, final int index)
     {
-        final int exponent = submission.exponent(index);
+        final int exponent = submission.exponents.of(index);
         if (exponent == BlockFloatingPoint.NON_FINITE)
         {
-            client.fail(WorkerClient.notRepresentable(submission.tensor, index, jobId, rank, lanesPerSlot, elementType,
-                isSixteenBit) + "; the job is aborted because earlier chunks of the tensor were already sent", true);
+            client.fail(submission.exponents.notRepresentable(index, jobId, rank) +
+                "; the job is aborted because earlier chunks of the tensor were already sent", true);
             return UNKNOWN_EXPONENT;
         }
         return exponent;

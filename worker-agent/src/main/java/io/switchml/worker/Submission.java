@@ -1,15 +1,13 @@
 package io.switchml.worker;
 
 import io.switchml.protocol.DataHeaderFlyweight;
-import io.switchml.protocol.quant.BlockFloatingPoint;
-import io.switchml.protocol.quant.HalfFloats;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
- * One all-reduce call on its way through the stream: the tensor, its block exponents (the first s computed by
- * the submitting thread, each other one by the agent that sends its chunk, when first needed), its place in the stream of chunks, and the future its caller holds.
+ * One all-reduce call on its way through the stream: the tensor, its block exponents ({@link BlockExponents}),
+ * its place in the stream of chunks, and the future its caller holds.
  * <p>
  * Every shard's agent sees every submission in stream order. Chunk j of the tensor is stream chunk
  * {@code firstChunk + j}, which goes to slot {@code (firstChunk + j) mod s} and so to the agent of shard
@@ -27,14 +25,8 @@ final class Submission
     final float divisor;
     final int length;
     final int chunks;
-    /** Marks an exponent of {@link #exponents} that no thread has computed yet: outside every exponent's range. */
-    static final short NOT_COMPUTED = Short.MIN_VALUE + 1;
-
-    /** Block exponents per chunk, {@link #NOT_COMPUTED} until computed; null for int tensors. */
-    final short[] exponents;
-    private final byte elementType;
-    private final boolean sixteenBit;
-    private final int lanesPerSlot;
+    /** Null for int tensors. */
+    final BlockExponents exponents;
     final CompletableFuture<Void> future = new CompletableFuture<>();
     private final long checkSeed;
 
@@ -50,11 +42,8 @@ final class Submission
 
     Submission(
         final long ordinal, final TensorView tensor, final ReduceOp op, final int worldSize, final int lanesPerSlot,
-        final short[] exponents, final byte elementType, final boolean sixteenBit)
+        final BlockExponents exponents)
     {
-        this.elementType = elementType;
-        this.sixteenBit = sixteenBit;
-        this.lanesPerSlot = lanesPerSlot;
         this.ordinal = ordinal;
         this.tensor = tensor;
         this.op = op;
@@ -145,40 +134,4 @@ final class Submission
         return z ^ (z >>> 31);
     }
 
-    /**
-     * This rank's block exponent of chunk {@code index}, computed on first use. Chunk j + s goes to the same slot,
-     * and so to the same agent, as chunk j: each chunk's exponent is computed, stored and read by the one agent
-     * that sends the chunk (the look-ahead of chunk j - s, an exponent-only round, the chunk's own update), after
-     * the submitting thread published the submission, so no element is shared between threads.
-     *
-     * @return the exponent, or {@link BlockFloatingPoint#NON_FINITE} when the chunk holds a value the element
-     * type cannot carry (not stored).
-     */
-    int exponent(final int index)
-    {
-        final short stored = exponents[index];
-        if (stored != NOT_COMPUTED)
-        {
-            return stored;
-        }
-        final int exponent = blockExponent(tensor, elementType, sixteenBit, lanesPerSlot, index);
-        if (exponent != BlockFloatingPoint.NON_FINITE)
-        {
-            exponents[index] = (short)exponent;
-        }
-        return exponent;
-    }
-
-    /**
-     * @return the block exponent of one chunk of a float tensor, {@link BlockFloatingPoint#NON_FINITE} when it holds
-     * NaN, an infinity or (16-bit types) a value out of the format's range.
-     */
-    static int blockExponent(
-        final TensorView tensor, final byte elementType, final boolean sixteenBit, final int lanesPerSlot, final int chunk)
-    {
-        final int from = chunk * lanesPerSlot;
-        final int maxAbsBits = tensor.maxAbsBits(from, Math.min(lanesPerSlot, tensor.length() - from));
-        return sixteenBit ?
-            HalfFloats.blockExponent(elementType, maxAbsBits) : BlockFloatingPoint.exponentOfMagnitudeBits(maxAbsBits);
-    }
 }

@@ -2,8 +2,6 @@ package io.switchml.worker;
 
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.ElementType;
-import io.switchml.protocol.quant.BlockFloatingPoint;
-import io.switchml.protocol.quant.HalfFloats;
 import org.agrona.collections.Long2ObjectHashMap;
 import org.agrona.concurrent.AgentRunner;
 
@@ -18,7 +16,6 @@ import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.nio.channels.DatagramChannel;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -112,7 +109,6 @@ public final class WorkerClient implements AutoCloseable
     private final int lanesPerSlot;
     private final int slotCount;
     private final byte elementType;
-    private final boolean sixteenBit;
     private final Socket controlSocket;
     private final DatagramChannel[] channels;
     private final int shardCount;
@@ -152,7 +148,6 @@ public final class WorkerClient implements AutoCloseable
         this.lanesPerSlot = context.lanes();
         this.slotCount = context.slots();
         this.elementType = context.elementType();
-        this.sixteenBit = ElementType.isSixteenBit(elementType);
         this.controlSocket = controlSocket;
         this.pendingCapacity = Math.max(2, Integer.highestOneBit(context.maxPendingAllReduces() * 2 - 1));
 
@@ -685,17 +680,17 @@ public final class WorkerClient implements AutoCloseable
     }
 
     /**
-     * Compute the block exponents (refusing what cannot be sent), then enter the stream in sequence order.
+     * Compute the first s block exponents (refusing what cannot be sent), then enter the stream in sequence order.
      */
     private CompletableFuture<Void> submit(final long sequence, final TensorView tensor, final ReduceOp op)
     {
-        final short[] exponents = tensor.isFloat() ? blockExponents(tensor) : null;
+        final BlockExponents exponents = tensor.isFloat() ?
+            new BlockExponents(tensor, elementType, lanesPerSlot).checkFirst(slotCount, jobId, rank) : null;
         submitLock.lock();
         try
         {
             final long ordinal = sequence < 0 ? nextSequence : sequence;
-            final Submission submission = new Submission(
-                ordinal, tensor, op, worldSize, lanesPerSlot, exponents, elementType, sixteenBit);
+            final Submission submission = new Submission(ordinal, tensor, op, worldSize, lanesPerSlot, exponents);
             final String failed = failure;
             if (failed != null)
             {
@@ -730,48 +725,6 @@ public final class WorkerClient implements AutoCloseable
         {
             submitLock.unlock();
         }
-    }
-
-    /**
-     * The block exponents of a float tensor's first s chunks (or all of them, for a shorter tensor), computed
-     * here so that a value the element type cannot carry in them fails the call before anything is sent. The
-     * agents compute the rest as the stream reaches them ({@link Submission#exponent}): an up-front pass over a
-     * 100 MB tensor took 15 to 25 ms on 2 shared cores before the first packet left, and read the tensor from
-     * memory once more than quantizing it does.
-     */
-    private short[] blockExponents(final TensorView tensor)
-    {
-        final int length = tensor.length();
-        final int chunks = (length + lanesPerSlot - 1) / lanesPerSlot;
-        final short[] exponents = new short[chunks];
-        Arrays.fill(exponents, Submission.NOT_COMPUTED);
-        for (int chunk = 0, eager = Math.min(chunks, slotCount); chunk < eager; chunk++)
-        {
-            final int exponent = Submission.blockExponent(tensor, elementType, sixteenBit, lanesPerSlot, chunk);
-            if (exponent == BlockFloatingPoint.NON_FINITE)
-            {
-                throw new IllegalArgumentException(
-                    notRepresentable(tensor, chunk, jobId, rank, lanesPerSlot, elementType, sixteenBit) + "; nothing was sent");
-            }
-            exponents[chunk] = (short)exponent;
-        }
-        return exponents;
-    }
-
-    /**
-     * @return "cannot all-reduce ... element at offset i (value) is ..." for a chunk whose block exponent came
-     * out {@link BlockFloatingPoint#NON_FINITE}.
-     */
-    static String notRepresentable(
-        final TensorView tensor, final int chunk, final int jobId, final int rank, final int lanesPerSlot,
-        final byte elementType, final boolean sixteenBit)
-    {
-        final int from = chunk * lanesPerSlot;
-        final int index = tensor.firstNotRepresentable(elementType, sixteenBit, from, Math.min(lanesPerSlot, tensor.length() - from));
-        final float value = tensor.floatAt(index);
-        return "cannot all-reduce " + tensor.describe() + " on job " + jobId + " rank " + rank + ": element at offset " +
-            index + (Float.isFinite(value) ? " (" + value + ") is outside the " + ElementType.name(elementType) +
-            " range (largest finite " + HalfFloats.maxFinite(elementType) + ")" : " is NaN or infinite");
     }
 
     /**
