@@ -11,6 +11,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -127,7 +128,8 @@ class SystemdNotifierTest
             healthy.set(true);
             receiveWatchdogPing(listener);
 
-            assertTrue(notifier.watchdogPings() >= pings + 1);
+            // The thread counts a ping after sendto returns, so the datagram can arrive here first.
+            awaitAtLeast(notifier::watchdogPings, pings + 1);
             assertEquals(0, notifier.watchdogFailures());
             assertTrue(errors.isEmpty(), errors::toString);
             assertEquals(SystemdNotifier.WATCHDOG_THREAD_NAME, pingThread.get().getName());
@@ -298,6 +300,17 @@ class SystemdNotifierTest
         {
             return notifier.watchdogIntervalUs();
         }
+    }
+
+    private static void awaitAtLeast(final LongSupplier counter, final long expected)
+    {
+        final long deadlineNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RECEIVE_TIMEOUT_MS);
+        long value;
+        while ((value = counter.getAsLong()) < expected && System.nanoTime() - deadlineNs < 0)
+        {
+            Thread.yield();
+        }
+        assertTrue(value >= expected, "counter at " + value + ", expected at least " + expected);
     }
 
     private static long receiveWatchdogPing(final NotifySocketListener listener)
