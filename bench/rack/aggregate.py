@@ -95,10 +95,11 @@ def load_cell(cell_dir):
                 ranks.append({"rank": r, "ok": data.get("ok"), "tatP50Ms": data.get("tatP50Ms"),
                               "tatP99Ms": data.get("tatP99Ms"), "tatMaxMs": data.get("tatMaxMs"),
                               "samples": data.get("samples"), "retransmissions": data.get("retransmissions"),
-                              "smoothedRttMs": rank.get("smoothedRttMs")})
+                              "smoothedRttMs": rank.get("smoothedRttMs"), "firstTatMs": rank.get("firstTatMs")})
                 retransmissions = (retransmissions or 0) + (data.get("retransmissions") or 0)
             else:
-                ranks.append({k: data.get(k) for k in ("rank", "ok", "tatP50Ms", "tatP99Ms", "tatMaxMs", "samples")})
+                ranks.append({k: data.get(k) for k in ("rank", "ok", "tatP50Ms", "tatP99Ms", "tatMaxMs", "samples",
+                                                       "firstTatMs")})
                 ranks[-1]["tatMs"] = data.get("tatMs")
     else:
         data = read_json(os.path.join(cell_dir, "mpi.json"))
@@ -108,7 +109,8 @@ def load_cell(cell_dir):
             for rank in data["ranks"]:
                 if not rank.get("ok"):
                     errors.append(f"rank {rank['rank']}: {rank.get('error')}")
-                ranks.append({k: rank.get(k) for k in ("rank", "ok", "tatP50Ms", "tatP99Ms", "tatMaxMs", "samples", "tatMs")})
+                ranks.append({k: rank.get(k) for k in ("rank", "ok", "tatP50Ms", "tatP99Ms", "tatMaxMs", "samples", "tatMs",
+                                                       "firstTatMs")})
             meta["library"] = (data.get("library") or "").replace("\x00", "").strip()
     if meta.get("exitStatus", 0) not in (0, "0") and not errors:
         errors.append(f"exit status {meta.get('exitStatus')}")
@@ -130,6 +132,8 @@ def load_cell(cell_dir):
         p99 = max(r["tatP99Ms"] for r in ranks)
         cell["tatP50Ms"] = round(p50, 3)
         cell["tatP99Ms"] = round(p99, 3)
+        firsts = [r.get("firstTatMs") for r in ranks]
+        cell["firstTatMs"] = round(max(firsts), 3) if all(isinstance(f, (int, float)) for f in firsts) else None
         cell["elementsPerSec"] = meta["elements"] / (p50 / 1e3)
         cell["tensorGbitPerSec"] = meta["sizeBytes"] * 8 / (p50 / 1e3) / 1e9
         rate = meta.get("rateBitsPerSec") or 0
@@ -412,12 +416,13 @@ def markdown(report):
         lines.append(f"### {group_title(mode, rate, bits, size)}")
         lines.append("")
         lines.append("| loss | system | TAT p50 ms | TAT p99 ms | elements/s | × Gloo elements/s | × Gloo TAT | goodput "
-                     "| retransmissions / all-reduce | drops: socket / qdisc / backlog | wire MB / worker / all-reduce | CPU busy | iterations |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                     "| retransmissions / all-reduce | drops: socket / qdisc / backlog | wire MB / worker / all-reduce | CPU busy | iterations "
+                     "| first call ms |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for cell in sorted(group, key=lambda c: (float(c["loss"]), SYSTEMS.index(c["system"]))):
             if not cell["ok"]:
                 lines.append(f"| {loss_label(cell['loss'])} | {SYSTEM_LABEL[cell['system']]} | failed: "
-                             f"{(cell['error'] or '')[:160].replace('|', '/')} |  |  |  |  |  |  |  |  |  |  |")
+                             f"{(cell['error'] or '')[:160].replace('|', '/')} |  |  |  |  |  |  |  |  |  |  |  |")
                 continue
             wire = cell.get("wireBytesPerWorkerPerAllReduce")
             lines.append(
@@ -429,7 +434,7 @@ def markdown(report):
                 f"{fmt(cell.get('backlogDrops'), 'd')} "
                 f"| {fmt(wire / 1e6 if wire else None, '.1f')} "
                 f"| {fmt(cell['cpuBusyFraction'] * 100 if cell.get('cpuBusyFraction') is not None else None, '.0f')}% "
-                f"| {cell['warmups']}+{cell['iterations']}{runs_note(cell)} |")
+                f"| {cell['warmups']}+{cell['iterations']}{runs_note(cell)} | {fmt(cell.get('firstTatMs'), '.0f')} |")
         lines.append("")
     lines.append("## Definitions")
     lines.append("")
@@ -455,6 +460,9 @@ def markdown(report):
                  "the rack's veths, *backlog* = softnet_stat drops (a CPU's input backlog full; whole host).")
     lines.append("- **CPU busy**: the whole host's CPU utilisation during the cell (/proc/stat), including other "
                  "people's work on the same cores.")
+    lines.append("- **first call ms**: the slowest rank's TAT of the very first all-reduce of the cell, a warm-up: the "
+                 "cold start (connections, SwitchML's job join and its JVM's JIT). The timed calls follow the warm-ups, "
+                 "which are the same number for every system (the iterations column: warm-ups + timed).")
     lines.append("")
     return "\n".join(lines)
 

@@ -41,6 +41,7 @@ def main() -> int:
     mine = pattern * np.float32(rank + 1)
     buffer = np.empty(args.elements, dtype=np.float32)
     samples_ms = []
+    first_ms = None
     error = None
     for round_ in range(args.warmups + args.iterations):
         np.copyto(buffer, mine)
@@ -48,6 +49,8 @@ def main() -> int:
         start = time.perf_counter_ns()
         comm.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
         elapsed = time.perf_counter_ns() - start
+        if first_ms is None:
+            first_ms = elapsed / 1e6
         if error is None and not np.array_equal(buffer, expected):
             bad = int(np.flatnonzero(buffer != expected)[0])
             error = f"rank {rank} round {round_}: element {bad} is {buffer[bad]}, expected {expected[bad]}"
@@ -58,7 +61,7 @@ def main() -> int:
     mine_report = {"rank": rank, "ok": error is None, "error": error, "host": MPI.Get_processor_name(),
                    "samples": len(samples_ms), "tatP50Ms": percentile(ordered, 50),
                    "tatP99Ms": percentile(ordered, 99), "tatMaxMs": ordered[-1] if ordered else float("nan"),
-                   "tatMs": samples_ms}
+                   "tatMs": samples_ms, "firstTatMs": first_ms}
     reports = comm.gather(mine_report, root=0)
     if rank == 0:
         print(json.dumps({"system": "mpi", "ok": all(r["ok"] for r in reports),

@@ -65,7 +65,7 @@ Matrix
   --no-loopback          skip the loopback runs      --loopback-only   skip the rack
 Measurement
   --iterations N         timed all-reduces per cell (default: 10 for >=50MB, 20 for >=10MB, else 50)
-  --warmups N            untimed ones first (default: ~300 MB worth, at least 3: 3 x 100MB, 300 x 1MB)
+  --warmups N            untimed ones first (default: ~1.5 GB worth, at least 3: 15 x 100MB, 1500 x 1MB)
   -k N / -s N            SwitchML elements per packet / pool size (default: k from the MTU, 8192 on loopback;
                          s: the link's bandwidth x 1 ms in packets, at least 16; 32 unlimited and on loopback)
   --mac on|off           SwitchML packet MAC (default off: a trusted rack, as with a switch)
@@ -296,10 +296,15 @@ iterations_for() {
 }
 warmups_for() {
   local bytes=$1
-  # Warm up until every rank has reduced about 300 MB (at least 3 calls): 3 x 100 MB, 300 x 1 MB. With 10 x 1 MB
-  # the JVM's JIT was still compiling the hot loops during the timed calls (SwitchML 1 MB p50 11.7 ms after 10
-  # warm-ups, 8.5-9.0 ms after 300, same hour; Gloo 11.2-11.3 and 12.1-12.2 ms), which measures start-up.
-  if [ -n "$WARMUPS" ]; then echo "$WARMUPS"; else echo $(( (300000000 + bytes - 1) / bytes > 3 ? (300000000 + bytes - 1) / bytes : 3 )); fi
+  # Warm up until every rank has reduced about 1.5 GB (at least 3 calls): 15 x 100 MB, 1500 x 1 MB, the same for
+  # every system. What sets it is SwitchML's JIT on the busiest cell, loopback on 2 shared cores, where the C2
+  # compiler threads compete with the all-reduce itself: a 60-call loopback run after 3 x 100 MB of warm-up
+  # (2026-11-23) took 166-234 ms for its first 8 timed calls and 141-174 ms for the other 52, and the compilation
+  # log put the agents' per-packet methods (ShardAgent.start, onResult, BlockExponents.of) in C2 only 4.8-6.6 s
+  # into the JVM's life. 10 x 1 MB (session 2) and then 300 MB (session 3) were not enough. Gloo and OpenMPI are
+  # native code and run the same after more warm-ups; a training job runs thousands of steps, so the steady
+  # state is what the timed calls measure, and the first call's TAT is in each rank's JSON (warmupTatsMs).
+  if [ -n "$WARMUPS" ]; then echo "$WARMUPS"; else echo $(( (1500000000 + bytes - 1) / bytes > 3 ? (1500000000 + bytes - 1) / bytes : 3 )); fi
 }
 
 # "user system idle" jiffies of the whole machine, for CPU utilisation during a cell.

@@ -23,6 +23,12 @@ import java.nio.IntBuffer;
 abstract class TensorView
 {
     private static final int ABS_MASK = 0x7FFF_FFFF;
+    /**
+     * Whether float views scan block exponents with {@link VectorScan}: the JVM resolved the incubating Vector
+     * API module and {@code -Dswitchml.worker.vector.scan=false} does not turn it off.
+     */
+    static final boolean VECTOR_SCAN = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent() &&
+        !"false".equals(System.getProperty("switchml.worker.vector.scan"));
 
     abstract int length();
 
@@ -135,8 +141,12 @@ abstract class TensorView
 
         int maxAbsBits(final int from, final int count)
         {
-            // a float max over |x| vectorizes (an int max over the raw bits does not); NaN propagates and
-            // floatToIntBits makes it the canonical NaN, above the infinity bits like any other NaN
+            if (VECTOR_SCAN)
+            {
+                return VectorScan.maxAbsBits(src, from, count);
+            }
+            // a float max over |x|, which C2 vectorizes better than an int max over the raw bits; NaN
+            // propagates and floatToIntBits makes it the canonical NaN, above the infinity bits like any other NaN
             float max = 0.0f;
             for (int i = from, end = from + count; i < end; i++)
             {
@@ -269,8 +279,6 @@ abstract class TensorView
 
         int maxAbsBits(final int from, final int count)
         {
-            // a float max over |x| vectorizes (an int max over the raw bits does not); NaN propagates and
-            // floatToIntBits makes it the canonical NaN, above the infinity bits like any other NaN
             float max = 0.0f;
             for (int i = from, end = from + count; i < end; i++)
             {

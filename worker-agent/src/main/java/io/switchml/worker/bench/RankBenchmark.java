@@ -45,6 +45,8 @@ final class RankBenchmark
         final Histogram tatNs = new Histogram(1, HIGHEST_TRACKABLE_NS, 3);
         /** Every timed all-reduce's TAT in call order, to show warm-up and scheduling effects over the run. */
         long[] tatsInOrderNs = new long[0];
+        /** TAT of the very first all-reduce, warm-up or not: the cold start, JIT and first joins included. */
+        long firstTatNs = -1;
         int timed;
         long retransmissionsTimed;
         long retransmissionsTotal;
@@ -143,6 +145,10 @@ final class RankBenchmark
                     client.allReduce(ints, ints);
                 }
                 final long tatNs = System.nanoTime() - startNs;
+                if (round == 0)
+                {
+                    result.firstTatNs = tatNs;
+                }
                 final long retransmitted = counters.retransmissions() - retransmissionsBefore;
 
                 final String error = !isFloat ? KnownTensors.verifyIntSum(ints, worldSize, round) : peerValues ?

@@ -398,6 +398,7 @@ public final class WorkerBenchCommand implements Callable<Integer>
                     .field("retransmissions", result.retransmissionsTimed)
                     .field("retransmissionsTotal", result.retransmissionsTotal)
                     .field("smoothedRttMs", ms(result.smoothedRttNs))
+                    .field("firstTatMs", result.firstTatNs >= 0 ? ms(result.firstTatNs) : Double.NaN)
                     .beginArray("tatsMs");
                 for (int i = 0; i < result.timed; i++)
                 {
