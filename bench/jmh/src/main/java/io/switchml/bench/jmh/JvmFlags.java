@@ -4,11 +4,11 @@ package io.switchml.bench.jmh;
  * Flags every forked benchmark JVM gets on JDK 25: Agrona needs jdk.internal.misc, and the other two keep the JDK
  * from warning about native access and sun.misc.Unsafe, so the output holds only results.
  */
-final class JvmFlags
+public final class JvmFlags
 {
-    static final String ADD_EXPORTS = "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED";
-    static final String NATIVE_ACCESS = "--enable-native-access=ALL-UNNAMED";
-    static final String UNSAFE_MEMORY_ACCESS = "--sun-misc-unsafe-memory-access=allow";
+    public static final String ADD_EXPORTS = "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED";
+    public static final String NATIVE_ACCESS = "--enable-native-access=ALL-UNNAMED";
+    public static final String UNSAFE_MEMORY_ACCESS = "--sun-misc-unsafe-memory-access=allow";
 
     private JvmFlags()
     {
