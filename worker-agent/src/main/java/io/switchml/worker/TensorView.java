@@ -7,7 +7,6 @@ import org.agrona.MutableDirectBuffer;
 import io.switchml.protocol.quant.HalfFloats;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 
@@ -24,42 +23,6 @@ import java.nio.IntBuffer;
  */
 abstract class TensorView
 {
-    private static final int ABS_MASK = 0x7FFF_FFFF;
-    private static final int INFINITY_BITS = 0x7F80_0000;
-    private static final int CANONICAL_NAN_BITS = 0x7FC0_0000;
-
-    /**
-     * The block-exponent scan the workers used until 2026-11-23, kept as the reference of tests and JMH: a float
-     * max over |x|, which C2 compiles with a reduction across the vector every iteration (18 GB/s on a chunk in
-     * cache against 130 GB/s for {@link #maxAbsBits(MemorySegment, int, int)}). NaN propagates, and floatToIntBits
-     * makes it the canonical NaN, above the infinity bits like any other NaN.
-     */
-    static int floatMaxAbsBits(final float[] src, final int from, final int count)
-    {
-        float max = 0.0f;
-        for (int i = from, end = from + count; i < end; i++)
-        {
-            max = Math.max(max, Math.abs(src[i]));
-        }
-        return Float.floatToIntBits(max) & ABS_MASK;
-    }
-
-    /**
-     * The block-exponent scan as C2 compiles it to vector code: the float array read as ints through a heap segment
-     * (Float.floatToRawIntBits in the loop keeps C2 from vectorizing it), an int max of the magnitude bits, which C2
-     * reduces once after the loop. Any NaN gives the canonical NaN's bits, as floatToIntBits does.
-     *
-     * @param floats a segment over a float array.
-     */
-    static int maxAbsBits(final MemorySegment floats, final int from, final int count)
-    {
-        int max = 0;
-        for (long i = from, end = (long)from + count; i < end; i++)
-        {
-            max = Math.max(max, floats.getAtIndex(ValueLayout.JAVA_INT, i) & ABS_MASK);
-        }
-        return max > INFINITY_BITS ? CANONICAL_NAN_BITS : max;
-    }
 
     abstract int length();
 
@@ -174,7 +137,7 @@ abstract class TensorView
 
         int maxAbsBits(final int from, final int count)
         {
-            return maxAbsBits(srcInts, from, count);
+            return BlockFloatingPoint.maxAbsBits(srcInts, from, count);
         }
 
         float floatAt(final int index)
@@ -276,11 +239,13 @@ abstract class TensorView
     static final class FloatBufferView extends TensorView
     {
         private final FloatBuffer src;
+        private final MemorySegment srcInts;
         private final FloatBuffer dst;
 
         FloatBufferView(final FloatBuffer src, final FloatBuffer dst)
         {
             this.src = src.slice();
+            this.srcInts = MemorySegment.ofBuffer(this.src);
             this.dst = dst.slice();
         }
 
@@ -301,12 +266,7 @@ abstract class TensorView
 
         int maxAbsBits(final int from, final int count)
         {
-            float max = 0.0f;
-            for (int i = from, end = from + count; i < end; i++)
-            {
-                max = Math.max(max, Math.abs(src.get(i)));
-            }
-            return Float.floatToIntBits(max) & ABS_MASK;
+            return BlockFloatingPoint.maxAbsBits(srcInts, src.order(), from, count);
         }
 
         float floatAt(final int index)

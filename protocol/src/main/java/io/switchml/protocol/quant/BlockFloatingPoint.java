@@ -2,6 +2,10 @@ package io.switchml.protocol.quant;
 
 import io.switchml.protocol.DataHeaderFlyweight;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
 /**
  * Block floating point quantization of float32 chunks to int32 lanes (SwitchML section 4.4 and
  * appendix E).
@@ -30,6 +34,9 @@ public final class BlockFloatingPoint
     private static final double INT32_MAX = Integer.MAX_VALUE;
     private static final int ABS_MASK = 0x7FFF_FFFF;
     private static final int INFINITY_BITS = 0x7F80_0000;
+    private static final int CANONICAL_NAN_BITS = 0x7FC0_0000;
+    private static final ValueLayout.OfInt SWAPPED_INT = ValueLayout.JAVA_INT.withOrder(
+        ByteOrder.nativeOrder() == ByteOrder.BIG_ENDIAN ? ByteOrder.LITTLE_ENDIAN : ByteOrder.BIG_ENDIAN);
 
     private BlockFloatingPoint()
     {
@@ -46,13 +53,52 @@ public final class BlockFloatingPoint
      */
     public static int maxExponent(final float[] src, final int from, final int count)
     {
-        // a float max over |x| vectorizes (an int max over floatToRawIntBits does not); NaN propagates
-        float max = 0.0f;
-        for (int i = from, end = from + count; i < end; i++)
+        return exponentOfMagnitudeBits(maxAbsBits(MemorySegment.ofArray(src), from, count));
+    }
+
+    /**
+     * The largest magnitude bit pattern of a float32 chunk, {@code floatToIntBits(max |x|) & 0x7FFFFFFF}: the
+     * scan behind every block exponent, run by a worker over each chunk it sends.
+     * <p>
+     * The floats are read as ints through a segment, and the loop is an int max of {@code bits & 0x7FFFFFFF},
+     * which C2 compiles to vector code with one reduction after the loop. Neither obvious form does:
+     * {@code Float.floatToRawIntBits} in the loop (C2's MoveF2I) has no vector form, so that loop stays scalar,
+     * and a float max over |x| is reduced across the vector on every iteration (docs/jmh/exponent-scan: 167 ns
+     * against 1682 ns per 8192 floats in cache, 1411 against 2746 ns streaming a 100 MB tensor). For non-negative
+     * floats the int order of the bits is the float order, infinities above every finite value and NaNs above
+     * the infinities.
+     *
+     * @param floats a segment over float32 values, e.g. {@code MemorySegment.ofArray(float[])}.
+     * @param from   index of the first float.
+     * @param count  number of floats.
+     * @return the bits, 0 for an all-zero chunk; any NaN gives the canonical NaN's 0x7FC00000.
+     */
+    public static int maxAbsBits(final MemorySegment floats, final long from, final int count)
+    {
+        int max = 0;
+        for (long i = from, end = from + count; i < end; i++)
         {
-            max = Math.max(max, Math.abs(src[i]));
+            max = Math.max(max, floats.getAtIndex(ValueLayout.JAVA_INT, i) & ABS_MASK);
         }
-        return exponentOfMagnitudeBits(Float.floatToIntBits(max) & ABS_MASK);
+        return max > INFINITY_BITS ? CANONICAL_NAN_BITS : max;
+    }
+
+    /**
+     * {@link #maxAbsBits(MemorySegment, long, int)} of floats stored in the given byte order, e.g. a
+     * {@code FloatBuffer} over a big-endian {@code ByteBuffer}.
+     */
+    public static int maxAbsBits(final MemorySegment floats, final ByteOrder order, final long from, final int count)
+    {
+        if (order == ByteOrder.nativeOrder())
+        {
+            return maxAbsBits(floats, from, count);
+        }
+        int max = 0;
+        for (long i = from, end = from + count; i < end; i++)
+        {
+            max = Math.max(max, floats.getAtIndex(SWAPPED_INT, i) & ABS_MASK);
+        }
+        return max > INFINITY_BITS ? CANONICAL_NAN_BITS : max;
     }
 
     /**
