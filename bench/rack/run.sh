@@ -303,7 +303,7 @@ warmups_for() {
   # log put the agents' per-packet methods (ShardAgent.start, onResult, BlockExponents.of) in C2 only 4.8-6.6 s
   # into the JVM's life. 10 x 1 MB (session 2) and then 300 MB (session 3) were not enough. Gloo and OpenMPI are
   # native code and run the same after more warm-ups; a training job runs thousands of steps, so the steady
-  # state is what the timed calls measure, and the first call's TAT is in each rank's JSON (warmupTatsMs).
+  # state is what the timed calls measure, and the first call's TAT is in each rank's JSON (firstTatMs) and in the report.
   if [ -n "$WARMUPS" ]; then echo "$WARMUPS"; else echo $(( (1500000000 + bytes - 1) / bytes > 3 ? (1500000000 + bytes - 1) / bytes : 3 )); fi
 }
 

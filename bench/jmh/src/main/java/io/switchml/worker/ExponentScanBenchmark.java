@@ -18,8 +18,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The worker's block-exponent scan of one chunk, floatToIntBits(max |x|): the float max over |x| the workers used
- * until 2026-11-23 against the int max over the array read through a segment that they use now, which C2 reduces
- * once after the loop instead of across the vector every iteration. {@code source} = cache scans the
+ * until 2026-11-23 against the int max over the array read through a segment that they use now. {@code source} = cache scans the
  * same chunk every time; 100MB walks a 100 MB tensor chunk by chunk, as an all-reduce does, so each chunk comes
  * from memory. Bytes per operation are the chunk's 4 * elements.
  * <p>
@@ -64,7 +63,7 @@ public class ExponentScanBenchmark
         return chunkFrom;
     }
 
-    /** The scan the workers ran until 2026-11-23: a float max over |x|, reduced across the vector every iteration. */
+    /** The scan the workers ran until 2026-11-23: a float max over |x|. */
     @Benchmark
     public int floatMax()
     {
