@@ -585,6 +585,14 @@ def main() -> int:
     add_ratios(cells)
     date = (args.started or datetime.datetime.now(datetime.timezone.utc).isoformat())[:10]
     suffix = f"-{args.tag}" if args.tag else ""
+    # Never overwrite an earlier run's results (a second run on the same day with the same tag): number it.
+    taken = lambda sfx: os.path.exists(os.path.join(args.out, f"results-{date}{sfx}.json"))
+    if taken(suffix):
+        n = 2
+        while taken(f"{suffix}-{n}"):
+            n += 1
+        print(f"results-{date}{suffix}.json exists: writing results-{date}{suffix}-{n}.* instead", file=sys.stderr)
+        suffix = f"{suffix}-{n}"
     report = {
         "run": {"date": date, "suffix": suffix, "started": args.started, "finished": args.finished,
                 "command": args.command, "build": args.build, "buildDirty": args.build_dirty, "buildTime": args.build_time,
