@@ -133,5 +133,4 @@ final class Submission
         z = (z ^ (z >>> 27)) * 0x94D0_49BB_1331_11EBL;
         return z ^ (z >>> 31);
     }
-
 }

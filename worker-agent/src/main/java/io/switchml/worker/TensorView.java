@@ -17,13 +17,11 @@ import java.nio.IntBuffer;
  * chunks do not overlap.
  * <p>
  * The block exponents ({@link #maxAbsBits}) of the first s chunks are computed on the submitting thread, the
- * others by the I/O agent that sends the chunk; the I/O agents
- * quantize and dequantize with their own scratch arrays, so one view may be worked on by several
- * agents at once (they touch disjoint chunks).
+ * others by the I/O agent that sends the chunk. The I/O agents quantize and dequantize with their own scratch
+ * arrays, so one view may be worked on by several agents at once (they touch disjoint chunks).
  */
 abstract class TensorView
 {
-
     abstract int length();
 
     abstract boolean isFloat();

@@ -64,9 +64,8 @@ public final class BlockFloatingPoint
      * which C2 vectorizes well. Neither obvious form does: {@code Float.floatToRawIntBits} in the loop (C2's
      * MoveF2I) has no vector form, so that loop stays scalar, and a float max over |x| (NaN and -0.0 semantics)
      * ran 9x slower in cache (docs/jmh/exponent-scan: 185 ns against 1666 ns per 8192 floats, 1665 against
-     * 3200 ns streaming a 100 MB tensor). For non-negative
-     * floats the int order of the bits is the float order, infinities above every finite value and NaNs above
-     * the infinities.
+     * 3200 ns streaming a 100 MB tensor). For non-negative floats the int order of the bits is the float order,
+     * infinities above every finite value and NaNs above the infinities.
      *
      * @param floats a segment over float32 values, e.g. {@code MemorySegment.ofArray(float[])}.
      * @param from   index of the first float.
