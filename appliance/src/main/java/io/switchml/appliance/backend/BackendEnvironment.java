@@ -1,0 +1,44 @@
+package io.switchml.appliance.backend;
+
+import org.agrona.concurrent.status.AtomicCounter;
+
+import java.net.InetAddress;
+import java.util.Map;
+import java.util.function.Consumer;
+import java.util.function.Function;
+
+/**
+ * What the appliance gives a backend when it starts one.
+ *
+ * @param options          the backend's own options: every {@code switchml.appliance.<name>.*} property with that
+ *                         prefix removed ("interface", "mode", ...); the backend validates them and fails naming
+ *                         the full property.
+ * @param optionPrefix     the prefix removed from the option names, for error messages
+ *                         ("switchml.appliance.xdp.").
+ * @param bindAddress      the address the data-plane shards bind to.
+ * @param dataPorts        UDP port of each shard, in shard order.
+ * @param multicastBase    first IPv4 address of the result groups (job j uses base + (j mod 65536)), host order,
+ *                         or 0 when results are unicast.
+ * @param multicastPorts   UDP port results of each shard are multicast to; empty when results are unicast.
+ * @param counter          allocates a counter in the appliance's counters file with a label, for the backend's
+ *                         own statistics (read by {@code ops counters} and {@code /metrics}).
+ * @param log              writes one line to the appliance's log and journal.
+ */
+public record BackendEnvironment(
+    Map<String, String> options,
+    String optionPrefix,
+    InetAddress bindAddress,
+    int[] dataPorts,
+    int multicastBase,
+    int[] multicastPorts,
+    Function<String, AtomicCounter> counter,
+    Consumer<String> log)
+{
+    /**
+     * @return whether completed results go to a multicast group.
+     */
+    public boolean multicast()
+    {
+        return multicastPorts.length > 0;
+    }
+}

@@ -1,0 +1,39 @@
+package io.switchml.appliance.backend;
+
+import io.switchml.appliance.control.Job;
+
+/**
+ * A job's slots in one {@link Backend}, from CREATE (reserved) through activation (every rank joined, the
+ * members' addresses known) to release.
+ */
+public interface BackendJob
+{
+    /**
+     * Every rank has joined: install the job (members, keys, result delivery) so that its packets aggregate.
+     * Called under the job registry's lock before the job is published to the data-plane shards.
+     *
+     * @param job the job, with its members.
+     * @throws BackendException with the cause when the backend cannot install it; the job is then aborted.
+     */
+    void activate(Job job) throws BackendException;
+
+    /**
+     * Check the job's slots in the backend; called periodically on a control thread while the job runs.
+     *
+     * @param nowNs {@link System#nanoTime()}.
+     * @return null while the job is fine, else why it must be aborted (a slot incomplete past the job's slot
+     * timeout naming the missing ranks, an ordering violation naming the rank, or the backend's failure).
+     */
+    String poll(long nowNs);
+
+    /**
+     * @return true when the appliance's software shards hold this job's slots (the software backend); false when
+     * the slots live elsewhere and a shard only relays results that the backend hands up to it.
+     */
+    boolean slotsInShards();
+
+    /**
+     * Remove the job from the backend and free its slot space. Idempotent.
+     */
+    void release();
+}

@@ -1,0 +1,228 @@
+package io.switchml.offload.xdp;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+import java.util.function.Consumer;
+
+/**
+ * An XDP program attached to a network interface, in driver (native) or generic (skb) mode. Attaching first looks
+ * at what is there: a program of our name left by an appliance that was killed is detached and replaced (and said
+ * so in the log); anyone else's program is never evicted. Detached on {@link #close()} and, through a shutdown
+ * hook, on normal exit and SIGTERM; after kill -9 the kernel keeps the program attached until the next start
+ * replaces it.
+ */
+public final class XdpAttachment implements AutoCloseable
+{
+    /**
+     * A program attached to an interface.
+     *
+     * @param id   the kernel's program id.
+     * @param name the program's name (at most 15 characters).
+     * @param mode {@link XdpMode#NATIVE} or {@link XdpMode#GENERIC}.
+     */
+    public record AttachedProgram(int id, String name, XdpMode mode)
+    {
+    }
+
+    private final String interfaceName;
+    private final int ifindex;
+    private final XdpMode mode;
+    private final String fallbackReason;
+    private final int programId;
+    private final Thread shutdownHook;
+    private boolean detached;
+
+    private XdpAttachment(final String interfaceName, final int ifindex, final XdpMode mode, final String fallbackReason, final int programId)
+    {
+        this.interfaceName = interfaceName;
+        this.ifindex = ifindex;
+        this.mode = mode;
+        this.fallbackReason = fallbackReason;
+        this.programId = programId;
+        this.shutdownHook = new Thread(this::detachQuietly, "switchml-xdp-detach");
+        Runtime.getRuntime().addShutdownHook(shutdownHook);
+    }
+
+    /**
+     * Attach a loaded program.
+     *
+     * @param interfaceName   the interface, in this process's network namespace.
+     * @param programFd       the loaded program.
+     * @param requested       NATIVE (driver mode only), GENERIC, or AUTO (driver mode, else generic, reported).
+     * @param ourProgramName  the name our programs carry: one attached already is stale and gets replaced.
+     * @param log             receives one line per notable event (stale program replaced, mode fallback).
+     * @return the attachment.
+     * @throws BpfException naming the interface, the mode and the kernel's reason, or the foreign program in the way.
+     */
+    public static XdpAttachment attach(
+        final String interfaceName, final int programFd, final XdpMode requested, final String ourProgramName,
+        final Consumer<String> log) throws BpfException
+    {
+        Libbpf.ensureAvailable();
+        final int ifindex = Libbpf.ifindex(interfaceName);
+        final Optional<AttachedProgram> existing = query(interfaceName);
+        if (existing.isPresent())
+        {
+            final AttachedProgram program = existing.get();
+            if (!program.name().equals(ourProgramName))
+            {
+                throw new BpfException(interfaceName + " already has XDP program id " + program.id() + " (" + program.name() +
+                    ") attached in " + program.mode().name().toLowerCase() + " mode; not ours, not replacing it");
+            }
+            detach(ifindex, interfaceName, program.mode());
+            log.accept("xdp: replaced stale XDP program id " + program.id() + " (" + program.name() + ") on " + interfaceName +
+                " left by an earlier appliance");
+        }
+
+        XdpMode mode = requested == XdpMode.GENERIC ? XdpMode.GENERIC : XdpMode.NATIVE;
+        String fallback = null;
+        int error = attachRaw(ifindex, programFd, mode);
+        if (error < 0 && requested == XdpMode.AUTO)
+        {
+            fallback = "driver mode refused: " + Libbpf.describe(error) + "; attached in generic (skb) mode";
+            log.accept("xdp: " + interfaceName + ": " + fallback);
+            mode = XdpMode.GENERIC;
+            error = attachRaw(ifindex, programFd, mode);
+        }
+        if (error < 0)
+        {
+            throw new BpfException("bpf_xdp_attach(" + interfaceName + ", " + (mode == XdpMode.NATIVE ? "native" : "generic") + "): " +
+                Libbpf.describe(error) + (mode == XdpMode.NATIVE ? " (the driver has no native XDP, or the MTU is too large for " +
+                "a non-frags program; switchml.appliance.xdp.mode=auto or generic allows skb mode)" : ""));
+        }
+        final int id = query(interfaceName).map(AttachedProgram::id).orElse(0);
+        return new XdpAttachment(interfaceName, ifindex, mode, fallback, id);
+    }
+
+    private static int attachRaw(final int ifindex, final int programFd, final XdpMode mode) throws BpfException
+    {
+        final int flags = mode == XdpMode.GENERIC ? Libbpf.XDP_FLAGS_SKB_MODE : Libbpf.XDP_FLAGS_DRV_MODE;
+        return BpfObject.invokeInt(() -> (int)Libbpf.XDP_ATTACH.invokeExact(ifindex, programFd, flags, MemorySegment.NULL));
+    }
+
+    private static void detach(final int ifindex, final String interfaceName, final XdpMode mode) throws BpfException
+    {
+        final int flags = mode == XdpMode.GENERIC ? Libbpf.XDP_FLAGS_SKB_MODE : Libbpf.XDP_FLAGS_DRV_MODE;
+        final int error = BpfObject.invokeInt(() -> (int)Libbpf.XDP_DETACH.invokeExact(ifindex, flags, MemorySegment.NULL));
+        if (error < 0)
+        {
+            throw new BpfException("bpf_xdp_detach(" + interfaceName + "): " + Libbpf.describe(error));
+        }
+    }
+
+    /**
+     * @return the XDP program attached to an interface in driver or generic mode, if any.
+     */
+    public static Optional<AttachedProgram> query(final String interfaceName) throws BpfException
+    {
+        Libbpf.ensureAvailable();
+        final int ifindex = Libbpf.ifindex(interfaceName);
+        for (final XdpMode mode : new XdpMode[] {XdpMode.NATIVE, XdpMode.GENERIC})
+        {
+            final int flags = mode == XdpMode.GENERIC ? Libbpf.XDP_FLAGS_SKB_MODE : Libbpf.XDP_FLAGS_DRV_MODE;
+            try (Arena arena = Arena.ofConfined())
+            {
+                final MemorySegment id = arena.allocate(ValueLayout.JAVA_INT);
+                final int error = BpfObject.invokeInt(() -> (int)Libbpf.XDP_QUERY_ID.invokeExact(ifindex, flags, id));
+                if (error < 0)
+                {
+                    throw new BpfException("bpf_xdp_query_id(" + interfaceName + "): " + Libbpf.describe(error));
+                }
+                final int programId = id.get(ValueLayout.JAVA_INT, 0);
+                if (programId != 0)
+                {
+                    return Optional.of(new AttachedProgram(programId, programName(programId), mode));
+                }
+            }
+        }
+        return Optional.empty();
+    }
+
+    private static String programName(final int programId) throws BpfException
+    {
+        final int fd = BpfObject.invokeInt(() -> (int)Libbpf.PROG_GET_FD_BY_ID.invokeExact(programId));
+        if (fd < 0)
+        {
+            return "?";
+        }
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment info = arena.allocate(Libbpf.PROG_INFO_SIZE, 8);
+            final MemorySegment length = arena.allocate(ValueLayout.JAVA_INT);
+            length.set(ValueLayout.JAVA_INT, 0, Libbpf.PROG_INFO_SIZE);
+            final int error = BpfObject.invokeInt(() -> (int)Libbpf.OBJ_GET_INFO_BY_FD.invokeExact(fd, info, length));
+            if (error < 0)
+            {
+                return "?";
+            }
+            return info.asSlice(Libbpf.PROG_INFO_NAME, 16).getString(0, StandardCharsets.US_ASCII);
+        }
+        finally
+        {
+            Libbpf.closeFd(fd);
+        }
+    }
+
+    public String interfaceName()
+    {
+        return interfaceName;
+    }
+
+    public XdpMode mode()
+    {
+        return mode;
+    }
+
+    /**
+     * @return why driver mode was not used although AUTO asked for it, or null.
+     */
+    public String fallbackReason()
+    {
+        return fallbackReason;
+    }
+
+    public int programId()
+    {
+        return programId;
+    }
+
+    private synchronized void detachQuietly()
+    {
+        if (detached)
+        {
+            return;
+        }
+        detached = true;
+        try
+        {
+            final Optional<AttachedProgram> attached = query(interfaceName);
+            if (attached.isPresent() && attached.get().id() == programId)
+            {
+                detach(ifindex, interfaceName, mode);
+            }
+        }
+        catch (final BpfException ex)
+        {
+            System.err.println("xdp: detaching from " + interfaceName + " failed: " + ex.getMessage());
+        }
+    }
+
+    /**
+     * Detach the program if it is still the one we attached. Idempotent.
+     */
+    public void close()
+    {
+        detachQuietly();
+        try
+        {
+            Runtime.getRuntime().removeShutdownHook(shutdownHook);
+        }
+        catch (final IllegalStateException ignore)
+        {
+            // already shutting down: the hook is running or ran
+        }
+    }
+}

@@ -1,0 +1,278 @@
+package io.switchml.offload.xdp;
+
+import io.switchml.appliance.backend.Backend;
+import io.switchml.appliance.backend.BackendCapabilities;
+import io.switchml.appliance.backend.BackendEnvironment;
+import io.switchml.appliance.backend.BackendException;
+import io.switchml.appliance.backend.BackendJob;
+import io.switchml.appliance.control.JobSpec;
+import io.switchml.protocol.DropReason;
+import io.switchml.protocol.ElementType;
+import org.agrona.concurrent.status.AtomicCounter;
+
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The {@code xdp} backend: the aggregator program attached to the appliance's data interface in the NIC driver's
+ * receive path (driver mode; generic mode only when configured or as a reported fallback). Jobs placed here get a
+ * contiguous range of the program's slot array and an entry in its job table once every rank has joined; from then
+ * on their updates are aggregated in the kernel and never reach the Java shards, except completed results of jobs
+ * without multicast, which the program hands up for the shard to fan out.
+ * <p>
+ * Options ({@code switchml.appliance.xdp.*}): {@code interface} (required: the data interface, e.g. eth0),
+ * {@code mode} ({@code native} by default; {@code generic} for skb mode; {@code auto} for native with a reported
+ * fallback to generic), {@code slots} (entries of the slot array, each both pool versions of one slot; 4096 by
+ * default, 2136 bytes each), {@code ttl} (IP TTL of multicast results, 1 by default).
+ */
+public final class XdpBackend implements Backend
+{
+    public static final String NAME = "xdp";
+    static final long POLL_SLOTS_INTERVAL_NS = 100_000_000L;
+
+    private static final Set<String> OPTIONS = Set.of("interface", "mode", "slots", "ttl");
+
+    private final BackendEnvironment environment;
+    private final String interfaceName;
+    private final XdpProgram program;
+    private final XdpAttachment attachment;
+    private final int attachedProgramId;
+    private final SlotRanges ranges;
+    private final AtomicCounter[] counters = new AtomicCounter[XdpLayout.STAT_COUNT];
+    private final ScheduledExecutorService monitor = Executors.newSingleThreadScheduledExecutor(
+        runnable -> Thread.ofPlatform().name("switchml-xdp-monitor").daemon().unstarted(runnable));
+    private volatile String health;
+    private volatile long[] lastStats = new long[XdpLayout.STAT_COUNT];
+
+    XdpBackend(final BackendEnvironment environment) throws BackendException
+    {
+        this.environment = environment;
+        final Map<String, String> options = environment.options();
+        for (final String option : options.keySet())
+        {
+            if (!OPTIONS.contains(option))
+            {
+                throw new BackendException("unknown option " + environment.optionPrefix() + option + " (known: " +
+                    String.join(", ", OPTIONS.stream().sorted().toList()) + ")");
+            }
+        }
+        interfaceName = options.get("interface");
+        if (interfaceName == null || interfaceName.isBlank())
+        {
+            throw new BackendException(environment.optionPrefix() + "interface is required: the data interface to attach to");
+        }
+        final XdpMode mode = parseMode(options.getOrDefault("mode", "native"));
+        final int slotEntries = intOption(options, "slots", 4096, 1, 1 << 20);
+        final int ttl = intOption(options, "ttl", 1, 0, 255);
+        final int[] ports = environment.dataPorts();
+        if (ports.length > XdpLayout.MAX_SHARDS)
+        {
+            throw new BackendException("the XDP program serves at most " + XdpLayout.MAX_SHARDS + " shards; the appliance has " +
+                ports.length + " (switchml.appliance.shards)");
+        }
+
+        XdpProgram loaded = null;
+        XdpAttachment attached = null;
+        try
+        {
+            loaded = XdpProgram.load(slotEntries);
+            loaded.configure(ports, ttl);
+            attached = XdpAttachment.attach(interfaceName, loaded.programFd(), mode, XdpLayout.PROGRAM_NAME, environment.log());
+            attachedProgramId = XdpAttachment.query(interfaceName).map(XdpAttachment.AttachedProgram::id).orElse(0);
+        }
+        catch (final BpfException | RuntimeException ex)
+        {
+            if (attached != null)
+            {
+                attached.close();
+            }
+            if (loaded != null)
+            {
+                loaded.close();
+            }
+            throw new BackendException(ex.getMessage(), ex);
+        }
+        program = loaded;
+        attachment = attached;
+        ranges = new SlotRanges(slotEntries);
+        for (final DropReason reason : DropReason.values())
+        {
+            if (reason != DropReason.NONE && reason.ordinal() < XdpLayout.STAT_PACKETS && reason.ordinal() <= 16)
+            {
+                counters[reason.ordinal()] = environment.counter().apply(
+                    "xdp drop " + reason.name().toLowerCase(Locale.ROOT));
+            }
+        }
+        for (int index = XdpLayout.STAT_PACKETS; index < XdpLayout.STAT_COUNT; index++)
+        {
+            if (XdpLayout.EVENT_NAMES[index] != null)
+            {
+                counters[index] = environment.counter().apply("xdp " + XdpLayout.EVENT_NAMES[index]);
+            }
+        }
+        environment.log().accept("xdp: attached " + XdpLayout.PROGRAM_NAME + " (id " + attachedProgramId + ") to " + interfaceName +
+            " in " + attachment.mode().name().toLowerCase(Locale.ROOT) + " mode" +
+            (attachment.fallbackReason() != null ? " (" + attachment.fallbackReason() + ")" : "") + "; udp ports " +
+            java.util.Arrays.toString(ports) + "; " + slotEntries + " slots (" + (slotEntries * (long)XdpLayout.SLOT_SIZE >> 10) + " KiB)");
+        monitor.scheduleWithFixedDelay(this::refresh, 200, 200, TimeUnit.MILLISECONDS);
+    }
+
+    private static XdpMode parseMode(final String value) throws BackendException
+    {
+        return switch (value.strip().toLowerCase(Locale.ROOT))
+        {
+            case "native", "driver" -> XdpMode.NATIVE;
+            case "generic", "skb" -> XdpMode.GENERIC;
+            case "auto" -> XdpMode.AUTO;
+            default -> throw new BackendException("switchml.appliance.xdp.mode must be native, generic or auto: '" + value + "'");
+        };
+    }
+
+    private int intOption(final Map<String, String> options, final String name, final int defaultValue, final int min, final int max)
+        throws BackendException
+    {
+        final String value = options.get(name);
+        if (value == null)
+        {
+            return defaultValue;
+        }
+        try
+        {
+            final int parsed = Integer.parseInt(value.strip());
+            if (parsed < min || parsed > max)
+            {
+                throw new BackendException(environment.optionPrefix() + name + " must be within " + min + ".." + max + ": " + parsed);
+            }
+            return parsed;
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw new BackendException(environment.optionPrefix() + name + " is not an integer: '" + value + "'");
+        }
+    }
+
+    /** Copy the program's counters into the counters file and check that the program is still attached. */
+    private void refresh()
+    {
+        try
+        {
+            final long[] stats = program.stats();
+            for (int index = 0; index < stats.length; index++)
+            {
+                if (counters[index] != null)
+                {
+                    counters[index].setRelease(stats[index]);
+                }
+            }
+            lastStats = stats;
+            final Optional<XdpAttachment.AttachedProgram> attached = XdpAttachment.query(interfaceName);
+            if (attached.isEmpty())
+            {
+                fail("program detached from " + interfaceName);
+            }
+            else if (attached.get().id() != attachedProgramId)
+            {
+                fail("program on " + interfaceName + " replaced by id " + attached.get().id() + " (" + attached.get().name() + ")");
+            }
+        }
+        catch (final BpfException | RuntimeException ex)
+        {
+            fail("reading its maps failed: " + ex.getMessage());
+        }
+    }
+
+    private void fail(final String reason)
+    {
+        if (health == null)
+        {
+            health = reason;
+            environment.log().accept("xdp: backend failed: " + reason + "; its jobs are aborted and new jobs go to the next backend");
+        }
+    }
+
+    public String name()
+    {
+        return NAME;
+    }
+
+    public BackendCapabilities capabilities()
+    {
+        return new BackendCapabilities(BackendCapabilities.typeSet(ElementType.INT32, ElementType.FLOAT32), 1, XdpLayout.MAX_LANES,
+            XdpLayout.MAX_RANKS, 2L * ranges.capacity(), XdpLayout.MAX_LANES, true, true);
+    }
+
+    public String refusal(final JobSpec spec)
+    {
+        final String failed = health;
+        if (failed != null)
+        {
+            return failed;
+        }
+        if (ranges.largestFree() < spec.slots())
+        {
+            return "only " + ranges.largestFree() + " contiguous of " + ranges.capacity() + " slots free, s=" + spec.slots();
+        }
+        return null;
+    }
+
+    public BackendJob reserve(final JobSpec spec, final int jobId) throws BackendException
+    {
+        final int base = ranges.allocate(spec.slots());
+        if (base < 0)
+        {
+            throw new BackendException("only " + ranges.largestFree() + " contiguous slots free, s=" + spec.slots());
+        }
+        return new XdpJob(this, jobId, base, spec.slots());
+    }
+
+    public String health()
+    {
+        return health;
+    }
+
+    public String describe()
+    {
+        final long[] stats = lastStats;
+        return "xdp on " + interfaceName + " (" + attachment.mode().name().toLowerCase(Locale.ROOT) + " mode, program id " +
+            attachedProgramId + "), " + ranges.freeTotal() + "/" + ranges.capacity() + " slots free, " +
+            stats[XdpLayout.STAT_ABSORBED] + " updates absorbed in the kernel, " + stats[XdpLayout.STAT_COMPLETED] +
+            " slots completed" + (health != null ? ", FAILED: " + health : "");
+    }
+
+    XdpProgram program()
+    {
+        return program;
+    }
+
+    SlotRanges ranges()
+    {
+        return ranges;
+    }
+
+    BackendEnvironment environment()
+    {
+        return environment;
+    }
+
+    public void close()
+    {
+        monitor.shutdownNow();
+        try
+        {
+            monitor.awaitTermination(1, TimeUnit.SECONDS);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+        refresh();
+        attachment.close();
+        environment.log().accept("xdp: detached from " + interfaceName + "; " + describe());
+        program.close();
+    }
+}
