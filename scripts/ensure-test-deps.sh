@@ -2,7 +2,7 @@
 # ensure-test-deps.sh: make sure the build's and the test suite's non-Maven dependencies are present.
 #   PyTorch (CPU, with Gloo) for /usr/bin/python3, used by the PyTorch bridge test (PyTorchBridgeTest).
 #   clang, llvm, libbpf-dev and bpftool, which build and inspect the XDP aggregator (smartnic-offload);
-#   iproute2 for the namespace tests. With --build, only what the build needs (not PyTorch).
+#   iproute2, nftables and unzip for the namespace tests (the XDP rack test). With --build, only what the build needs (not PyTorch).
 # Idempotent: when everything is there it returns at once without touching apt. Otherwise it runs
 # `apt-get update` and `apt-get install -y` for what is missing (Debian 12; python3-torch takes about
 # 60 s and 1 GiB); that needs root (CI runs as root) or sudo.
@@ -16,13 +16,14 @@ have_torch() {
 
 have_bpf_toolchain() {
   command -v clang >/dev/null 2>&1 && command -v llvm-strip >/dev/null 2>&1 && command -v bpftool >/dev/null 2>&1 &&
-    [ -f /usr/include/bpf/bpf_helpers.h ] && command -v ip >/dev/null 2>&1
+    [ -f /usr/include/bpf/bpf_helpers.h ] && command -v ip >/dev/null 2>&1 && command -v nft >/dev/null 2>&1 &&
+    command -v unzip >/dev/null 2>&1
 }
 
 missing=()
 # --build: only what building needs (the launcher's first build), not the test suite's PyTorch
 [ "${1:-}" = --build ] || have_torch || missing+=(python3-torch)
-have_bpf_toolchain || missing+=(clang llvm libbpf-dev bpftool iproute2)
+have_bpf_toolchain || missing+=(clang llvm libbpf-dev bpftool iproute2 nftables unzip)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -45,6 +45,7 @@ trap cleanup EXIT
 
 find_resource() {
   local name=$1 entry
+  if [ -f "$ROOT/smartnic-offload/target/classes/bpf/$name" ]; then cp "$ROOT/smartnic-offload/target/classes/bpf/$name" "$WORK/$name"; return 0; fi
   IFS=: read -ra entries <<< "$SWITCHML_CP"
   for entry in "${entries[@]}"; do
     if [ -d "$entry" ] && [ -f "$entry/bpf/$name" ]; then cp "$entry/bpf/$name" "$WORK/$name"; return 0; fi
@@ -109,7 +110,10 @@ EOF
   if ip netns exec "$(rack_ns_ap)" ip -d link show dev eth0 | grep -q 'prog/xdp'; then
     log "$name: an XDP program is still attached to eth0 after the appliance stopped"; failed=1
   fi
-  echo "XDP_RACK case=$name loss_drops=$(rack_loss_drops) failed=$failed"
+  local drops
+  drops=$(rack_loss_drops)
+  [ "$drops" -gt 0 ] || { log "$name: the loss rules dropped nothing"; failed=1; }
+  echo "XDP_RACK case=$name loss_drops=$drops failed=$failed"
   return "$failed"
 }
 

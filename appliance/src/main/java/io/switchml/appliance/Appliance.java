@@ -1,6 +1,18 @@
 package io.switchml.appliance;
 
+import io.switchml.appliance.backend.Backend;
+import io.switchml.appliance.backend.BackendEnvironment;
+import io.switchml.appliance.backend.BackendException;
+import io.switchml.appliance.backend.BackendProvider;
+import io.switchml.appliance.backend.Backends;
+import io.switchml.appliance.backend.SoftwareBackend;
+import io.switchml.appliance.backend.UnavailableBackend;
 import io.switchml.appliance.control.ControlServer;
+import io.switchml.appliance.journal.JournalRecord;
+import io.switchml.appliance.journal.JournalSeverity;
+import org.agrona.concurrent.status.AtomicCounter;
+import java.util.ArrayList;
+import java.util.concurrent.ConcurrentHashMap;
 import io.switchml.appliance.control.JobRegistry;
 import io.switchml.appliance.journal.Journal;
 import io.switchml.appliance.journal.JournalContext;
@@ -25,6 +37,9 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Appliance implements AutoCloseable
 {
+    /** How often offload backends' jobs and health are checked. */
+    public static final long BACKEND_POLL_INTERVAL_MS = 50;
+
     /** How often shard counters are folded into the system totals. */
     public static final long AGGREGATE_INTERVAL_MS = 200;
 
@@ -37,6 +52,8 @@ public final class Appliance implements AutoCloseable
     private final ControlServer controlServer;
     private final HttpEndpoint httpEndpoint;
     private final Journal journal;
+    private final List<Backend> backends;
+    private final Map<String, AtomicCounter> fallbackCounters = new ConcurrentHashMap<>();
     private long lastSnapshotMs = System.currentTimeMillis();
     private final long startMs = System.currentTimeMillis();
     private volatile boolean closed;
@@ -93,7 +110,11 @@ public final class Appliance implements AutoCloseable
         this.dataPlane = plane;
         this.controlServer = control;
         this.httpEndpoint = http;
+        this.backends = startBackends(context, plane.ports());
+        registry.placement(backends, context.multicastEnabled(), this::onFallback);
         registry.addEventListener(new RegistryJournal(journal));
+        controlExecutor.scheduleWithFixedDelay(() -> registry.pollBackends(System.nanoTime()), BACKEND_POLL_INTERVAL_MS,
+            BACKEND_POLL_INTERVAL_MS, TimeUnit.MILLISECONDS);
         controlExecutor.scheduleAtFixedRate(telemetry::aggregate, AGGREGATE_INTERVAL_MS, AGGREGATE_INTERVAL_MS,
             TimeUnit.MILLISECONDS);
         controlExecutor.scheduleAtFixedRate(this::snapshotHistograms, context.histogramSnapshotIntervalMs(),
@@ -101,6 +122,73 @@ public final class Appliance implements AutoCloseable
         journal.offerApplianceStarted("appliance started: " + context.shards() + " shard(s) on udp " +
             java.util.Arrays.toString(dataPlane.ports()) + " (" + dataPlane.transportName() + "), control tcp " +
             controlServer.port() + ", pid " + ProcessHandle.current().pid() + "; " + String.join("; ", dataPlane.details()));
+    }
+
+    /**
+     * Start the configured backends in order. An offload backend that fails to start is replaced by one that refuses
+     * every job with that cause, so placement reports it and jobs fall back; the appliance itself keeps running.
+     */
+    private List<Backend> startBackends(final ApplianceContext context, final int[] dataPorts)
+    {
+        final List<Backend> started = new ArrayList<>();
+        final Map<String, BackendProvider> providers = Backends.providers();
+        for (final String name : context.backendList())
+        {
+            if (Backends.SOFTWARE.equals(name))
+            {
+                started.add(new SoftwareBackend());
+                continue;
+            }
+            final BackendEnvironment environment = new BackendEnvironment(context.backendOptions(name),
+                "switchml.appliance." + name + ".", context.resolvedBindAddress(), dataPorts,
+                context.multicastEnabled() ? context.resolvedMulticastBase() : 0, multicastPorts(context, dataPorts),
+                metric -> telemetry.countersFile().allocateBackendCounter(name, metric, name + " " + metric),
+                this::logBackend);
+            try
+            {
+                started.add(providers.get(name).create(environment));
+            }
+            catch (final BackendException | RuntimeException ex)
+            {
+                logBackend(name + ": not started: " + ex.getMessage() + "; jobs go to the next backend");
+                started.add(new UnavailableBackend(name, "not started: " + ex.getMessage()));
+            }
+        }
+        return started;
+    }
+
+    private static int[] multicastPorts(final ApplianceContext context, final int[] dataPorts)
+    {
+        if (!context.multicastEnabled())
+        {
+            return new int[0];
+        }
+        final int[] ports = new int[dataPorts.length];
+        for (int shard = 0; shard < ports.length; shard++)
+        {
+            ports[shard] = context.multicastPort() != 0 ? context.multicastPort() : dataPorts[shard] + ApplianceContext.MULTICAST_PORT_OFFSET;
+        }
+        return ports;
+    }
+
+    private void logBackend(final String line)
+    {
+        System.err.println("switchml appliance: " + line);
+        journal.offerFault(JournalSeverity.INFO, JournalRecord.NO_JOB_ID, null, null, line);
+    }
+
+    private void onFallback(final String backend, final String reason)
+    {
+        fallbackCounters.computeIfAbsent(backend + "\n" + reason,
+            key -> telemetry.countersFile().allocateBackendCounter(backend, "fallbacks", reason)).increment();
+    }
+
+    /**
+     * @return the backends jobs are placed on, in order of preference.
+     */
+    public List<Backend> backends()
+    {
+        return backends;
     }
 
     /**
@@ -187,7 +275,8 @@ public final class Appliance implements AutoCloseable
     {
         return "status=up uptimeMs=" + (System.currentTimeMillis() - startMs) + " jobs=" + registry.jobCount() +
             " memoryUsedBytes=" + registry.memoryUsedBytes() + " memoryBudgetBytes=" + registry.memoryBudgetBytes() +
-            " shards=" + context.shards() + " transport=" + dataPlane.transportName() + " pid=" + ProcessHandle.current().pid();
+            " shards=" + context.shards() + " transport=" + dataPlane.transportName() + " backends=" +
+            String.join(",", backends.stream().map(Backend::name).toList()) + " pid=" + ProcessHandle.current().pid();
     }
 
     private String healthJson()
@@ -313,6 +402,10 @@ public final class Appliance implements AutoCloseable
         closed = true;
         journal.offerApplianceStopping("appliance stopping: " + reason);
         registry.abortAll(reason);
+        for (final Backend backend : backends)
+        {
+            backend.close();
+        }
         controlServer.close();
         dataPlane.close();
         if (httpEndpoint != null)

@@ -58,6 +58,11 @@ public final class ApplianceCommand implements Callable<Integer>
         "workers); one datagram per result instead of one per worker (default: unicast).")
     private String multicast;
 
+    @Option(names = "--backends", paramLabel = "LIST", description = "Aggregation backends in order of preference, e.g. " +
+        "xdp,software: a job goes to the first that can take it and every one passed over is reported (default " +
+        ApplianceContext.BACKENDS_DEFAULT + "). Options of backend NAME are switchml.appliance.NAME.* in --config.")
+    private String backends;
+
     @Option(names = "--mac", description = "Default for jobs: on or off (default on).")
     private String mac;
 
@@ -194,6 +199,10 @@ public final class ApplianceCommand implements Callable<Integer>
         if (shardCpus != null)
         {
             context.shardCpus(shardCpus);
+        }
+        if (backends != null)
+        {
+            context.backends(backends);
         }
         if (multicast != null)
         {

@@ -60,6 +60,16 @@ public final class ApplianceContext
     /** Added to a shard's data port to give its multicast port when none is configured. */
     public static final int MULTICAST_PORT_OFFSET = 1000;
 
+    /**
+     * Ordered preference list of aggregation backends: a job goes to the first that can take it (placement at
+     * CREATE), and every backend passed over is recorded with its reason. {@code software} is the appliance's own
+     * shards; others ({@code xdp}) come from offload modules on the class path. Options of backend NAME are
+     * {@code switchml.appliance.NAME.*}. Without {@code software} in the list, a job no listed backend can take
+     * is refused.
+     */
+    public static final String BACKENDS_PROP = "switchml.appliance.backends";
+    public static final String BACKENDS_DEFAULT = "software";
+
     /** IP TTL of multicast results: 1 keeps them on the local network (the rack). */
     public static final String MULTICAST_TTL_PROP = "switchml.appliance.multicast.ttl";
     public static final int MULTICAST_TTL_DEFAULT = 1;
@@ -147,6 +157,8 @@ public final class ApplianceContext
     private int nativeBatch = NATIVE_BATCH_DEFAULT;
     private int nativeIdleSpins = NATIVE_IDLE_SPINS_DEFAULT;
     private String multicastBase = MULTICAST_BASE_DEFAULT;
+    private String backends = BACKENDS_DEFAULT;
+    private final java.util.Map<String, java.util.Map<String, String>> backendOptions = new java.util.TreeMap<>();
     private int multicastPort = MULTICAST_PORT_DEFAULT;
     private int multicastTtl = MULTICAST_TTL_DEFAULT;
     private int resolvedMulticastBase;
@@ -203,7 +215,18 @@ public final class ApplianceContext
                     case TENANT_MAX_JOBS_PROP -> tenantMaxJobs = Integer.parseInt(value);
                     case SLOT_TIMEOUT_MS_PROP -> slotTimeoutMs = Long.parseLong(value);
                     case MAC_PROP -> macEnabled = parseOnOff(key, value);
-                    default -> throw new IllegalArgumentException("unknown option " + key);
+                    case BACKENDS_PROP -> backends = value;
+                    default ->
+                    {
+                        final String rest = key.substring("switchml.appliance.".length());
+                        final int dot = rest.indexOf('.');
+                        final String backend = dot > 0 ? rest.substring(0, dot) : "";
+                        if (dot <= 0 || !io.switchml.appliance.backend.Backends.isOffloadName(backend))
+                        {
+                            throw new IllegalArgumentException("unknown option " + key);
+                        }
+                        backendOptions.computeIfAbsent(backend, b -> new java.util.TreeMap<>()).put(rest.substring(dot + 1), value);
+                    }
                 }
             }
             catch (final NumberFormatException ex)
@@ -222,6 +245,7 @@ public final class ApplianceContext
      */
     public ApplianceContext conclude()
     {
+        io.switchml.appliance.backend.Backends.validate(BACKENDS_PROP, backends, backendOptions.keySet());
         requirePort(DATA_PORT_PROP, dataPort);
         requirePort(CONTROL_PORT_PROP, controlPort);
         final String t = transport.toLowerCase(Locale.ROOT);
@@ -392,6 +416,9 @@ public final class ApplianceContext
         out.println(TRANSPORT_PROP + "=" + transport);
         out.println(NATIVE_BATCH_PROP + "=" + nativeBatch);
         out.println(NATIVE_IDLE_SPINS_PROP + "=" + nativeIdleSpins);
+        out.println(BACKENDS_PROP + "=" + backends);
+        backendOptions.forEach((backend, options) -> options.forEach(
+            (name, value) -> out.println("switchml.appliance." + backend + "." + name + "=" + value)));
         out.println(MULTICAST_BASE_PROP + "=" + multicastBase);
         out.println(MULTICAST_PORT_PROP + "=" + multicastPort);
         out.println(MULTICAST_TTL_PROP + "=" + multicastTtl);
@@ -601,6 +628,40 @@ public final class ApplianceContext
     public int nativeIdleSpins()
     {
         return nativeIdleSpins;
+    }
+
+    /**
+     * @param backends comma-separated preference list, see {@link #BACKENDS_PROP}.
+     */
+    public ApplianceContext backends(final String backends)
+    {
+        this.backends = backends;
+        return this;
+    }
+
+    /**
+     * @return the preference list, in order.
+     */
+    public java.util.List<String> backendList()
+    {
+        return io.switchml.appliance.backend.Backends.parseList(backends);
+    }
+
+    /**
+     * Set an option of an offload backend ({@code switchml.appliance.NAME.OPTION}).
+     */
+    public ApplianceContext backendOption(final String backend, final String option, final String value)
+    {
+        backendOptions.computeIfAbsent(backend, b -> new java.util.TreeMap<>()).put(option, value);
+        return this;
+    }
+
+    /**
+     * @return the options of a backend with the prefix removed; empty when none were given.
+     */
+    public java.util.Map<String, String> backendOptions(final String backend)
+    {
+        return java.util.Map.copyOf(backendOptions.getOrDefault(backend, java.util.Map.of()));
     }
 
     public ApplianceContext multicastBase(final String multicastBase)

@@ -104,6 +104,8 @@ record CounterRow(int id, String type, int ownerId, String name, String tenant, 
                     counterId, SHARD, CounterTypes.ownerId(keyBuffer), name, "", "", gauge, value, label));
                 case CounterTypes.JOB -> rows.add(new CounterRow(counterId, JOB, CounterTypes.ownerId(keyBuffer), name,
                     CounterTypes.tenant(keyBuffer), CounterTypes.jobName(keyBuffer), gauge, value, label));
+                case CounterTypes.BACKEND -> rows.add(new CounterRow(counterId, "backend " + CounterTypes.tenant(keyBuffer),
+                    CounterTypes.ownerId(keyBuffer), name, "", "", gauge, value, label));
                 default -> rows.add(new CounterRow(counterId, "type" + typeId, counterId,
                     name.isEmpty() ? "counter_" + counterId : name, "", "", gauge, value, label));
             }

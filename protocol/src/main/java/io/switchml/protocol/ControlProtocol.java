@@ -10,18 +10,19 @@ import java.util.Map;
  * {@link DataHeaderFlyweight}.
  * <pre>
  * worker    -&gt; CREATE name=resnet tenant=acme world=4 type=float32 k=256 s=64 [mac=on] [token=T]
- *              [slotTimeoutMs=2000] [joinTimeoutMs=30000] [ifAbsent=true]
- * appliance -&gt; OK job=7 token=T shards=2 dataPorts=7471,7472
+ *              [slotTimeoutMs=2000] [joinTimeoutMs=30000] [ifAbsent=true] [backend=auto|software|xdp|...]
+ * appliance -&gt; OK job=7 token=T shards=2 dataPorts=7471,7472 backend=xdp [fallback=...]
+ *              (backend: where the job's slots live; fallback: every backend passed over, "name: reason; ...")
  * worker    -&gt; JOIN job=7 rank=0 token=T ports=40123,40124      (one local UDP port per shard)
- * appliance -&gt; OK job=7 world=4 type=float32 k=256 s=64 shards=2 dataPorts=7471,7472 mac=on key=HEX32
+ * appliance -&gt; OK job=7 world=4 type=float32 k=256 s=64 shards=2 dataPorts=7471,7472 mac=on key=HEX32 backend=xdp
  *              (once every rank has joined)
  *            | ERR message=...                                    (refused, with the reason)
  * worker    -&gt; LEAVE | ABORT reason=...                          (orderly goodbye, or give up)
  * appliance -&gt; ABORT job=7 reason=...                            (job ended abnormally)
  * operator  -&gt; HEALTH | JOBS | STATS | ABORTJOB job=7 reason=...
  * </pre>
- * Values may not contain spaces except {@code message} and {@code reason}, which run to the end of
- * the line.
+ * Values may not contain spaces except {@code message}, {@code reason} and {@code fallback}, which run to the
+ * end of the line (so they come last).
  */
 public final class ControlProtocol
 {
@@ -68,7 +69,7 @@ public final class ControlProtocol
             }
             final String key = trimmed.substring(position, equals).strip();
             final int valueEnd;
-            if ("message".equals(key) || "reason".equals(key))
+            if ("message".equals(key) || "reason".equals(key) || "fallback".equals(key))
             {
                 valueEnd = trimmed.length();
             }

@@ -23,7 +23,9 @@ public enum DropReason
     JOB_MISMATCH("packet disagrees with the job's element type or slot count"),
     SLOT_MISMATCH("packet disagrees with the slot's chunk, count or exponent"),
     BAD_MAC("message authentication code does not verify"),
-    LOSS_INJECTED("dropped by the configured loss generator");
+    LOSS_INJECTED("dropped by the configured loss generator"),
+    /** Appended last: an offload backend (the XDP program) indexes its drop counters by ordinal. */
+    OFFLOADED_JOB("update or probe for a job whose slots live in an offload backend");
 
     private final String description;
 

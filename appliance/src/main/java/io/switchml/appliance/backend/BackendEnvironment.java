@@ -20,8 +20,9 @@ import java.util.function.Function;
  * @param multicastBase    first IPv4 address of the result groups (job j uses base + (j mod 65536)), host order,
  *                         or 0 when results are unicast.
  * @param multicastPorts   UDP port results of each shard are multicast to; empty when results are unicast.
- * @param counter          allocates a counter in the appliance's counters file with a label, for the backend's
- *                         own statistics (read by {@code ops counters} and {@code /metrics}).
+ * @param counter          allocates a counter in the appliance's counters file by metric name ([a-z][a-z0-9_]*),
+ *                         for the backend's own statistics ({@code ops counters}, {@code /metrics} as
+ *                         switchml_backend_NAME{backend="..."}).
  * @param log              writes one line to the appliance's log and journal.
  */
 public record BackendEnvironment(

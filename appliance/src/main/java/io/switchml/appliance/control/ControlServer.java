@@ -241,9 +241,10 @@ public final class ControlServer implements AutoCloseable
             onOff(message, "mac", defaults.macEnabled()),
             longField(message, "slotTimeoutMs", defaults.slotTimeoutMs()),
             longField(message, "joinTimeoutMs", defaults.joinTimeoutMs()));
-        final Job job = registry.create(spec, message.get("token"), onOff(message, "ifAbsent", false));
+        final Job job = registry.create(spec, message.get("token"), onOff(message, "ifAbsent", false),
+            message.getOrDefault("backend", "auto"));
         connection.send(ControlProtocol.OK + " job=" + job.jobId + " token=" + job.token + " shards=" + dataPorts.length +
-            " dataPorts=" + dataPortList());
+            " dataPorts=" + dataPortList() + " backend=" + job.backendName + (job.fallback.isEmpty() ? "" : " fallback=" + job.fallback));
     }
 
     private void onJoin(final ControlConnection connection, final Map<String, String> message)
@@ -276,7 +277,7 @@ public final class ControlServer implements AutoCloseable
             ElementType.name(job.elementType) + " k=" + job.lanes + " s=" + job.slots + " shards=" + dataPorts.length +
             " dataPorts=" + dataPortList() + " mac=" + (job.macEnabled ? "on" : "off") + " key=" +
             String.format("%016x%016x", job.macK0, job.macK1) +
-            (multicastGroup.apply(job.jobId) != null ? " group=" + multicastGroup.apply(job.jobId) : ""));
+            (multicastGroup.apply(job.jobId) != null ? " group=" + multicastGroup.apply(job.jobId) : "") + " backend=" + job.backendName);
 
         String line;
         try

@@ -1,5 +1,6 @@
 package io.switchml.appliance.control;
 
+import io.switchml.appliance.backend.BackendJob;
 import io.switchml.appliance.engine.SlotPool;
 import io.switchml.appliance.telemetry.JobCounters;
 import io.switchml.appliance.transport.AddressKey;
@@ -46,6 +47,9 @@ public final class Job
     final boolean[] left;
     final SlotPool[] pools;
     final JobCounters counters;
+    final String backendName;
+    final BackendJob backendJob;
+    final String fallback;
     final long createdMs = System.currentTimeMillis();
     State state = State.JOINING;
     int joined;
@@ -54,9 +58,13 @@ public final class Job
     boolean aborted;
 
     Job(final int jobId, final JobSpec spec, final int shardCount, final String token, final long macK0, final long macK1,
-        final long joinDeadlineMs, final JobCounters counters)
+        final long joinDeadlineMs, final JobCounters counters, final String backendName, final BackendJob backendJob,
+        final String fallback)
     {
         this.counters = counters;
+        this.backendName = backendName;
+        this.backendJob = backendJob;
+        this.fallback = fallback;
         this.jobId = jobId;
         this.tenant = spec.tenant();
         this.name = spec.name();
@@ -71,7 +79,8 @@ public final class Job
         this.macEnabled = spec.macEnabled();
         this.macK0 = macK0;
         this.macK1 = macK1;
-        this.memoryBytes = memoryBytes(spec.slots(), spec.lanes());
+        // an offloaded job's slots live in its backend, which accounts for them itself
+        this.memoryBytes = backendJob.slotsInShards() ? memoryBytes(spec.slots(), spec.lanes()) : 0;
         this.members = new InetSocketAddress[worldSize][];
         this.memberKeys = new long[worldSize * shardCount];
         java.util.Arrays.fill(memberKeys, UNSET_KEY);
@@ -81,7 +90,7 @@ public final class Job
         for (int shard = 0; shard < shardCount; shard++)
         {
             final int localSlots = (slots - shard + shardCount - 1) / shardCount;
-            pools[shard] = localSlots > 0 ? new SlotPool(worldSize, localSlots, lanes, shardCount) : null;
+            pools[shard] = localSlots > 0 && backendJob.slotsInShards() ? new SlotPool(worldSize, localSlots, lanes, shardCount) : null;
         }
     }
 
@@ -151,6 +160,46 @@ public final class Job
     public JobCounters counters()
     {
         return counters;
+    }
+
+    /**
+     * @return the backend the job was placed on ("software", "xdp", ...).
+     */
+    public String backendName()
+    {
+        return backendName;
+    }
+
+    /**
+     * @return the job's handle in its backend.
+     */
+    public BackendJob backendJob()
+    {
+        return backendJob;
+    }
+
+    /**
+     * @return the backends passed over at placement with their reasons ("xdp: k=8192 exceeds 256"), or "".
+     */
+    public String fallback()
+    {
+        return fallback;
+    }
+
+    /**
+     * @return whether the job's slots are in the software shards (else a shard only relays its results).
+     */
+    public boolean slotsInShards()
+    {
+        return backendJob.slotsInShards();
+    }
+
+    /**
+     * @return the number of data-plane shards the job's slots and members' ports are spread over.
+     */
+    public int shardCount()
+    {
+        return shardCount;
     }
 
     public long slotTimeoutMs()
@@ -229,6 +278,7 @@ public final class Job
         return "job=" + jobId + " name=" + name + " tenant=" + tenant + " state=" + state.name().toLowerCase(Locale.ROOT) +
             " world=" + worldSize + " joined=" + joined + " type=" + ElementType.name(elementType) + " k=" + lanes +
             " s=" + slots + " mac=" + (macEnabled ? "on" : "off") + " slotTimeoutMs=" + slotTimeoutMs +
-            " memoryBytes=" + memoryBytes + " ageMs=" + (System.currentTimeMillis() - createdMs);
+            " memoryBytes=" + memoryBytes + " ageMs=" + (System.currentTimeMillis() - createdMs) + " backend=" + backendName +
+            (fallback.isEmpty() ? "" : " fallback=" + fallback);
     }
 }

@@ -1,5 +1,9 @@
 package io.switchml.appliance.control;
 
+import io.switchml.appliance.backend.Backend;
+import io.switchml.appliance.backend.BackendException;
+import io.switchml.appliance.backend.BackendJob;
+import io.switchml.appliance.backend.SoftwareBackend;
 import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.protocol.telemetry.SystemCounter;
 import io.switchml.protocol.DataHeaderFlyweight;
@@ -37,6 +41,9 @@ public final class JobRegistry
     private long memoryUsedBytes;
     private int nextJobId = 1;
     private volatile Int2ObjectHashMap<Job> activeJobs = new Int2ObjectHashMap<>();
+    private List<Backend> backends = List.of(new SoftwareBackend());
+    private boolean multicast;
+    private java.util.function.BiConsumer<String, String> onFallback = (backend, reason) -> { };
 
     public JobRegistry(
         final long memoryBudgetBytes, final long tenantMemoryQuotaBytes, final int tenantMaxJobs, final int shardCount,
@@ -47,6 +54,84 @@ public final class JobRegistry
         this.tenantMaxJobs = tenantMaxJobs;
         this.shardCount = shardCount;
         this.telemetry = telemetry;
+    }
+
+    /**
+     * Set the backends jobs are placed on, in order of preference, before any job is created.
+     *
+     * @param backends   the preference list.
+     * @param multicast  whether results are multicast (a backend must support that delivery).
+     * @param onFallback told (backend, reason) whenever placement passes a backend over.
+     */
+    public void placement(
+        final List<Backend> backends, final boolean multicast, final java.util.function.BiConsumer<String, String> onFallback)
+    {
+        synchronized (lock)
+        {
+            this.backends = List.copyOf(backends);
+            this.multicast = multicast;
+            this.onFallback = onFallback;
+        }
+    }
+
+    /**
+     * @return the backends in order of preference.
+     */
+    public List<Backend> backends()
+    {
+        synchronized (lock)
+        {
+            return backends;
+        }
+    }
+
+    private record Placement(Backend backend, String fallback)
+    {
+    }
+
+    private String refusalOf(final Backend backend, final JobSpec spec)
+    {
+        final String limit = backend.capabilities().check(spec, multicast);
+        return limit != null ? limit : backend.refusal(spec);
+    }
+
+    /**
+     * Choose the backend of a new job: the one it asked for (refused, not moved, when that one cannot take it), or
+     * the first in the preference list that can, recording every one passed over with its reason.
+     */
+    private Placement place(final JobSpec spec, final String requested) throws RefusedException
+    {
+        if (requested != null && !"auto".equals(requested))
+        {
+            for (final Backend backend : backends)
+            {
+                if (backend.name().equals(requested))
+                {
+                    final String reason = refusalOf(backend, spec);
+                    if (reason != null)
+                    {
+                        telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
+                        throw new RefusedException("backend " + requested + " cannot take job '" + spec.name() + "': " + reason);
+                    }
+                    return new Placement(backend, "");
+                }
+            }
+            throw new RefusedException("unknown backend '" + requested + "' (this appliance has: auto, " +
+                String.join(", ", backends.stream().map(Backend::name).toList()) + ")");
+        }
+        final List<String> passed = new ArrayList<>();
+        for (final Backend backend : backends)
+        {
+            final String reason = refusalOf(backend, spec);
+            if (reason == null)
+            {
+                return new Placement(backend, String.join("; ", passed));
+            }
+            passed.add(backend.name() + ": " + reason);
+            onFallback.accept(backend.name(), reason);
+        }
+        telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
+        throw new RefusedException("no backend can take job '" + spec.name() + "': " + String.join("; ", passed));
     }
 
     /**
@@ -112,6 +197,16 @@ public final class JobRegistry
      */
     public Job create(final JobSpec spec, final String token, final boolean ifAbsent) throws RefusedException
     {
+        return create(spec, token, ifAbsent, "auto");
+    }
+
+    /**
+     * Create a job on a backend, or with ifAbsent find the same job created earlier by another rank.
+     *
+     * @param backend "auto" (the first backend of the preference list that can take the job) or a backend's name.
+     */
+    public Job create(final JobSpec spec, final String token, final boolean ifAbsent, final String backend) throws RefusedException
+    {
         validate(spec);
         if (token != null && !token.matches("[0-9A-Za-z_\\-]{8,128}"))
         {
@@ -140,7 +235,9 @@ public final class JobRegistry
                 return existing;
             }
 
-            final long needed = Job.memoryBytes(spec.slots(), spec.lanes());
+            final Placement placement = place(spec, backend);
+            final boolean inShards = placement.backend() instanceof SoftwareBackend;
+            final long needed = inShards ? Job.memoryBytes(spec.slots(), spec.lanes()) : 0;
             if (memoryUsedBytes + needed > memoryBudgetBytes)
             {
                 telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
@@ -162,8 +259,19 @@ public final class JobRegistry
 
             final String jobToken = token != null ? token : HexFormat.of().formatHex(randomBytes(16));
             final int jobId = nextJobId++;
+            final BackendJob backendJob;
+            try
+            {
+                backendJob = placement.backend().reserve(spec, jobId);
+            }
+            catch (final BackendException ex)
+            {
+                throw new RefusedException("backend " + placement.backend().name() + " cannot take job '" + spec.name() + "': " +
+                    ex.getMessage());
+            }
             final Job job = new Job(jobId, spec, shardCount, jobToken, random.nextLong(), random.nextLong(),
-                System.currentTimeMillis() + spec.joinTimeoutMs(), telemetry.allocateJobCounters(jobId, spec.tenant(), spec.name()));
+                System.currentTimeMillis() + spec.joinTimeoutMs(), telemetry.allocateJobCounters(jobId, spec.tenant(), spec.name()),
+                placement.backend().name(), backendJob, placement.fallback());
             telemetry.system(SystemCounter.JOBS_CREATED).increment();
             jobs.put(job.jobId, job);
             jobsByName.put(key, job);
@@ -256,6 +364,18 @@ public final class JobRegistry
             job.joined++;
             if (job.joined == job.worldSize)
             {
+                try
+                {
+                    job.backendJob.activate(job);
+                }
+                catch (final BackendException ex)
+                {
+                    telemetry.system(SystemCounter.JOBS_ABORTED).increment();
+                    job.aborted = true;
+                    final String reason = "backend " + job.backendName + " failed to install the job: " + ex.getMessage();
+                    endLocked(job, reason);
+                    throw new RefusedException("job " + jobId + " did not start: " + reason);
+                }
                 job.state = Job.State.ACTIVE;
                 telemetry.system(SystemCounter.JOBS_ACTIVE).increment();
                 publishActive();
@@ -383,6 +503,7 @@ public final class JobRegistry
         final boolean wasActive = job.state == Job.State.ACTIVE;
         job.state = Job.State.ENDED;
         job.endReason = reason;
+        job.backendJob.release();
         if (jobs.remove(job.jobId, job))
         {
             jobsByName.remove(job.tenant + "/" + job.name, job);
@@ -415,6 +536,37 @@ public final class JobRegistry
             }
         }
         activeJobs = snapshot;
+    }
+
+    /**
+     * Check the running jobs of offload backends: each job's own poll (slot deadlines, ordering violations) and
+     * each backend's health. Aborts what fails, naming the backend. Call periodically from a control thread.
+     *
+     * @param nowNs {@link System#nanoTime()}.
+     */
+    public void pollBackends(final long nowNs)
+    {
+        for (final Backend backend : backends())
+        {
+            if (backend instanceof SoftwareBackend)
+            {
+                continue;
+            }
+            final String failure = backend.health();
+            // forEachInt, not values(): the map's iterators are shared with the shards that read the snapshot
+            activeJobs.forEachInt((jobId, job) ->
+            {
+                if (!job.backendName.equals(backend.name()))
+                {
+                    return;
+                }
+                final String reason = failure != null ? "backend " + backend.name() + " failed: " + failure : job.backendJob.poll(nowNs);
+                if (reason != null && job.markAborting())
+                {
+                    abort(job, failure != null ? reason : backend.name() + ": " + reason);
+                }
+            });
+        }
     }
 
     /**

@@ -56,6 +56,7 @@ public final class CountersFile implements AutoCloseable
     private final long startTimestampMs;
     private final MappedByteBuffer mappedFile;
     private final CountersManager countersManager;
+    private int nextBackendCounter;
     private final UnsafeBuffer keyBuffer = new UnsafeBuffer(new byte[CounterTypes.KEY_LENGTH]);
     private final AtomicCounter[] systemCounters;
     private final ErrorLog errorLog;
@@ -231,6 +232,21 @@ public final class CountersFile implements AutoCloseable
     {
         ensureOpen();
         return new JobCounters(this, jobId, null == tenant ? "" : tenant, null == jobName ? "" : jobName);
+    }
+
+    /**
+     * Allocate a counter of an aggregation backend (type {@link CounterTypes#BACKEND}): the backend's name in the
+     * key's tenant field, the metric name, and a label (for a fallback counter, the reason).
+     *
+     * @param backend    the backend's name, e.g. "xdp".
+     * @param metricName a valid metric name ([a-z][a-z0-9_]*).
+     * @param label      what it counts.
+     * @return the counter; it lives as long as the file.
+     */
+    public synchronized AtomicCounter allocateBackendCounter(final String backend, final String metricName, final String label)
+    {
+        ensureOpen();
+        return allocate(CounterTypes.BACKEND, nextBackendCounter++, CounterTypes.KIND_COUNTER, metricName, backend, null, label);
     }
 
     /**

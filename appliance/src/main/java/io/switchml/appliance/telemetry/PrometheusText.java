@@ -71,6 +71,10 @@ public final class PrometheusText
                         .add("job=\"" + CounterTypes.ownerId(keyBuffer) +
                             "\",tenant=\"" + escapeLabelValue(CounterTypes.tenant(keyBuffer)) +
                             "\",name=\"" + escapeLabelValue(CounterTypes.jobName(keyBuffer)) + "\"", value);
+                    case CounterTypes.BACKEND -> family(
+                        families, PREFIX + "backend_" + sanitize(metricName), gauge, "Per-backend " + metricName)
+                        .add("backend=\"" + escapeLabelValue(CounterTypes.tenant(keyBuffer)) + "\"" +
+                            ("fallbacks".equals(metricName) ? ",reason=\"" + escapeLabelValue(label) + "\"" : ""), value);
                     default ->
                     {
                     }

@@ -124,6 +124,15 @@ final class ShardProcessor
         final byte type = header.type();
         if (type != DataHeaderFlyweight.TYPE_UPDATE && type != DataHeaderFlyweight.TYPE_PROBE)
         {
+            if (type == DataHeaderFlyweight.TYPE_RESULT)
+            {
+                final Job offloaded = registry.activeJob(header.jobId());
+                if (offloaded != null && !offloaded.slotsInShards())
+                {
+                    relayResult(offloaded, buffer, offset, length, senderKey);
+                    return;
+                }
+            }
             counters.onDrop(DropReason.BAD_TYPE);
             return;
         }
@@ -139,6 +148,12 @@ final class ShardProcessor
         if (rank >= job.worldSize() || senderKey < 0 || senderKey != job.memberKey(rank, shardId))
         {
             counters.onDrop(DropReason.NOT_MEMBER);
+            jobCounters.onDrop();
+            return;
+        }
+        if (!job.slotsInShards())
+        {
+            counters.onDrop(DropReason.OFFLOADED_JOB);
             jobCounters.onDrop();
             return;
         }
@@ -234,6 +249,55 @@ final class ShardProcessor
                 default ->
                 {
                     // absorbed: nothing to send yet
+                }
+            }
+        }
+        finally
+        {
+            sender.release();
+        }
+    }
+
+    /**
+     * A completed result of a job whose slots live in an offload backend, handed up by it (the XDP program passes
+     * the completing update, rewritten in place into the result, up the stack from the completing member's
+     * address): fan it out to every member as a completed slot of this shard's own would be. The program drops
+     * every result that arrives from the wire, so a result reaching this socket came from it; the member and MAC
+     * checks keep a sender that bypasses the program (another interface) to what a member may send anyway.
+     */
+    private void relayResult(final Job job, final MutableDirectBuffer buffer, final int offset, final int length, final long senderKey)
+    {
+        final JobCounters jobCounters = job.counters();
+        jobCounters.onPacketIn(length);
+        final int rank = header.workerRank();
+        if (rank >= job.worldSize() || senderKey < 0 || senderKey != job.memberKey(rank, shardId))
+        {
+            counters.onDrop(DropReason.NOT_MEMBER);
+            jobCounters.onDrop();
+            return;
+        }
+        if (job.macEnabled() && !PacketMac.verify(job.macK0(), job.macK1(), buffer, offset, length))
+        {
+            counters.onDrop(DropReason.BAD_MAC);
+            jobCounters.onDrop();
+            return;
+        }
+        final MutableDirectBuffer result = sender.claim(length);
+        final int resultOffset = sender.claimOffset();
+        try
+        {
+            result.putBytes(resultOffset, buffer, offset, length);
+            counters.onSlotCompleted();
+            jobCounters.onSlotCompleted();
+            if (multicast)
+            {
+                countSent(sender.sendToGroup(groupKey(job.jobId()), length), length, jobCounters);
+            }
+            else
+            {
+                for (int member = 0, n = job.worldSize(); member < n; member++)
+                {
+                    countSent(sender.sendToMember(job, member, length), length, jobCounters);
                 }
             }
         }

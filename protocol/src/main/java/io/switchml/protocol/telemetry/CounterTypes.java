@@ -42,6 +42,11 @@ public final class CounterTypes
     public static final int SHARD = 1;
     /** Counters of one job, allocated when it is admitted and freed when it ends. */
     public static final int JOB = 2;
+    /**
+     * Counters of an aggregation backend (the XDP program's drops and events; fallbacks at placement): the tenant
+     * field holds the backend's name, the label the counter's description (for fallbacks, the reason).
+     */
+    public static final int BACKEND = 3;
 
     /** Kind of a monotonically increasing counter. */
     public static final int KIND_COUNTER = 0;

@@ -189,6 +189,14 @@ public final class XdpAttachment implements AutoCloseable
         return programId;
     }
 
+    /**
+     * @return whether this attachment detached (or is detaching) its program: closed, or the JVM is shutting down.
+     */
+    public synchronized boolean isDetached()
+    {
+        return detached;
+    }
+
     private synchronized void detachQuietly()
     {
         if (detached)

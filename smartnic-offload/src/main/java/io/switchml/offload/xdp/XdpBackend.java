@@ -104,15 +104,14 @@ public final class XdpBackend implements Backend
         {
             if (reason != DropReason.NONE && reason.ordinal() < XdpLayout.STAT_PACKETS && reason.ordinal() <= 16)
             {
-                counters[reason.ordinal()] = environment.counter().apply(
-                    "xdp drop " + reason.name().toLowerCase(Locale.ROOT));
+                counters[reason.ordinal()] = environment.counter().apply("drop_" + reason.name().toLowerCase(Locale.ROOT));
             }
         }
         for (int index = XdpLayout.STAT_PACKETS; index < XdpLayout.STAT_COUNT; index++)
         {
             if (XdpLayout.EVENT_NAMES[index] != null)
             {
-                counters[index] = environment.counter().apply("xdp " + XdpLayout.EVENT_NAMES[index]);
+                counters[index] = environment.counter().apply(XdpLayout.EVENT_NAMES[index]);
             }
         }
         environment.log().accept("xdp: attached " + XdpLayout.PROGRAM_NAME + " (id " + attachedProgramId + ") to " + interfaceName +
@@ -170,6 +169,10 @@ public final class XdpBackend implements Backend
                 }
             }
             lastStats = stats;
+            if (attachment.isDetached())
+            {
+                return; // closing (or the JVM's shutdown hook detached it): not a failure
+            }
             final Optional<XdpAttachment.AttachedProgram> attached = XdpAttachment.query(interfaceName);
             if (attached.isEmpty())
             {
@@ -239,9 +242,12 @@ public final class XdpBackend implements Backend
     {
         final long[] stats = lastStats;
         return "xdp on " + interfaceName + " (" + attachment.mode().name().toLowerCase(Locale.ROOT) + " mode, program id " +
-            attachedProgramId + "), " + ranges.freeTotal() + "/" + ranges.capacity() + " slots free, " +
-            stats[XdpLayout.STAT_ABSORBED] + " updates absorbed in the kernel, " + stats[XdpLayout.STAT_COMPLETED] +
-            " slots completed" + (health != null ? ", FAILED: " + health : "");
+            attachedProgramId + "), " + ranges.freeTotal() + "/" + ranges.capacity() + " slots free; updates=" +
+            stats[XdpLayout.STAT_UPDATES] + " absorbed_in_kernel=" + stats[XdpLayout.STAT_ABSORBED] + " slots_completed=" +
+            stats[XdpLayout.STAT_COMPLETED] + " results_multicast=" + stats[XdpLayout.STAT_RESULTS_TX] + " results_passed_up=" +
+            stats[XdpLayout.STAT_RESULTS_PASSED] + " passed_to_kernel=" + stats[XdpLayout.STAT_PASSED] + " probes=" +
+            stats[XdpLayout.STAT_PROBES] + " retransmissions_served=" + stats[XdpLayout.STAT_SHADOW_RESULTS] + " nacks=" +
+            stats[XdpLayout.STAT_NACKS] + (health != null ? "; FAILED: " + health : "");
     }
 
     XdpProgram program()

@@ -1,0 +1,87 @@
+package io.switchml.dist;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The XDP backend end to end, in real network namespaces with real processes: smartnic-offload's xdp-rack.sh builds
+ * bench/rack's topology, runs the appliance with backends=xdp,software and its eth0 in native XDP mode, and 4
+ * workers all-reduce known float32 tensors with 1% random loss on every bridge port: once with MAC on and results
+ * multicast by the program, once with MAC off and results handed up for unicast fan-out. Needs root (CI runs as
+ * root); without it, this test fails rather than skips.
+ */
+@Tag("process")
+final class XdpRackTest
+{
+    private static final int WORKERS = 4;
+    private static final Pattern COUNTER = Pattern.compile("([a-z_]+)=(\\d+)");
+
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void fourWorkersWithLossAggregateInTheKernel() throws Exception
+    {
+        final Path script = Path.of("..", "smartnic-offload", "src", "test", "sh", "xdp-rack.sh").toAbsolutePath().normalize();
+        assertTrue(Files.isRegularFile(script), "missing " + script);
+        final ProcessBuilder builder = new ProcessBuilder("bash", script.toString()).redirectErrorStream(true);
+        builder.environment().put("SWITCHML_CP", System.getProperty("java.class.path"));
+        builder.environment().put("JAVA", Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        builder.environment().put("XDP_RACK_ITERATIONS", "3");
+        final Process process = builder.start();
+        final List<String> lines = new ArrayList<>();
+        try (BufferedReader reader = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)))
+        {
+            String line;
+            while ((line = reader.readLine()) != null)
+            {
+                System.out.println(line);
+                lines.add(line);
+            }
+        }
+        final int exit = process.waitFor();
+        assertEquals(0, exit, "xdp-rack.sh failed (needs root, iproute2, nftables; see the output above)");
+
+        for (final String name : List.of("mac-multicast", "nomac-unicast"))
+        {
+            final String prefix = "XDP_RACK case=" + name + " ";
+            assertEquals(WORKERS, lines.stream().filter(l -> l.startsWith(prefix + "RESULT") && l.contains("ok=true")).count(),
+                name + ": every rank's results checked within n/f");
+            assertTrue(lines.stream().anyMatch(l -> l.startsWith(prefix + "log") && l.contains("in native mode")),
+                name + ": attached in driver mode");
+            final String detached = lines.stream().filter(l -> l.startsWith(prefix + "log") && l.contains("xdp: detached"))
+                .findFirst().orElseThrow(() -> new AssertionError(name + ": no detach line"));
+            final Map<String, Long> counters = new HashMap<>();
+            final Matcher matcher = COUNTER.matcher(detached);
+            while (matcher.find())
+            {
+                counters.put(matcher.group(1), Long.parseLong(matcher.group(2)));
+            }
+            final long updates = counters.get("updates");
+            final long reachedUserSpace = counters.get("results_passed_up") + counters.get("passed_to_kernel");
+            assertTrue(updates > 10_000, name + ": updates " + updates);
+            assertTrue(reachedUserSpace * WORKERS <= updates,
+                name + ": " + reachedUserSpace + " of " + updates + " update packets reached user space, more than 1/" + WORKERS);
+            assertTrue(lines.stream().anyMatch(l -> l.startsWith(prefix + "loss_drops") || l.contains("loss_drops=")), name);
+            assertTrue(lines.stream().noneMatch(l -> l.startsWith(prefix + "log") && l.contains("FAILED")), name + ": backend failed");
+        }
+        assertTrue(lines.stream().anyMatch(l -> l.contains("case=mac-multicast") && l.contains("results_passed_up=0")),
+            "multicast results never go up to the shard");
+    }
+}
