@@ -1,0 +1,71 @@
+package io.switchml.offload.xdp;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+/**
+ * A veth pair in this process's network namespace for attach tests, with names unique to this JVM. Creating one
+ * needs CAP_NET_ADMIN; a test without it fails saying so.
+ */
+final class Veth implements AutoCloseable
+{
+    final String name;
+    final String peer;
+
+    Veth(final String tag)
+    {
+        final long pid = ProcessHandle.current().pid() % 100_000;
+        name = "sml" + tag + pid + "a";
+        peer = "sml" + tag + pid + "b";
+        run("ip", "link", "del", name);
+        if (run("ip", "link", "add", name, "type", "veth", "peer", "name", peer) != 0)
+        {
+            throw new AssertionError("cannot create veth " + name + ": XDP tests need root (CAP_NET_ADMIN, CAP_BPF)");
+        }
+        run("ip", "link", "set", name, "up");
+        run("ip", "link", "set", peer, "up");
+    }
+
+    /**
+     * Run a command, return its exit code.
+     */
+    static int run(final String... command)
+    {
+        try
+        {
+            final Process process = new ProcessBuilder(List.of(command)).redirectErrorStream(true).start();
+            process.getInputStream().readAllBytes();
+            return process.waitFor();
+        }
+        catch (final IOException ex)
+        {
+            throw new AssertionError("cannot run " + String.join(" ", command) + ": " + ex.getMessage(), ex);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
+    }
+
+    static String output(final String... command)
+    {
+        try
+        {
+            final Process process = new ProcessBuilder(List.of(command)).redirectErrorStream(true).start();
+            final String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            process.waitFor();
+            return out;
+        }
+        catch (final IOException | InterruptedException ex)
+        {
+            throw new AssertionError("cannot run " + String.join(" ", command), ex);
+        }
+    }
+
+    public void close()
+    {
+        run("ip", "link", "del", name);
+    }
+}

@@ -1,0 +1,84 @@
+package io.switchml.offload.xdp;
+
+import io.switchml.protocol.DropReason;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The loader against the real kernel: the verifier accepts the aggregator (one program serves every supported
+ * combination of k up to 256, int32 or float32 lanes and MAC on or off; XdpSlotPoolDifferentialTest runs each
+ * through it), its maps have the sizes {@link XdpLayout} writes, the header's drop indices are DropReason's
+ * ordinals, and a program the verifier rejects fails with the verifier's own lines.
+ */
+final class XdpLoaderTest
+{
+    @TempDir
+    Path dir;
+
+    @Test
+    void verifierAcceptsTheAggregatorAndItsMapsMatchTheLayout() throws Exception
+    {
+        try (XdpProgram program = XdpProgram.load(128);
+            BpfObject object = BpfObject.open(BpfObject.extractResource(XdpProgram.RESOURCE)))
+        {
+            assertTrue(program.programFd() > 0);
+            object.load(XdpLayout.PROGRAM_NAME);
+            assertEquals(XdpLayout.CONFIG_SIZE, object.map(XdpLayout.CONFIG_MAP).valueSize());
+            assertEquals(XdpLayout.JOB_SIZE, object.map(XdpLayout.JOBS_MAP).valueSize());
+            assertEquals(XdpLayout.SLOT_SIZE, object.map(XdpLayout.SLOTS_MAP).valueSize());
+            assertEquals(8, object.map(XdpLayout.STATS_MAP).valueSize());
+            assertEquals(XdpLayout.MAX_JOBS, 1024);
+        }
+    }
+
+    @Test
+    void headerDropIndicesAreDropReasonOrdinals() throws IOException
+    {
+        final String header = Files.readString(Path.of("src", "main", "bpf", "switchml_xdp.h"));
+        final Matcher matcher = Pattern.compile("#define SML_DROP_([A-Z_]+)\\s+(\\d+)").matcher(header);
+        int seen = 0;
+        while (matcher.find())
+        {
+            assertEquals(DropReason.valueOf(matcher.group(1)).ordinal(), Integer.parseInt(matcher.group(2)), matcher.group(1));
+            seen++;
+        }
+        assertEquals(16, seen);
+    }
+
+    @Test
+    void verifierRejectionCarriesTheVerifierLog() throws Exception
+    {
+        final Path object = dir.resolve("unchecked_read.o");
+        final Process clang = new ProcessBuilder("clang", "-O2", "-g", "-target", "bpf",
+            "-I/usr/include/" + System.getProperty("os.arch").replace("amd64", "x86_64") + "-linux-gnu",
+            "-c", "src/test/bpf/unchecked_read.bpf.c", "-o", object.toString()).redirectErrorStream(true).start();
+        final String clangOutput = new String(clang.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, clang.waitFor(), clangOutput);
+        try (BpfObject bpf = BpfObject.open(object))
+        {
+            final BpfException rejected = assertThrows(BpfException.class, () -> bpf.load("unchecked_read"));
+            assertTrue(rejected.getMessage().contains("verifier log of unchecked_read"), rejected.getMessage());
+            assertTrue(rejected.getMessage().contains("invalid access to packet"), rejected.getMessage());
+        }
+    }
+
+    @Test
+    void missingObjectAndUnknownInterfaceAreNamed()
+    {
+        final BpfException missing = assertThrows(BpfException.class, () -> BpfObject.open(dir.resolve("absent.o")));
+        assertTrue(missing.getMessage().contains("absent.o") && missing.getMessage().contains("No such file"), missing.getMessage());
+        final BpfException noInterface = assertThrows(BpfException.class, () -> XdpAttachment.query("smlnosuch0"));
+        assertTrue(noInterface.getMessage().contains("no network interface 'smlnosuch0'"), noInterface.getMessage());
+    }
+}
