@@ -263,8 +263,8 @@ final class JobsCommand extends OpsSubcommand
         }
         else
         {
-            final String format = "%-5s %-24s %-8s %-6s %-7s %6s %6s %10s %8s %12s %9s %7s%n";
-            out.printf(format, "JOB", "TENANT/NAME", "STATE", "RANKS", "TYPE", "K", "S", "MEMORY", "AGE", "SLOTS DONE",
+            final String format = "%-5s %-24s %-8s %-6s %-8s %-7s %6s %6s %10s %8s %12s %9s %7s%n";
+            out.printf(format, "JOB", "TENANT/NAME", "STATE", "RANKS", "BACKEND", "TYPE", "K", "S", "MEMORY", "AGE", "SLOTS DONE",
                 "RETRANS", "DROPS");
             for (final Map<String, Object> job : jobs.values())
             {
@@ -272,7 +272,7 @@ final class JobsCommand extends OpsSubcommand
                 out.printf(format, job.get("job"), Format.fit(job.get("tenant") + "/" + job.get("name"), 24),
                     job.getOrDefault("state", "-"),
                     job.containsKey("joined") ? job.get("joined") + "/" + job.get("world") : job.getOrDefault("world", "-"),
-                    job.getOrDefault("type", "-"), job.getOrDefault("k", "-"), job.getOrDefault("s", "-"),
+                    job.getOrDefault("backend", "-") + (job.containsKey("fallback") ? "*" : ""), job.getOrDefault("type", "-"), job.getOrDefault("k", "-"), job.getOrDefault("s", "-"),
                     job.get("memoryBytes") instanceof Number bytes ? Format.bytes(bytes.longValue()) : "-",
                     job.get("ageMs") instanceof Number age ? Format.duration(age.longValue()) : "-",
                     counter(counters, "slots_completed"), counter(counters, "retransmissions_served"), counter(counters, "drops"));
@@ -286,6 +286,10 @@ final class JobsCommand extends OpsSubcommand
         if (known.countersNote() != null)
         {
             out.println("(" + known.countersNote() + ")");
+        }
+        if (jobs.values().stream().anyMatch(job -> job.containsKey("fallback")))
+        {
+            out.println("(* not on its first-choice backend: `switchml ops jobs describe JOB` says why)");
         }
         return OpsException.OK;
     }
@@ -356,6 +360,11 @@ final class JobsCommand extends OpsSubcommand
         {
             out.printf(row, "members", (job.containsKey("joined") ? job.get("joined") + " of " + job.get("world") + " ranks joined" :
                 job.get("world") + " ranks") + " (the appliance does not report members' addresses)");
+        }
+        if (job.containsKey("backend"))
+        {
+            out.printf(row, "backend", job.get("backend") + (job.containsKey("fallback") ? " (passed over: " + job.get("fallback") + ")" :
+                " (its first choice)"));
         }
         if (job.containsKey("k"))
         {
