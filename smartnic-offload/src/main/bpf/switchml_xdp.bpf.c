@@ -274,6 +274,23 @@ static __always_inline __u16 combine_checks(__u16 a, __u16 b)
 }
 
 /*
+ * After a call that may move or resize the packet (bpf_xdp_adjust_tail, or the global function sml_mac, which the
+ * verifier must assume changes packet data) every packet pointer is invalid to the verifier: derive them again from
+ * the context and bound the header again.
+ */
+#define RELOAD_HEADERS(ctx, data, data_end, eth, ip, udp, h)                                                   \
+	do {                                                                                                   \
+		data = (void *)(long)(ctx)->data;                                                              \
+		data_end = (void *)(long)(ctx)->data_end;                                                      \
+		eth = data;                                                                                    \
+		ip = (void *)(eth + 1);                                                                        \
+		udp = (void *)(ip + 1);                                                                        \
+		h = (void *)(udp + 1);                                                                         \
+		if ((void *)(h + 1) > data_end)                                                                \
+			return XDP_DROP;                                                                       \
+	} while (0)
+
+/*
  * SlotPool.writeResult: the update's header (magic, version, job, rank, slot) with the cell's type, flags,
  * exponents, chunk, count, element type and check, MAC zero; the cell's lanes go to the scratch value, which the
  * caller stores into the packet after the lock. Runs under the slot's lock.
@@ -601,14 +618,7 @@ int switchml_xdp(struct xdp_md *ctx)
 			count(SML_STAT_TAIL_FAILED);
 			return XDP_DROP;
 		}
-		data = (void *)(long)ctx->data;
-		data_end = (void *)(long)ctx->data_end;
-		eth = data;
-		ip = (void *)(eth + 1);
-		udp = (void *)(ip + 1);
-		h = (void *)(udp + 1);
-		if ((void *)(h + 1) > data_end)
-			return XDP_DROP;
+		RELOAD_HEADERS(ctx, data, data_end, eth, ip, udp, h);
 		len = SML_HDR_LEN + 4 * need_elements;
 		outcome = O_STALE;
 		bpf_spin_lock(&slot->lock);
@@ -633,14 +643,7 @@ int switchml_xdp(struct xdp_md *ctx)
 		return XDP_DROP;
 	if (job->flags & SML_JOB_MAC) {
 		mac = sml_mac(ctx, len, job->k0, job->k1);
-		data = (void *)(long)ctx->data;
-		data_end = (void *)(long)ctx->data_end;
-		eth = data;
-		ip = (void *)(eth + 1);
-		udp = (void *)(ip + 1);
-		h = (void *)(udp + 1);
-		if ((void *)(h + 1) > data_end)
-			return XDP_DROP;
+		RELOAD_HEADERS(ctx, data, data_end, eth, ip, udp, h);
 		h->mac = bpf_cpu_to_be64(mac);
 	}
 

@@ -405,7 +405,7 @@ class OpsCommandTest
     {
         final OpsCli.Result list = ok(OpsCli.run(local("jobs")));
         final String train = list.out().lines().filter(l -> l.contains("default/train")).findFirst().orElseThrow(() -> new AssertionError(list));
-        assertTrue(train.matches("1\\s+default/train\\s+active\\s+2/2\\s+int32\\s+512\\s+8 .*"), train);
+        assertTrue(train.matches("1\\s+default/train\\s+active\\s+2/2\\s+software\\s+int32\\s+512\\s+8 .*"), train);
 
         final Map<String, Object> job = jsonObject(ok(OpsCli.run(local("jobs", "describe", "train", "--json"))));
         assertEquals(1L, job.get("job"));
@@ -423,6 +423,7 @@ class OpsCommandTest
         assertTrue(text.out().contains("slots           8 slots of k=512 int32 lanes"), text::toString);
         assertTrue(text.out().contains("retransmissions "), text::toString);
         assertTrue(text.out().contains("last error      none"), text::toString);
+        assertTrue(text.out().contains("backend         software (its first choice)"), text::toString);
 
         final OpsCli.Result remote = ok(OpsCli.run(remote("jobs")));
         assertTrue(remote.out().contains("default/train"), remote::toString);

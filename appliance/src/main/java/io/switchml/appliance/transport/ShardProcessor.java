@@ -145,10 +145,8 @@ final class ShardProcessor
         final JobCounters jobCounters = job.counters();
         jobCounters.onPacketIn(length);
         final int rank = header.workerRank();
-        if (rank >= job.worldSize() || senderKey < 0 || senderKey != job.memberKey(rank, shardId))
+        if (rejectedAsNonMember(job, rank, senderKey, jobCounters))
         {
-            counters.onDrop(DropReason.NOT_MEMBER);
-            jobCounters.onDrop();
             return;
         }
         if (!job.slotsInShards())
@@ -166,10 +164,8 @@ final class ShardProcessor
             jobCounters.onDrop();
             return;
         }
-        if (job.macEnabled() && !PacketMac.verify(job.macK0(), job.macK1(), buffer, offset, length))
+        if (rejectedForMac(job, buffer, offset, length, jobCounters))
         {
-            counters.onDrop(DropReason.BAD_MAC);
-            jobCounters.onDrop();
             return;
         }
 
@@ -259,6 +255,36 @@ final class ShardProcessor
     }
 
     /**
+     * The member check every packet of a job passes: its rank is in the job and it comes from the address that rank
+     * joined from (on this shard's port). Counts the drop when it fails.
+     */
+    private boolean rejectedAsNonMember(final Job job, final int rank, final long senderKey, final JobCounters jobCounters)
+    {
+        if (rank < job.worldSize() && senderKey >= 0 && senderKey == job.memberKey(rank, shardId))
+        {
+            return false;
+        }
+        counters.onDrop(DropReason.NOT_MEMBER);
+        jobCounters.onDrop();
+        return true;
+    }
+
+    /**
+     * The MAC check of a job with MAC on. Counts the drop when it fails.
+     */
+    private boolean rejectedForMac(
+        final Job job, final MutableDirectBuffer buffer, final int offset, final int length, final JobCounters jobCounters)
+    {
+        if (!job.macEnabled() || PacketMac.verify(job.macK0(), job.macK1(), buffer, offset, length))
+        {
+            return false;
+        }
+        counters.onDrop(DropReason.BAD_MAC);
+        jobCounters.onDrop();
+        return true;
+    }
+
+    /**
      * A completed result of a job whose slots live in an offload backend, handed up by it (the XDP program passes
      * the completing update, rewritten in place into the result, up the stack from the completing member's
      * address): fan it out to every member as a completed slot of this shard's own would be. The program drops
@@ -269,17 +295,12 @@ final class ShardProcessor
     {
         final JobCounters jobCounters = job.counters();
         jobCounters.onPacketIn(length);
-        final int rank = header.workerRank();
-        if (rank >= job.worldSize() || senderKey < 0 || senderKey != job.memberKey(rank, shardId))
+        if (rejectedAsNonMember(job, header.workerRank(), senderKey, jobCounters))
         {
-            counters.onDrop(DropReason.NOT_MEMBER);
-            jobCounters.onDrop();
             return;
         }
-        if (job.macEnabled() && !PacketMac.verify(job.macK0(), job.macK1(), buffer, offset, length))
+        if (rejectedForMac(job, buffer, offset, length, jobCounters))
         {
-            counters.onDrop(DropReason.BAD_MAC);
-            jobCounters.onDrop();
             return;
         }
         final MutableDirectBuffer result = sender.claim(length);
