@@ -1,0 +1,25 @@
+package io.switchml.offload.tofino;
+
+/**
+ * A write or read the pipeline refused, with the canonical gRPC status code name a P4Runtime server would return
+ * ({@code NOT_FOUND}, {@code ALREADY_EXISTS}, {@code RESOURCE_EXHAUSTED}, {@code INVALID_ARGUMENT},
+ * {@code OUT_OF_RANGE}, {@code UNAVAILABLE}).
+ */
+public final class PipelineException extends Exception
+{
+    private final String code;
+
+    public PipelineException(final String code, final String message)
+    {
+        super(code + ": " + message);
+        this.code = code;
+    }
+
+    /**
+     * @return the canonical gRPC status code name.
+     */
+    public String code()
+    {
+        return code;
+    }
+}
