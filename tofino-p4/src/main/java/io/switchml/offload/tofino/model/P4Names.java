@@ -18,7 +18,10 @@ public final class P4Names
     public static final int LANES_PER_PASS = 64;
     /** Passes of the largest job (k = 256): the first and three recirculations. */
     public static final int MAX_PASSES = 4;
-    /** Lane registers: each holds a pair of lanes (one stateful ALU updates both halves). */
+    /**
+     * Lane registers: each holds a pair of lanes (one stateful ALU updates both halves); the P4 program declares
+     * them as the register {@code values} of 32 instances {@code lanes_00..lanes_31} of its LanePair control.
+     */
     public static final int LANE_PAIRS = LANES_PER_PASS / 2;
     /** Ranks per job: the seen bitmap of a version is one 32-bit register half. */
     public static final int MAX_WORLD = 32;
@@ -97,7 +100,7 @@ public final class P4Names
      */
     public static String lanes(final int pair)
     {
-        return LANES_PREFIX + (pair < 10 ? "0" : "") + pair;
+        return LANES_PREFIX + (pair < 10 ? "0" : "") + pair + ".values";
     }
 
     private static List<Register> registers()
