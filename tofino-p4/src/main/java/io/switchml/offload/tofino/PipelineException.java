@@ -8,11 +8,21 @@ package io.switchml.offload.tofino;
 public final class PipelineException extends Exception
 {
     private final String code;
+    private final String detail;
 
     public PipelineException(final String code, final String message)
     {
         super(code + ": " + message);
         this.code = code;
+        this.detail = message;
+    }
+
+    /**
+     * @return the message without the code.
+     */
+    public String detail()
+    {
+        return detail;
     }
 
     /**
