@@ -29,7 +29,7 @@ for k in 64 256; do
   blocks=$((k / 64))
   awk -v k="$k" -v p="$packets" -v s="$passes" -v r="$recirc" -v b="$blocks" -v n="$WORKERS" -v ok="$ok" 'BEGIN {
     printf "k=%d: %d packets through the model, %.3f passes and %.3f recirculations per packet (ranks ok: %d/%d)\n", k, p, s / p, r / p, ok, n
-    printf "      predicted for updates alone: %.3f passes per update ((n+1)/n x %d blocks; probes and shadow answers add to the measured)\n", (n + 1) / n * b, b
+    printf "      predicted for updates alone: %.3f passes per update ((n+1)/n x %d blocks; probes (one pass), short last chunks and shadow answers move the measured figure either way)\n", (n + 1) / n * b, b
     printf "      paper (NSDI 21, 520 ns per pass, not measured here): completing packet %d passes = %.1f us of pipeline time\n", 2 * b, 2 * b * 0.52
   }'
 done
