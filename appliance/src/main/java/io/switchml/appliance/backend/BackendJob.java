@@ -33,6 +33,16 @@ public interface BackendJob
     boolean slotsInShards();
 
     /**
+     * @return the data path the shards hand this job's datagrams to, when the backend's data plane runs on the shard
+     * threads (a software model of a switch); null when the shards hold the slots themselves or the data plane is
+     * elsewhere (an XDP program, a switch).
+     */
+    default ShardDataPath shardDataPath()
+    {
+        return null;
+    }
+
+    /**
      * Remove the job from the backend and free its slot space. Idempotent.
      */
     void release();

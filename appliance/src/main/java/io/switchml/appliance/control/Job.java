@@ -1,6 +1,7 @@
 package io.switchml.appliance.control;
 
 import io.switchml.appliance.backend.BackendJob;
+import io.switchml.appliance.backend.ShardDataPath;
 import io.switchml.appliance.engine.SlotPool;
 import io.switchml.appliance.telemetry.JobCounters;
 import io.switchml.appliance.transport.AddressKey;
@@ -49,6 +50,7 @@ public final class Job
     final JobCounters counters;
     final String backendName;
     final BackendJob backendJob;
+    private final ShardDataPath shardDataPath;
     final String fallback;
     final long createdMs = System.currentTimeMillis();
     State state = State.JOINING;
@@ -64,6 +66,7 @@ public final class Job
         this.counters = counters;
         this.backendName = backendName;
         this.backendJob = backendJob;
+        this.shardDataPath = backendJob.shardDataPath();
         this.fallback = fallback;
         this.jobId = jobId;
         this.tenant = spec.tenant();
@@ -184,6 +187,15 @@ public final class Job
     public String fallback()
     {
         return fallback;
+    }
+
+    /**
+     * @return the data path that the shards hand this job's datagrams to, or null (see
+     * {@link BackendJob#shardDataPath()}).
+     */
+    public ShardDataPath shardDataPath()
+    {
+        return shardDataPath;
     }
 
     /**

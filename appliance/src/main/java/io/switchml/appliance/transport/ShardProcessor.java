@@ -1,5 +1,6 @@
 package io.switchml.appliance.transport;
 
+import io.switchml.appliance.backend.ShardDataPath;
 import io.switchml.appliance.control.Job;
 import io.switchml.appliance.control.JobRegistry;
 import io.switchml.appliance.engine.SlotPool;
@@ -10,6 +11,7 @@ import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.DropReason;
 import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.security.PacketMac;
+import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.IntObjConsumer;
 
@@ -41,6 +43,7 @@ final class ShardProcessor
     private final DataHeaderFlyweight header = new DataHeaderFlyweight();
     private final DataHeaderFlyweight resultHeader = new DataHeaderFlyweight();
     private final IntObjConsumer<Job> deadlineCheck = this::checkDeadline;
+    private final ShardDataPath.PacketSink modelSink = this::sendModelOutput;
     private final int multicastBase;
     private final boolean multicast;
     private int multicastPort;
@@ -121,6 +124,13 @@ final class ShardProcessor
             return;
         }
         final DataHeaderFlyweight header = this.header.wrap(buffer, offset);
+        final Job modelled = registry.activeJob(header.jobId());
+        if (modelled != null && modelled.shardDataPath() != null)
+        {
+            modelled.counters().onPacketIn(length);
+            modelled.shardDataPath().onPacket(buffer, offset, length, senderKey, modelSink);
+            return;
+        }
         final byte type = header.type();
         if (type != DataHeaderFlyweight.TYPE_UPDATE && type != DataHeaderFlyweight.TYPE_PROBE)
         {
@@ -348,6 +358,27 @@ final class ShardProcessor
         else
         {
             countSent(sender.sendToSender(senderKey, length), length, jobCounters);
+        }
+    }
+
+    /**
+     * A packet that a job's {@link ShardDataPath} (a modelled switch) emits: sent from this shard's socket.
+     */
+    private void sendModelOutput(final DirectBuffer payload, final int offset, final int length, final long destination)
+    {
+        final MutableDirectBuffer out = sender.claim(length);
+        final int outOffset = sender.claimOffset();
+        try
+        {
+            out.putBytes(outOffset, payload, offset, length);
+            if (sender.sendToSender(destination, length))
+            {
+                counters.onPacketOut(length);
+            }
+        }
+        finally
+        {
+            sender.release();
         }
     }
 

@@ -5,6 +5,7 @@ import io.switchml.appliance.backend.BackendCapabilities;
 import io.switchml.appliance.backend.BackendEnvironment;
 import io.switchml.appliance.backend.BackendException;
 import io.switchml.appliance.backend.BackendJob;
+import io.switchml.appliance.backend.SlotRanges;
 import io.switchml.appliance.control.JobSpec;
 import io.switchml.protocol.DropReason;
 import io.switchml.protocol.ElementType;

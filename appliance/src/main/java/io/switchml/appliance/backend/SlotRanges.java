@@ -1,19 +1,19 @@
-package io.switchml.offload.xdp;
+package io.switchml.appliance.backend;
 
 import java.util.Map;
 import java.util.TreeMap;
 
 /**
  * First-fit allocation of contiguous ranges of the slot array to jobs, with neighbouring free ranges merged on
- * release. Control threads only; synchronized.
+ * release: the slot (or register) space of an offload backend. Control threads only; synchronized.
  */
-final class SlotRanges
+public final class SlotRanges
 {
     private final int capacity;
     private final TreeMap<Integer, Integer> free = new TreeMap<>();
     private int freeTotal;
 
-    SlotRanges(final int capacity)
+    public SlotRanges(final int capacity)
     {
         this.capacity = capacity;
         free.put(0, capacity);
@@ -23,7 +23,7 @@ final class SlotRanges
     /**
      * @return the start of a free range of that length, now taken, or -1 when no free range is long enough.
      */
-    synchronized int allocate(final int length)
+    public synchronized int allocate(final int length)
     {
         for (final Map.Entry<Integer, Integer> range : free.entrySet())
         {
@@ -42,7 +42,7 @@ final class SlotRanges
         return -1;
     }
 
-    synchronized void release(final int start, final int length)
+    public synchronized void release(final int start, final int length)
     {
         int from = start;
         int size = length;
@@ -63,7 +63,7 @@ final class SlotRanges
         freeTotal += length;
     }
 
-    synchronized int largestFree()
+    public synchronized int largestFree()
     {
         int largest = 0;
         for (final int length : free.values())
@@ -73,12 +73,12 @@ final class SlotRanges
         return largest;
     }
 
-    synchronized int freeTotal()
+    public synchronized int freeTotal()
     {
         return freeTotal;
     }
 
-    int capacity()
+    public int capacity()
     {
         return capacity;
     }

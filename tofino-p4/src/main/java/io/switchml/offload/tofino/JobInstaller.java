@@ -1,0 +1,194 @@
+package io.switchml.offload.tofino;
+
+import io.switchml.offload.tofino.PipelineControl.ActionParam;
+import io.switchml.offload.tofino.PipelineControl.ExactMatch;
+import io.switchml.offload.tofino.PipelineControl.Replica;
+import io.switchml.offload.tofino.PipelineControl.TableEntry;
+import io.switchml.offload.tofino.PipelineControl.UpdateType;
+import io.switchml.offload.tofino.model.P4Names;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The control plane's writes for one job on a switch running switchml.p4, through {@link PipelineControl} (so
+ * through P4Runtime to a real switch, or straight into the model): reset the job's register cells, the source
+ * pinning entry of every rank, the egress destination of every rank's replica, the multicast group, and last the
+ * job-table entry that lets its packets in; removal in the reverse order. A failed install removes what it wrote.
+ */
+public final class JobInstaller
+{
+    /**
+     * A job as the switch holds it.
+     *
+     * @param poolBase    first slot of its range of the register arrays.
+     * @param group       its multicast group of the replication engine.
+     * @param addrs       each rank's IPv4 source address.
+     * @param ports       each rank's UDP source port (the port results go back to).
+     * @param switchPorts each rank's switch port (egress port of its replica).
+     */
+    public record JobImage(int jobId, int world, byte elementType, int lanes, int slots, int poolBase, int group, int[] addrs,
+        int[] ports, int[] switchPorts)
+    {
+        /**
+         * @return the replication id of a rank's copy of the job's results: unique per (group, rank).
+         */
+        public int rid(final int rank)
+        {
+            return group * P4Names.MAX_WORLD + rank;
+        }
+    }
+
+    private JobInstaller()
+    {
+    }
+
+    /**
+     * Install a job.
+     *
+     * @throws PipelineException as the switch refused a write, after removing what was written.
+     */
+    public static void install(final PipelineControl pipeline, final JobImage job) throws PipelineException
+    {
+        final List<Runnable> undo = new ArrayList<>();
+        try
+        {
+            resetRegisters(pipeline, job);
+            final List<Replica> replicas = new ArrayList<>();
+            for (int rank = 0; rank < job.world(); rank++)
+            {
+                final TableEntry source = rankSource(job, rank);
+                pipeline.writeTableEntry(UpdateType.INSERT, source);
+                undo.add(() -> quietly(() -> pipeline.writeTableEntry(UpdateType.DELETE, source)));
+                final TableEntry dest = replicaDest(job, rank);
+                pipeline.writeTableEntry(UpdateType.INSERT, dest);
+                undo.add(() -> quietly(() -> pipeline.writeTableEntry(UpdateType.DELETE, dest)));
+                replicas.add(new Replica(job.switchPorts()[rank], job.rid(rank)));
+            }
+            pipeline.writeMulticastGroup(UpdateType.INSERT, job.group(), replicas);
+            undo.add(() -> quietly(() -> pipeline.writeMulticastGroup(UpdateType.DELETE, job.group(), List.of())));
+            pipeline.writeTableEntry(UpdateType.INSERT, jobEntry(job));
+        }
+        catch (final PipelineException ex)
+        {
+            for (int i = undo.size() - 1; i >= 0; i--)
+            {
+                undo.get(i).run();
+            }
+            throw ex;
+        }
+    }
+
+    /**
+     * Remove a job: first its job-table entry (its packets are dropped from then on), then the rest.
+     *
+     * @throws PipelineException for the first write the switch refused; the others are still tried.
+     */
+    public static void remove(final PipelineControl pipeline, final JobImage job) throws PipelineException
+    {
+        PipelineException first = null;
+        final List<Write> writes = new ArrayList<>();
+        writes.add(() -> pipeline.writeTableEntry(UpdateType.DELETE, jobEntry(job)));
+        writes.add(() -> pipeline.writeMulticastGroup(UpdateType.DELETE, job.group(), List.of()));
+        for (int rank = 0; rank < job.world(); rank++)
+        {
+            final int r = rank;
+            writes.add(() -> pipeline.writeTableEntry(UpdateType.DELETE, rankSource(job, r)));
+            writes.add(() -> pipeline.writeTableEntry(UpdateType.DELETE, replicaDest(job, r)));
+        }
+        for (final Write write : writes)
+        {
+            try
+            {
+                write.run();
+            }
+            catch (final PipelineException ex)
+            {
+                first = first == null ? ex : first;
+            }
+        }
+        if (first != null)
+        {
+            throw first;
+        }
+    }
+
+    /**
+     * Zero the job's cells of every register: counts and seen bitmaps must start empty, whatever an earlier job in
+     * the same range left.
+     */
+    static void resetRegisters(final PipelineControl pipeline, final JobImage job) throws PipelineException
+    {
+        final byte[] zero32 = new byte[4];
+        final byte[] zero64 = new byte[8];
+        for (final P4Names.Register register : P4Names.REGISTERS)
+        {
+            final byte[] zero = register.pair() ? zero64 : zero32;
+            final int perSlot = register.size() / P4Names.SLOTS;
+            if (!register.name().equals(P4Names.SEEN) && !register.name().equals(P4Names.COUNT))
+            {
+                continue;
+            }
+            for (int index = job.poolBase() * perSlot, end = (job.poolBase() + job.slots()) * perSlot; index < end; index++)
+            {
+                pipeline.writeRegister(register.name(), index, zero);
+            }
+        }
+    }
+
+    private static TableEntry jobEntry(final JobImage job)
+    {
+        return new TableEntry(P4Names.JOB_TABLE, List.of(new ExactMatch(P4Names.JOB_ID, bytes(job.jobId() & 0xFFFF_FFFFL, 32))),
+            P4Names.SET_JOB, List.of(
+            new ActionParam("pool_base", bytes(job.poolBase(), 16)), new ActionParam("pool_size", bytes(job.slots(), 16)),
+            new ActionParam("world_size", bytes(job.world(), 8)), new ActionParam("elem_type", bytes(job.elementType(), 8)),
+            new ActionParam("lanes", bytes(job.lanes(), 16)), new ActionParam("mcast_grp", bytes(job.group(), 16))));
+    }
+
+    private static TableEntry rankSource(final JobImage job, final int rank)
+    {
+        return new TableEntry(P4Names.RANK_SOURCE, List.of(
+            new ExactMatch(P4Names.JOB_ID, bytes(job.jobId() & 0xFFFF_FFFFL, 32)), new ExactMatch(P4Names.WORKER_RANK, bytes(rank, 16)),
+            new ExactMatch(P4Names.IPV4_SRC, bytes(job.addrs()[rank] & 0xFFFF_FFFFL, 32)),
+            new ExactMatch(P4Names.UDP_SRC, bytes(job.ports()[rank], 16))), P4Names.ALLOW_RANK, List.of());
+    }
+
+    private static TableEntry replicaDest(final JobImage job, final int rank)
+    {
+        return new TableEntry(P4Names.REPLICA_DEST, List.of(new ExactMatch(P4Names.EGRESS_RID, bytes(job.rid(rank), 16))),
+            P4Names.SET_DEST, List.of(
+            new ActionParam("dst_addr", bytes(job.addrs()[rank] & 0xFFFF_FFFFL, 32)),
+            new ActionParam("dst_port", bytes(job.ports()[rank], 16))));
+    }
+
+    /**
+     * @return value as a big-endian byte string of the field's width.
+     */
+    public static byte[] bytes(final long value, final int bits)
+    {
+        final int length = (bits + 7) / 8;
+        final byte[] out = new byte[length];
+        for (int i = 0; i < length; i++)
+        {
+            out[length - 1 - i] = (byte)(value >>> (8 * i));
+        }
+        return out;
+    }
+
+    private interface Write
+    {
+        void run() throws PipelineException;
+    }
+
+    private static void quietly(final Write write)
+    {
+        try
+        {
+            write.run();
+        }
+        catch (final PipelineException ignored)
+        {
+            // undoing a failed install: the first error is the one reported
+        }
+    }
+}

@@ -1,0 +1,141 @@
+package io.switchml.offload.tofino.backend;
+
+import io.switchml.appliance.backend.BackendException;
+import io.switchml.appliance.backend.ShardDataPath;
+import io.switchml.offload.tofino.PipelineControl;
+import io.switchml.offload.tofino.PipelineException;
+import io.switchml.offload.tofino.model.TofinoModel;
+import io.switchml.offload.tofino.p4runtime.ModelP4RuntimeServer;
+import io.switchml.offload.tofino.p4runtime.P4InfoIndex;
+import io.switchml.offload.tofino.p4runtime.P4RuntimeSwitch;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * The two kinds of {@link SwitchConnection}: a real switch reached by P4Runtime, and the embedded model behind its
+ * own P4Runtime server on loopback (reached by the same client over TCP, so the control plane is the same code).
+ */
+final class Connections
+{
+    private Connections()
+    {
+    }
+
+    static SwitchConnection remote(final TofinoOptions options, final String prefix) throws BackendException
+    {
+        byte[] config = null;
+        if (options.pipelineConfig() != null)
+        {
+            try
+            {
+                config = Files.readAllBytes(Path.of(options.pipelineConfig()));
+            }
+            catch (final IOException ex)
+            {
+                throw new BackendException(prefix + "pipeline-config: cannot read " + options.pipelineConfig() + ": " + ex.getMessage());
+            }
+        }
+        final P4RuntimeSwitch session;
+        try
+        {
+            session = P4RuntimeSwitch.connect(options.switchAddress(), options.switchPort(), options.deviceId(), options.electionId(),
+                options.timeoutMs(), P4InfoIndex.switchml(), config);
+        }
+        catch (final PipelineException ex)
+        {
+            throw new BackendException(ex.detail(), ex);
+        }
+        return new SwitchConnection()
+        {
+            public PipelineControl control()
+            {
+                return session;
+            }
+
+            public String health()
+            {
+                return session.health();
+            }
+
+            public ShardDataPath dataPath()
+            {
+                return null;
+            }
+
+            public String describe()
+            {
+                return "switch " + session.target() + " device " + options.deviceId();
+            }
+
+            public void close()
+            {
+                session.close();
+            }
+        };
+    }
+
+    static SwitchConnection model(
+        final TofinoOptions options, final int applianceAddr, final int[] dataPorts, final java.util.function.Consumer<String> log)
+        throws BackendException
+    {
+        final TofinoModel model = new TofinoModel(dataPorts);
+        final Object lock = new Object();
+        final ModelP4RuntimeServer server;
+        try
+        {
+            server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", options.switchAddress() != null ? options.switchPort() : 0),
+                options.deviceId(), P4InfoIndex.switchml(), model, lock);
+        }
+        catch (final IOException ex)
+        {
+            throw new BackendException("cannot start the model's P4Runtime server: " + ex.getMessage(), ex);
+        }
+        final P4RuntimeSwitch session;
+        try
+        {
+            session = P4RuntimeSwitch.connect("127.0.0.1", server.port(), options.deviceId(), options.electionId(), options.timeoutMs(),
+                P4InfoIndex.switchml(), null);
+        }
+        catch (final PipelineException ex)
+        {
+            server.close();
+            throw new BackendException(ex.detail(), ex);
+        }
+        final ModelDataPath dataPath = new ModelDataPath(model, lock, applianceAddr, dataPorts);
+        return new SwitchConnection()
+        {
+            public PipelineControl control()
+            {
+                return session;
+            }
+
+            public String health()
+            {
+                return session.health();
+            }
+
+            public ShardDataPath dataPath()
+            {
+                return dataPath;
+            }
+
+            public String describe()
+            {
+                return "the pipeline model (P4Runtime on " + session.target() + ")";
+            }
+
+            public void close()
+            {
+                session.close();
+                server.close();
+                synchronized (lock)
+                {
+                    log.accept("tofino-model: closed; pipeline counters: " + model.describeCounters());
+                }
+            }
+        };
+    }
+}

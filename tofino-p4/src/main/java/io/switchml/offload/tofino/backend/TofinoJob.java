@@ -1,0 +1,92 @@
+package io.switchml.offload.tofino.backend;
+
+import io.switchml.appliance.backend.BackendException;
+import io.switchml.appliance.backend.BackendJob;
+import io.switchml.appliance.backend.ShardDataPath;
+import io.switchml.appliance.control.Job;
+import io.switchml.appliance.control.JobSpec;
+import io.switchml.offload.tofino.JobInstaller;
+import io.switchml.offload.tofino.PipelineException;
+
+/**
+ * A job's register range and multicast group on the switch, from CREATE to release. Activation writes its entries
+ * through P4Runtime ({@link JobInstaller}); release removes them and frees the range.
+ * <p>
+ * A switch has no timers, so a slot that stays incomplete is not detected here: a rank that dies is detected by its
+ * control connection (as on every backend) and the workers' own retransmission limits.
+ */
+final class TofinoJob implements BackendJob
+{
+    private final TofinoBackend backend;
+    private final int jobId;
+    private final JobSpec spec;
+    private final int base;
+    private final int group;
+    private JobInstaller.JobImage installed;
+    private boolean released;
+
+    TofinoJob(final TofinoBackend backend, final int jobId, final JobSpec spec, final int base, final int group)
+    {
+        this.backend = backend;
+        this.jobId = jobId;
+        this.spec = spec;
+        this.base = base;
+        this.group = group;
+    }
+
+    public synchronized void activate(final Job job) throws BackendException
+    {
+        try
+        {
+            final JobInstaller.JobImage image = backend.image(job, jobId, base, group);
+            JobInstaller.install(backend.connection().control(), image);
+            installed = image;
+            backend.environment().log().accept(backend.name() + ": installed job " + jobId + " on " + backend.connection().describe() +
+                ": slots " + base + ".." + (base + spec.slots() - 1) + ", multicast group " + group + ", " + job.worldSize() + " ranks pinned");
+        }
+        catch (final PipelineException ex)
+        {
+            throw new BackendException(backend.name() + ": installing job " + jobId + " on the switch failed: " + ex.getMessage(), ex);
+        }
+    }
+
+    public String poll(final long nowNs)
+    {
+        final String health = backend.health();
+        return health == null ? null : backend.name() + ": " + health;
+    }
+
+    public boolean slotsInShards()
+    {
+        return false;
+    }
+
+    public ShardDataPath shardDataPath()
+    {
+        return backend.connection().dataPath();
+    }
+
+    public synchronized void release()
+    {
+        if (released)
+        {
+            return;
+        }
+        released = true;
+        if (installed != null)
+        {
+            try
+            {
+                JobInstaller.remove(backend.connection().control(), installed);
+                backend.environment().log().accept(backend.name() + ": removed job " + jobId);
+            }
+            catch (final PipelineException ex)
+            {
+                backend.environment().log().accept(backend.name() + ": removing job " + jobId + " from the switch failed: " +
+                    ex.getMessage() + " (its register range stays reserved)");
+                return;
+            }
+        }
+        backend.free(base, spec.slots(), group);
+    }
+}

@@ -1,0 +1,294 @@
+package io.switchml.offload.tofino.p4runtime;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.protobuf.StatusProto;
+import io.grpc.stub.StreamObserver;
+import io.switchml.offload.tofino.PipelineControl;
+import io.switchml.offload.tofino.PipelineException;
+import p4.v1.P4RuntimeGrpc;
+import p4.v1.P4RuntimeOuterClass.Error;
+import p4.v1.P4RuntimeOuterClass.ForwardingPipelineConfig;
+import p4.v1.P4RuntimeOuterClass.GetForwardingPipelineConfigRequest;
+import p4.v1.P4RuntimeOuterClass.MasterArbitrationUpdate;
+import p4.v1.P4RuntimeOuterClass.ReadRequest;
+import p4.v1.P4RuntimeOuterClass.ReadResponse;
+import p4.v1.P4RuntimeOuterClass.SetForwardingPipelineConfigRequest;
+import p4.v1.P4RuntimeOuterClass.StreamMessageRequest;
+import p4.v1.P4RuntimeOuterClass.StreamMessageResponse;
+import p4.v1.P4RuntimeOuterClass.Uint128;
+import p4.v1.P4RuntimeOuterClass.Update;
+import p4.v1.P4RuntimeOuterClass.WriteRequest;
+
+import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The control plane's P4Runtime session with a switch (or the model's server): a plaintext gRPC channel, the
+ * stream channel with master arbitration for a device id and election id, a check that the switch runs our P4Info
+ * (or a SetForwardingPipelineConfig with the compiled program), and {@link PipelineControl} calls translated into
+ * Write / Read requests by id. Every call has a deadline; a write the switch refuses fails with the first failing
+ * update's canonical code and the switch's own message.
+ */
+public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
+{
+    private final String target;
+    private final long deviceId;
+    private final Uint128 electionId;
+    private final long timeoutMs;
+    private final P4RuntimeCodec codec;
+    private final ManagedChannel channel;
+    private final P4RuntimeGrpc.P4RuntimeBlockingStub blocking;
+    private final StreamObserver<StreamMessageRequest> stream;
+    private volatile String health = "arbitration pending";
+
+    private P4RuntimeSwitch(final String target, final ManagedChannel channel, final long deviceId, final long electionId,
+        final long timeoutMs, final P4InfoIndex index)
+    {
+        this.target = target;
+        this.channel = channel;
+        this.deviceId = deviceId;
+        this.electionId = Uint128.newBuilder().setHigh(0).setLow(electionId).build();
+        this.timeoutMs = timeoutMs;
+        this.codec = new P4RuntimeCodec(index);
+        this.blocking = P4RuntimeGrpc.newBlockingStub(channel);
+        final CompletableFuture<MasterArbitrationUpdate> arbitration = new CompletableFuture<>();
+        this.stream = P4RuntimeGrpc.newStub(channel).streamChannel(new StreamObserver<>()
+        {
+            public void onNext(final StreamMessageResponse message)
+            {
+                if (message.hasArbitration())
+                {
+                    final MasterArbitrationUpdate update = message.getArbitration();
+                    health = update.getStatus().getCode() == com.google.rpc.Code.OK_VALUE ? null :
+                        "not primary on " + target + ": election id " + update.getElectionId().getLow() + " is primary, ours is " +
+                        P4RuntimeSwitch.this.electionId.getLow();
+                    arbitration.complete(update);
+                }
+            }
+
+            public void onError(final Throwable error)
+            {
+                health = "P4Runtime stream to " + target + " failed: " + describe(error);
+                arbitration.completeExceptionally(error);
+            }
+
+            public void onCompleted()
+            {
+                health = "P4Runtime stream to " + target + " closed by the switch";
+                arbitration.completeExceptionally(new IllegalStateException(health));
+            }
+        });
+        this.arbitration = arbitration;
+    }
+
+    private final CompletableFuture<MasterArbitrationUpdate> arbitration;
+
+    /**
+     * Connect to a switch, become its primary controller for the device, and check (or set) its pipeline.
+     *
+     * @param host           the switch's P4Runtime server.
+     * @param port           its port (9559 by convention).
+     * @param pipelineConfig the compiled program to push with SetForwardingPipelineConfig, or null to check that the
+     *                       switch already runs our P4Info.
+     * @throws PipelineException UNAVAILABLE when it cannot be reached within the deadline, PERMISSION_DENIED when
+     *                           another controller is primary, FAILED_PRECONDITION when it runs another program.
+     */
+    public static P4RuntimeSwitch connect(final String host, final int port, final long deviceId, final long electionId,
+        final long timeoutMs, final P4InfoIndex index, final byte[] pipelineConfig) throws PipelineException
+    {
+        return connect(NettyChannelBuilder.forAddress(host, port).usePlaintext().build(), host + ":" + port, deviceId, electionId,
+            timeoutMs, index, pipelineConfig);
+    }
+
+    /**
+     * As {@link #connect(String, int, long, long, long, P4InfoIndex, byte[])} over a given channel.
+     */
+    public static P4RuntimeSwitch connect(final ManagedChannel channel, final String target, final long deviceId, final long electionId,
+        final long timeoutMs, final P4InfoIndex index, final byte[] pipelineConfig) throws PipelineException
+    {
+        final P4RuntimeSwitch session = new P4RuntimeSwitch(target, channel, deviceId, electionId, timeoutMs, index);
+        try
+        {
+            session.stream.onNext(StreamMessageRequest.newBuilder().setArbitration(MasterArbitrationUpdate.newBuilder()
+                .setDeviceId(deviceId).setElectionId(session.electionId)).build());
+            final MasterArbitrationUpdate update = session.arbitration.get(timeoutMs, TimeUnit.MILLISECONDS);
+            if (update.getStatus().getCode() != com.google.rpc.Code.OK_VALUE)
+            {
+                throw new PipelineException("PERMISSION_DENIED", session.health);
+            }
+            if (pipelineConfig != null)
+            {
+                session.stub().setForwardingPipelineConfig(SetForwardingPipelineConfigRequest.newBuilder().setDeviceId(deviceId)
+                    .setElectionId(session.electionId).setAction(SetForwardingPipelineConfigRequest.Action.VERIFY_AND_COMMIT)
+                    .setConfig(ForwardingPipelineConfig.newBuilder().setP4Info(index.info())
+                        .setP4DeviceConfig(com.google.protobuf.ByteString.copyFrom(pipelineConfig))).build());
+            }
+            else
+            {
+                final ForwardingPipelineConfig running = session.stub().getForwardingPipelineConfig(
+                    GetForwardingPipelineConfigRequest.newBuilder().setDeviceId(deviceId).build()).getConfig();
+                if (!running.getP4Info().equals(index.info()))
+                {
+                    throw new PipelineException("FAILED_PRECONDITION", target + " device " + deviceId +
+                        " does not run switchml.p4 (its P4Info differs); set pipeline-config to push the compiled program");
+                }
+            }
+            return session;
+        }
+        catch (final ExecutionException | TimeoutException ex)
+        {
+            session.close();
+            final Throwable cause = ex instanceof ExecutionException ? ex.getCause() : ex;
+            throw new PipelineException("UNAVAILABLE", "switch " + target + " not reachable within " + timeoutMs + " ms: " + describe(cause));
+        }
+        catch (final StatusRuntimeException ex)
+        {
+            session.close();
+            throw new PipelineException(ex.getStatus().getCode().name(), "switch " + target + ": " + describe(ex));
+        }
+        catch (final InterruptedException ex)
+        {
+            session.close();
+            Thread.currentThread().interrupt();
+            throw new PipelineException("CANCELLED", "interrupted while connecting to " + target);
+        }
+        catch (final PipelineException ex)
+        {
+            session.close();
+            throw ex;
+        }
+    }
+
+    private P4RuntimeGrpc.P4RuntimeBlockingStub stub()
+    {
+        return blocking.withDeadlineAfter(timeoutMs, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * @return null while the stream is up and this session is primary, else why not.
+     */
+    public String health()
+    {
+        return health;
+    }
+
+    public String target()
+    {
+        return target;
+    }
+
+    /**
+     * Write several updates in one request, in order (the switch applies them in order).
+     */
+    public void write(final List<Update> updates) throws PipelineException
+    {
+        try
+        {
+            stub().write(WriteRequest.newBuilder().setDeviceId(deviceId).setElectionId(electionId).addAllUpdates(updates).build());
+        }
+        catch (final StatusRuntimeException ex)
+        {
+            throw refusal(ex);
+        }
+    }
+
+    public void writeTableEntry(final UpdateType type, final TableEntry entry) throws PipelineException
+    {
+        write(List.of(codec.tableUpdate(type, entry)));
+    }
+
+    public void writeRegister(final String register, final int index, final byte[] value) throws PipelineException
+    {
+        write(List.of(codec.registerUpdate(register, index, value)));
+    }
+
+    public byte[] readRegister(final String register, final int index) throws PipelineException
+    {
+        try
+        {
+            final Iterator<ReadResponse> replies = stub().read(ReadRequest.newBuilder().setDeviceId(deviceId)
+                .addEntities(codec.registerRead(register, index)).build());
+            while (replies.hasNext())
+            {
+                final ReadResponse reply = replies.next();
+                if (reply.getEntitiesCount() > 0)
+                {
+                    return P4RuntimeCodec.registerValue(reply.getEntities(0).getRegisterEntry());
+                }
+            }
+            throw new PipelineException("NOT_FOUND", target + " returned no cell " + index + " of " + register);
+        }
+        catch (final StatusRuntimeException ex)
+        {
+            throw new PipelineException(ex.getStatus().getCode().name(), "switch " + target + ": " + describe(ex));
+        }
+    }
+
+    public void writeMulticastGroup(final UpdateType type, final int groupId, final List<Replica> replicas) throws PipelineException
+    {
+        write(List.of(P4RuntimeCodec.multicastUpdate(type, groupId, replicas)));
+    }
+
+    private PipelineException refusal(final StatusRuntimeException ex)
+    {
+        final com.google.rpc.Status status = StatusProto.fromThrowable(ex);
+        if (status != null)
+        {
+            for (final Any detail : status.getDetailsList())
+            {
+                try
+                {
+                    final Error error = detail.unpack(Error.class);
+                    if (error.getCanonicalCode() != com.google.rpc.Code.OK_VALUE)
+                    {
+                        return new PipelineException(com.google.rpc.Code.forNumber(error.getCanonicalCode()).name(),
+                            "switch " + target + " refused the write: " + error.getMessage());
+                    }
+                }
+                catch (final InvalidProtocolBufferException ignored)
+                {
+                    // not a p4.v1.Error: fall through to the status itself
+                }
+            }
+        }
+        return new PipelineException(ex.getStatus().getCode().name(), "switch " + target + ": " + describe(ex));
+    }
+
+    private static String describe(final Throwable error)
+    {
+        if (error instanceof StatusRuntimeException status)
+        {
+            return status.getStatus().getCode() + (status.getStatus().getDescription() != null ? " " + status.getStatus().getDescription() : "");
+        }
+        return error == null ? "" : error.getClass().getSimpleName() + (error.getMessage() != null ? " " + error.getMessage() : "");
+    }
+
+    public void close()
+    {
+        try
+        {
+            stream.onCompleted();
+        }
+        catch (final RuntimeException ignored)
+        {
+            // already failed
+        }
+        channel.shutdownNow();
+        try
+        {
+            channel.awaitTermination(2, TimeUnit.SECONDS);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

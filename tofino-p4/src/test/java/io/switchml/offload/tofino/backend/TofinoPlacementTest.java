@@ -1,0 +1,131 @@
+package io.switchml.offload.tofino.backend;
+
+import io.switchml.appliance.Appliance;
+import io.switchml.appliance.ApplianceContext;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Admission on the Tofino backends, in a running appliance: each limit of the program (world size, wire format, k,
+ * MAC, register space) and an unreachable switch sends the job to the next backend with the reason in the CREATE
+ * reply and in JOBS (what `switchml ops jobs describe` shows); a job that names the backend is refused, not moved.
+ * The tofino-model backend installs its jobs through P4Runtime over TCP into the pipeline model.
+ */
+final class TofinoPlacementTest
+{
+    @TempDir
+    Path dir;
+
+    private Appliance appliance;
+
+    @AfterEach
+    void stop() throws Exception
+    {
+        if (appliance != null)
+        {
+            appliance.close();
+        }
+    }
+
+    private String send(final String line) throws Exception
+    {
+        try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), appliance.controlPort());
+            PrintWriter out = new PrintWriter(socket.getOutputStream(), true, StandardCharsets.UTF_8);
+            BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8)))
+        {
+            socket.setSoTimeout(10_000);
+            out.println(line);
+            return in.readLine();
+        }
+    }
+
+    private List<String> jobs() throws Exception
+    {
+        final List<String> lines = new ArrayList<>();
+        try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), appliance.controlPort());
+            PrintWriter out = new PrintWriter(socket.getOutputStream(), true, StandardCharsets.UTF_8);
+            BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8)))
+        {
+            socket.setSoTimeout(10_000);
+            out.println("JOBS");
+            String line;
+            while ((line = in.readLine()) != null && !line.isEmpty() && !line.equals("END"))
+            {
+                lines.add(line);
+            }
+        }
+        return lines;
+    }
+
+    private static void assertFallback(final String reply, final String reason)
+    {
+        if (reason == null)
+        {
+            assertTrue(reply.startsWith("OK ") && reply.contains(" backend=tofino-model") && !reply.contains("fallback="), reply);
+            return;
+        }
+        assertTrue(reply.startsWith("OK ") && reply.contains(" backend=software fallback=" + reason), reply);
+    }
+
+    @Test
+    void eachLimitOfTheProgramFallsBackWithItsReason() throws Exception
+    {
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
+            .backends("tofino-model,software").backendOption("tofino-model", "registers", "16"));
+
+        assertFallback(send("CREATE name=fits world=4 type=float32 k=256 s=8 mac=off"), null);
+        assertFallback(send("CREATE name=wide world=33 type=int32 k=64 s=2 mac=off"), "tofino-model: world size 33 exceeds 32");
+        assertFallback(send("CREATE name=half world=4 type=float16 k=64 s=2 mac=off"),
+            "tofino-model: element type float16 not supported (int32, float32)");
+        assertFallback(send("CREATE name=bf world=4 type=bfloat16 k=64 s=2 mac=off"),
+            "tofino-model: element type bfloat16 not supported (int32, float32)");
+        assertFallback(send("CREATE name=k128 world=4 type=int32 k=128 s=2 mac=off"),
+            "tofino-model: k=128 not in {64, 256} (64 lanes per pass, 256 by recirculation)");
+        assertFallback(send("CREATE name=k1024 world=4 type=int32 k=1024 s=2 mac=off"), "tofino-model: k=1024 exceeds 256");
+        assertFallback(send("CREATE name=mac world=4 type=int32 k=64 s=2 mac=on"), "tofino-model: mac=on not supported");
+        assertFallback(send("CREATE name=huge world=4 type=int32 k=64 s=20 mac=off"),
+            "tofino-model: s=20 needs 40 slot versions, capacity is 32");
+        // 16 slots: "fits" holds 8, this one 6, leaving 2
+        assertFallback(send("CREATE name=more world=2 type=int32 k=64 s=6 mac=off"), null);
+        assertFallback(send("CREATE name=full world=2 type=int32 k=64 s=4 mac=off"),
+            "tofino-model: s=4 does not fit the free register space: 2 contiguous of 16 slots free");
+
+        assertTrue(jobs().stream().anyMatch(l -> l.contains("name=k128") && l.contains("backend=software") &&
+            l.endsWith("fallback=tofino-model: k=128 not in {64, 256} (64 lanes per pass, 256 by recirculation)")), jobs().toString());
+        assertTrue(jobs().stream().anyMatch(l -> l.contains("name=fits") && l.contains("backend=tofino-model")), jobs().toString());
+
+        assertEquals("ERR message=backend tofino-model cannot take job 'explicit': k=128 not in {64, 256} (64 lanes per pass, 256 by " +
+            "recirculation)", send("CREATE name=explicit world=2 type=int32 k=128 s=2 mac=off backend=tofino-model"));
+    }
+
+    @Test
+    void unreachableSwitchIsAFallbackReason() throws Exception
+    {
+        final int port;
+        try (ServerSocket socket = new ServerSocket(0))
+        {
+            port = socket.getLocalPort();
+        }
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
+            .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + port)
+            .backendOption("tofino", "ports", "127.0.0.1=1").backendOption("tofino", "timeout-ms", "500"));
+        final String reply = send("CREATE name=nosw world=2 type=int32 k=64 s=2 mac=off");
+        assertTrue(reply.startsWith("OK ") && reply.contains(" backend=software fallback=tofino: not started: switch 127.0.0.1:" + port +
+            " not reachable within 500 ms"), reply);
+    }
+}
