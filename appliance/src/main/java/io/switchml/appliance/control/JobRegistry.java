@@ -85,7 +85,7 @@ public final class JobRegistry
         }
     }
 
-    private record Placement(Backend backend, String fallback)
+    private record Placement(Backend backend, String fallback, BackendJob backendJob)
     {
     }
 
@@ -96,10 +96,12 @@ public final class JobRegistry
     }
 
     /**
-     * Choose the backend of a new job: the one it asked for (refused, not moved, when that one cannot take it), or
-     * the first in the preference list that can, recording every one passed over with its reason.
+     * Choose the backend of a new job and reserve its slots there: the one it asked for (refused, not moved, when
+     * that one cannot take it), or the first in the preference list that can, recording every one passed over with
+     * its reason. A backend whose reservation fails (a switch that refuses the write) is passed over like one whose
+     * limits do not admit the job, with the backend's message as the reason.
      */
-    private Placement place(final JobSpec spec, final String requested) throws RefusedException
+    private Placement place(final JobSpec spec, final String requested, final int jobId) throws RefusedException
     {
         if (requested != null && !"auto".equals(requested))
         {
@@ -113,7 +115,15 @@ public final class JobRegistry
                         telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
                         throw new RefusedException("backend " + requested + " cannot take job '" + spec.name() + "': " + reason);
                     }
-                    return new Placement(backend, "");
+                    try
+                    {
+                        return new Placement(backend, "", backend.reserve(spec, jobId));
+                    }
+                    catch (final BackendException ex)
+                    {
+                        telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
+                        throw new RefusedException("backend " + requested + " cannot take job '" + spec.name() + "': " + ex.getMessage());
+                    }
                 }
             }
             throw new RefusedException("unknown backend '" + requested + "' (this appliance has: auto, " +
@@ -122,10 +132,17 @@ public final class JobRegistry
         final List<String> passed = new ArrayList<>();
         for (final Backend backend : backends)
         {
-            final String reason = refusalOf(backend, spec);
+            String reason = refusalOf(backend, spec);
             if (reason == null)
             {
-                return new Placement(backend, String.join("; ", passed));
+                try
+                {
+                    return new Placement(backend, String.join("; ", passed), backend.reserve(spec, jobId));
+                }
+                catch (final BackendException ex)
+                {
+                    reason = ex.getMessage();
+                }
             }
             passed.add(backend.name() + ": " + reason);
             onFallback.accept(backend.name(), reason);
@@ -235,43 +252,23 @@ public final class JobRegistry
                 return existing;
             }
 
-            final Placement placement = place(spec, backend);
-            final boolean inShards = placement.backend() instanceof SoftwareBackend;
-            final long needed = inShards ? Job.memoryBytes(spec.slots(), spec.lanes()) : 0;
-            if (memoryUsedBytes + needed > memoryBudgetBytes)
-            {
-                telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
-                throw new RefusedException("job '" + spec.name() + "' needs " + needed + " bytes of aggregator memory but only " +
-                    (memoryBudgetBytes - memoryUsedBytes) + " of " + memoryBudgetBytes + " are free");
-            }
-            final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[2]);
-            if (usage[0] + needed > tenantMemoryQuotaBytes)
-            {
-                telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
-                throw new RefusedException("tenant '" + spec.tenant() + "' would use " + (usage[0] + needed) +
-                    " bytes of aggregator memory, over its quota of " + tenantMemoryQuotaBytes);
-            }
-            if (usage[1] + 1 > tenantMaxJobs)
-            {
-                telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
-                throw new RefusedException("tenant '" + spec.tenant() + "' already runs " + usage[1] + " jobs, its limit");
-            }
-
-            final String jobToken = token != null ? token : HexFormat.of().formatHex(randomBytes(16));
-            final int jobId = nextJobId++;
-            final BackendJob backendJob;
+            final int jobId = nextJobId;
+            final Placement placement = place(spec, backend, jobId);
             try
             {
-                backendJob = placement.backend().reserve(spec, jobId);
+                checkQuotas(spec, placement);
             }
-            catch (final BackendException ex)
+            catch (final RefusedException ex)
             {
-                throw new RefusedException("backend " + placement.backend().name() + " cannot take job '" + spec.name() + "': " +
-                    ex.getMessage());
+                placement.backendJob().release();
+                throw ex;
             }
+            nextJobId++;
+            final String jobToken = token != null ? token : HexFormat.of().formatHex(randomBytes(16));
+            final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[2]);
             final Job job = new Job(jobId, spec, shardCount, jobToken, random.nextLong(), random.nextLong(),
                 System.currentTimeMillis() + spec.joinTimeoutMs(), telemetry.allocateJobCounters(jobId, spec.tenant(), spec.name()),
-                placement.backend().name(), backendJob, placement.fallback());
+                placement.backend().name(), placement.backendJob(), placement.fallback());
             telemetry.system(SystemCounter.JOBS_CREATED).increment();
             jobs.put(job.jobId, job);
             jobsByName.put(key, job);
@@ -283,6 +280,33 @@ public final class JobRegistry
                 listener.onJobCreated(job, job.describe());
             }
             return job;
+        }
+    }
+
+    /**
+     * The aggregator-memory budget and the tenant's quotas, for a job placed where it would go.
+     */
+    private void checkQuotas(final JobSpec spec, final Placement placement) throws RefusedException
+    {
+        final boolean inShards = placement.backend() instanceof SoftwareBackend;
+        final long needed = inShards ? Job.memoryBytes(spec.slots(), spec.lanes()) : 0;
+        if (memoryUsedBytes + needed > memoryBudgetBytes)
+        {
+            telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
+            throw new RefusedException("job '" + spec.name() + "' needs " + needed + " bytes of aggregator memory but only " +
+                (memoryBudgetBytes - memoryUsedBytes) + " of " + memoryBudgetBytes + " are free");
+        }
+        final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[2]);
+        if (usage[0] + needed > tenantMemoryQuotaBytes)
+        {
+            telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
+            throw new RefusedException("tenant '" + spec.tenant() + "' would use " + (usage[0] + needed) +
+                " bytes of aggregator memory, over its quota of " + tenantMemoryQuotaBytes);
+        }
+        if (usage[1] + 1 > tenantMaxJobs)
+        {
+            telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
+            throw new RefusedException("tenant '" + spec.tenant() + "' already runs " + usage[1] + " jobs, its limit");
         }
     }
 

@@ -12,9 +12,11 @@ import java.util.List;
 
 /**
  * The control plane's writes for one job on a switch running switchml.p4, through {@link PipelineControl} (so
- * through P4Runtime to a real switch, or straight into the model): reset the job's register cells, the source
- * pinning entry of every rank, the egress destination of every rank's replica, the multicast group, and last the
- * job-table entry that lets its packets in; removal in the reverse order. A failed install removes what it wrote.
+ * through P4Runtime to a real switch, or straight into the model): at CREATE the job-table entry ({@link #admit});
+ * when every rank has joined, the reset of the job's register cells, the source pinning entry of every rank, the
+ * egress destination of every rank's replica and the multicast group ({@link #attach}); removal starts with the
+ * job-table entry, so the job's packets are dropped before anything else goes. A failed write removes what its
+ * call wrote.
  */
 public final class JobInstaller
 {
@@ -44,11 +46,50 @@ public final class JobInstaller
     }
 
     /**
-     * Install a job.
+     * Install a job in one go: {@link #admit} then {@link #attach}.
      *
      * @throws PipelineException as the switch refused a write, after removing what was written.
      */
     public static void install(final PipelineControl pipeline, final JobImage job) throws PipelineException
+    {
+        admit(pipeline, job);
+        try
+        {
+            attach(pipeline, job);
+        }
+        catch (final PipelineException ex)
+        {
+            quietly(() -> pipeline.writeTableEntry(UpdateType.DELETE, jobEntry(job)));
+            throw ex;
+        }
+    }
+
+    /**
+     * At CREATE: the job-table entry, which claims the job id on the switch and lets the switch refuse the job (a
+     * full table, an id another controller installed) while the job can still go to another backend. Until
+     * {@link #attach} pins its ranks, every packet of the job is dropped as from a stranger.
+     * Only the job id, geometry, pool base and group of the image are used.
+     */
+    public static void admit(final PipelineControl pipeline, final JobImage job) throws PipelineException
+    {
+        pipeline.writeTableEntry(UpdateType.INSERT, jobEntry(job));
+    }
+
+    /**
+     * Withdraw an admitted job that was never attached.
+     */
+    public static void withdraw(final PipelineControl pipeline, final JobImage job) throws PipelineException
+    {
+        pipeline.writeTableEntry(UpdateType.DELETE, jobEntry(job));
+    }
+
+    /**
+     * When every rank has joined: zero the job's counts and seen bitmaps, pin each rank's source, give each rank's
+     * replica its destination, and create the multicast group.
+     *
+     * @throws PipelineException as the switch refused a write, after removing what this call wrote.
+     */
+    public static void attach(final PipelineControl pipeline, final JobImage job) throws PipelineException
     {
         final List<Runnable> undo = new ArrayList<>();
         try
@@ -66,8 +107,6 @@ public final class JobInstaller
                 replicas.add(new Replica(job.switchPorts()[rank], job.rid(rank)));
             }
             pipeline.writeMulticastGroup(UpdateType.INSERT, job.group(), replicas);
-            undo.add(() -> quietly(() -> pipeline.writeMulticastGroup(UpdateType.DELETE, job.group(), List.of())));
-            pipeline.writeTableEntry(UpdateType.INSERT, jobEntry(job));
         }
         catch (final PipelineException ex)
         {

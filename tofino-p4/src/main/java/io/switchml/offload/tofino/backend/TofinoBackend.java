@@ -9,6 +9,7 @@ import io.switchml.appliance.backend.SlotRanges;
 import io.switchml.appliance.control.JobSpec;
 import io.switchml.appliance.control.Job;
 import io.switchml.offload.tofino.JobInstaller;
+import io.switchml.offload.tofino.PipelineException;
 import io.switchml.offload.tofino.model.P4Names;
 import io.switchml.protocol.ElementType;
 
@@ -112,7 +113,17 @@ public final class TofinoBackend implements Backend
         final int base = ranges.allocate(spec.slots());
         final int group = freeGroup();
         groupsInUse.set(group);
-        return new TofinoJob(this, jobId, spec, base, group);
+        final TofinoJob job = new TofinoJob(this, jobId, spec, base, group);
+        try
+        {
+            JobInstaller.admit(connection.control(), job.admission());
+        }
+        catch (final PipelineException ex)
+        {
+            free(base, spec.slots(), group);
+            throw new BackendException(ex.detail(), ex);
+        }
+        return job;
     }
 
     synchronized void free(final int base, final int cells, final int group)

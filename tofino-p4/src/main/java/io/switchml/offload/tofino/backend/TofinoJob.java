@@ -39,7 +39,7 @@ final class TofinoJob implements BackendJob
         try
         {
             final JobInstaller.JobImage image = backend.image(job, jobId, base, group);
-            JobInstaller.install(backend.connection().control(), image);
+            JobInstaller.attach(backend.connection().control(), image);
             installed = image;
             backend.environment().log().accept(backend.name() + ": installed job " + jobId + " on " + backend.connection().describe() +
                 ": slots " + base + ".." + (base + spec.slots() - 1) + ", multicast group " + group + ", " + job.worldSize() + " ranks pinned");
@@ -48,6 +48,15 @@ final class TofinoJob implements BackendJob
         {
             throw new BackendException(backend.name() + ": installing job " + jobId + " on the switch failed: " + ex.getMessage(), ex);
         }
+    }
+
+    /**
+     * @return the job as admitted at CREATE: id, geometry, pool base and group (no members yet).
+     */
+    JobInstaller.JobImage admission()
+    {
+        return new JobInstaller.JobImage(jobId, spec.worldSize(), spec.elementType(), spec.lanes(), spec.slots(), base, group,
+            new int[0], new int[0], new int[0]);
     }
 
     public String poll(final long nowNs)
@@ -73,19 +82,23 @@ final class TofinoJob implements BackendJob
             return;
         }
         released = true;
-        if (installed != null)
+        try
         {
-            try
+            if (installed != null)
             {
                 JobInstaller.remove(backend.connection().control(), installed);
                 backend.environment().log().accept(backend.name() + ": removed job " + jobId);
             }
-            catch (final PipelineException ex)
+            else
             {
-                backend.environment().log().accept(backend.name() + ": removing job " + jobId + " from the switch failed: " +
-                    ex.getMessage() + " (its register range stays reserved)");
-                return;
+                JobInstaller.withdraw(backend.connection().control(), admission());
             }
+        }
+        catch (final PipelineException ex)
+        {
+            backend.environment().log().accept(backend.name() + ": removing job " + jobId + " from the switch failed: " +
+                ex.getMessage() + " (its register range stays reserved)");
+            return;
         }
         backend.free(base, spec.slots(), group);
     }

@@ -188,7 +188,7 @@ public final class ModelP4RuntimeServer implements AutoCloseable
                 catch (final PipelineException ex)
                 {
                     failed = true;
-                    errors.add(Error.newBuilder().setCanonicalCode(code(ex.code()).getNumber()).setMessage(ex.getMessage()).build());
+                    errors.add(Error.newBuilder().setCanonicalCode(code(ex.code()).getNumber()).setMessage(ex.detail()).build());
                 }
             }
         }
@@ -222,7 +222,7 @@ public final class ModelP4RuntimeServer implements AutoCloseable
         }
         catch (final PipelineException ex)
         {
-            response.onError(io.grpc.Status.fromCodeValue(code(ex.code()).getNumber()).withDescription(ex.getMessage()).asRuntimeException());
+            response.onError(io.grpc.Status.fromCodeValue(code(ex.code()).getNumber()).withDescription(ex.detail()).asRuntimeException());
             return;
         }
         response.onNext(reply.build());

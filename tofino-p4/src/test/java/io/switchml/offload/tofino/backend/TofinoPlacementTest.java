@@ -2,6 +2,12 @@ package io.switchml.offload.tofino.backend;
 
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
+import io.switchml.offload.tofino.JobInstaller;
+import io.switchml.offload.tofino.model.P4Names;
+import io.switchml.offload.tofino.model.TofinoModel;
+import io.switchml.offload.tofino.p4runtime.ModelP4RuntimeServer;
+import io.switchml.offload.tofino.p4runtime.P4InfoIndex;
+import io.switchml.protocol.ElementType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -10,6 +16,7 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -23,7 +30,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Admission on the Tofino backends, in a running appliance: each limit of the program (world size, wire format, k,
  * MAC, register space) and an unreachable switch sends the job to the next backend with the reason in the CREATE
- * reply and in JOBS (what `switchml ops jobs describe` shows); a job that names the backend is refused, not moved.
+ * reply and in JOBS (what `switchml ops jobs describe` shows); so does a switch that refuses the job's first write, with
+ * the switch's own message; a job that names the backend is refused, not moved.
  * The tofino-model backend installs its jobs through P4Runtime over TCP into the pipeline model.
  */
 final class TofinoPlacementTest
@@ -111,6 +119,33 @@ final class TofinoPlacementTest
 
         assertEquals("ERR message=backend tofino-model cannot take job 'explicit': k=128 not in {64, 256} (64 lanes per pass, 256 by " +
             "recirculation)", send("CREATE name=explicit world=2 type=int32 k=128 s=2 mac=off backend=tofino-model"));
+    }
+
+    @Test
+    void aSwitchThatRefusesTheJobSendsItToTheNextBackendWithTheSwitchsMessage() throws Exception
+    {
+        // a switch (the model behind its P4Runtime server on TCP) on which job id 1 is already taken, as an entry
+        // another controller left behind
+        final TofinoModel model = new TofinoModel(7471);
+        final Object lock = new Object();
+        try (ModelP4RuntimeServer server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", 0), 1, P4InfoIndex.switchml(),
+            model, lock))
+        {
+            JobInstaller.admit(model, new JobInstaller.JobImage(1, 2, ElementType.INT32, 64, 2, 500, 900, new int[0], new int[0], new int[0]));
+            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
+                .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
+                .backendOption("tofino", "ports", "127.0.0.1=1"));
+            final String refused = send("CREATE name=taken world=2 type=int32 k=64 s=2 mac=off");
+            assertTrue(refused.startsWith("OK job=1 ") && refused.contains(" backend=software fallback=tofino: switch 127.0.0.1:" +
+                server.port() + " refused the write: SwitchMLIngress.job_table: an entry with key [1] exists"), refused);
+
+            final String placed = send("CREATE name=placed world=2 type=int32 k=256 s=4 mac=off");
+            assertTrue(placed.startsWith("OK job=2 ") && placed.contains(" backend=tofino") && !placed.contains("fallback"), placed);
+            synchronized (lock)
+            {
+                assertEquals(2, model.tableEntries(P4Names.JOB_TABLE), "job 2 admitted on the switch at CREATE");
+            }
+        }
     }
 
     @Test
