@@ -7,14 +7,17 @@ import io.switchml.offload.tofino.model.P4Names;
 import io.switchml.offload.tofino.model.TofinoModel;
 import io.switchml.offload.tofino.p4runtime.ModelP4RuntimeServer;
 import io.switchml.offload.tofino.p4runtime.P4InfoIndex;
+import io.switchml.ops.OpsCommand;
 import io.switchml.protocol.ElementType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -80,6 +83,21 @@ final class TofinoPlacementTest
         return lines;
     }
 
+    /**
+     * {@code switchml ops jobs describe JOB} against this appliance, in-process; returns what it printed.
+     */
+    private String describe(final String job)
+    {
+        final StringWriter out = new StringWriter();
+        final StringWriter err = new StringWriter();
+        final CommandLine ops = new CommandLine(new OpsCommand());
+        ops.setOut(new PrintWriter(out, true));
+        ops.setErr(new PrintWriter(err, true));
+        final int exit = ops.execute("jobs", "describe", job, "--dir=" + dir, "--control-port=" + appliance.controlPort());
+        assertEquals(0, exit, () -> out + "\n" + err);
+        return out.toString();
+    }
+
     private static void assertFallback(final String reply, final String reason)
     {
         if (reason == null)
@@ -116,6 +134,22 @@ final class TofinoPlacementTest
         assertTrue(jobs().stream().anyMatch(l -> l.contains("name=k128") && l.contains("backend=software") &&
             l.endsWith("fallback=tofino-model: k=128 not in {64, 256} (64 lanes per pass, 256 by recirculation)")), jobs().toString());
         assertTrue(jobs().stream().anyMatch(l -> l.contains("name=fits") && l.contains("backend=tofino-model")), jobs().toString());
+
+        // what an operator sees: each refused job's backend row names the limit
+        final String[][] described = {
+            {"wide", "world size 33 exceeds 32"},
+            {"half", "element type float16 not supported (int32, float32)"},
+            {"bf", "element type bfloat16 not supported (int32, float32)"},
+            {"k128", "k=128 not in {64, 256} (64 lanes per pass, 256 by recirculation)"},
+            {"mac", "mac=on not supported"},
+            {"huge", "s=20 needs 40 slot versions, capacity is 32"},
+            {"full", "s=4 does not fit the free register space: 2 contiguous of 16 slots free"}};
+        for (final String[] job : described)
+        {
+            final String text = describe(job[0]);
+            assertTrue(text.contains("backend         software (passed over: tofino-model: " + job[1] + ")"), text);
+        }
+        assertTrue(describe("fits").contains("backend         tofino-model (its first choice)"), describe("fits"));
 
         assertEquals("ERR message=backend tofino-model cannot take job 'explicit': k=128 not in {64, 256} (64 lanes per pass, 256 by " +
             "recirculation)", send("CREATE name=explicit world=2 type=int32 k=128 s=2 mac=off backend=tofino-model"));
@@ -162,5 +196,8 @@ final class TofinoPlacementTest
         final String reply = send("CREATE name=nosw world=2 type=int32 k=64 s=2 mac=off");
         assertTrue(reply.startsWith("OK ") && reply.contains(" backend=software fallback=tofino: not started: switch 127.0.0.1:" + port +
             " not reachable within 500 ms"), reply);
+        final String text = describe("nosw");
+        assertTrue(text.contains("backend         software (passed over: tofino: not started: switch 127.0.0.1:" + port +
+            " not reachable within 500 ms"), text);
     }
 }
