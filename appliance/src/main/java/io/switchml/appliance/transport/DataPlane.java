@@ -1,5 +1,6 @@
 package io.switchml.appliance.transport;
 
+import io.switchml.protocol.udp.NativeUdp;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelOption;

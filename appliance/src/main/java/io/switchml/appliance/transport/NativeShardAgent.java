@@ -1,5 +1,6 @@
 package io.switchml.appliance.transport;
 
+import io.switchml.protocol.udp.NativeUdp;
 import io.switchml.appliance.control.Job;
 import io.switchml.appliance.telemetry.ErrorLog;
 import io.switchml.appliance.telemetry.ShardCounters;

@@ -1,5 +1,6 @@
 package io.switchml.appliance.transport;
 
+import io.switchml.protocol.udp.NativeUdp;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 

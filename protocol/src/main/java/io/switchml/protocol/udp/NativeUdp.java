@@ -1,4 +1,4 @@
-package io.switchml.appliance.transport;
+package io.switchml.protocol.udp;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -15,8 +15,9 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * Linux UDP socket calls (socket, setsockopt, bind, recvmmsg, sendmmsg, poll, close) through the JDK's
- * foreign function interface: no native library of our own, and no allocation per call.
+ * Linux UDP socket calls (socket, setsockopt, bind, connect, recvmmsg, sendmmsg, sendmsg, recvmsg, poll, eventfd,
+ * close) through the JDK's foreign function interface: no native library of our own, and no allocation per call.
+ * Shared by the appliance's shards and the workers' I/O agents (one copy of the bindings for both sides).
  * <p>
  * Pointer arguments are declared as {@code long} (a pointer and a long are passed alike on LP64 Linux),
  * so that callers pass raw addresses into one preallocated native block instead of slicing
@@ -37,58 +38,77 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * Struct offsets are those of x86-64 and AArch64 Linux (LP64), the platforms {@link #isAvailable()}
  * accepts.
  */
-final class NativeUdp
+public final class NativeUdp
 {
-    static final int AF_INET = 2;
-    static final int SOCK_DGRAM = 2;
-    static final int SOCK_NONBLOCK = 0x800;
-    static final int SOCK_CLOEXEC = 0x80000;
-    static final int SOL_SOCKET = 1;
-    static final int SO_SNDBUF = 7;
-    static final int SO_RCVBUF = 8;
-    static final int SO_SNDBUFFORCE = 32;
-    static final int SO_RCVBUFFORCE = 33;
-    static final int IPPROTO_IP = 0;
-    static final int IP_MULTICAST_IF = 32;
-    static final int IP_MULTICAST_TTL = 33;
-    static final int IP_MULTICAST_LOOP = 34;
-    static final int MSG_DONTWAIT = 0x40;
-    static final int MSG_TRUNC = 0x20;
-    static final int EINTR = 4;
-    static final int EAGAIN = 11;
-    static final int ENOBUFS = 105;
-    static final short POLLIN = 0x1;
-    static final short POLLOUT = 0x4;
+    public static final int AF_INET = 2;
+    public static final int SOCK_DGRAM = 2;
+    public static final int SOCK_NONBLOCK = 0x800;
+    public static final int SOCK_CLOEXEC = 0x80000;
+    public static final int SOL_SOCKET = 1;
+    public static final int SO_SNDBUF = 7;
+    public static final int SO_RCVBUF = 8;
+    public static final int SO_SNDBUFFORCE = 32;
+    public static final int SO_RCVBUFFORCE = 33;
+    public static final int IPPROTO_IP = 0;
+    public static final int IP_MULTICAST_IF = 32;
+    public static final int IP_MULTICAST_TTL = 33;
+    public static final int IP_MULTICAST_LOOP = 34;
+    public static final int IP_ADD_MEMBERSHIP = 35;
+    public static final int SO_REUSEADDR = 2;
+    /** UDP segmentation offload (GSO) and receive coalescing (GRO): level SOL_UDP. */
+    public static final int SOL_UDP = 17;
+    public static final int UDP_SEGMENT = 103;
+    public static final int UDP_GRO = 104;
+    /** Most segments one UDP GSO send may carry (UDP_MAX_SEGMENTS of the kernels this runs on). */
+    public static final int UDP_MAX_SEGMENTS = 64;
+    /** Largest UDP payload of one (GSO) send: 65535 less the IPv4 and UDP headers. */
+    public static final int MAX_UDP_PAYLOAD = 65_507;
+    public static final int EFD_NONBLOCK = 0x800;
+    public static final int EFD_CLOEXEC = 0x80000;
+    /** struct cmsghdr: cmsg_len (size_t), cmsg_level, cmsg_type, then the data, 8-byte aligned. */
+    public static final int CMSG_LEN_OFFSET = 0;
+    public static final int CMSG_LEVEL_OFFSET = 8;
+    public static final int CMSG_TYPE_OFFSET = 12;
+    public static final int CMSG_DATA_OFFSET = 16;
+    /** CMSG_SPACE of a 2- or 4-byte value (UDP_SEGMENT, UDP_GRO). */
+    public static final int CMSG_SPACE_SMALL = 24;
+    public static final int MSG_DONTWAIT = 0x40;
+    public static final int MSG_TRUNC = 0x20;
+    public static final int EINTR = 4;
+    public static final int EAGAIN = 11;
+    public static final int ENOBUFS = 105;
+    public static final short POLLIN = 0x1;
+    public static final short POLLOUT = 0x4;
     /** Most messages one sendmmsg or recvmmsg call takes (UIO_MAXIOV). */
-    static final int MAX_MMSG = 1024;
+    public static final int MAX_MMSG = 1024;
 
     /** struct sockaddr_in: sin_family (host order), sin_port and sin_addr (network order), 8 bytes of zero. */
-    static final int SOCKADDR_IN_SIZE = 16;
-    static final int SIN_FAMILY_OFFSET = 0;
-    static final int SIN_PORT_OFFSET = 2;
-    static final int SIN_ADDR_OFFSET = 4;
+    public static final int SOCKADDR_IN_SIZE = 16;
+    public static final int SIN_FAMILY_OFFSET = 0;
+    public static final int SIN_PORT_OFFSET = 2;
+    public static final int SIN_ADDR_OFFSET = 4;
 
     /** struct iovec. */
-    static final int IOVEC_SIZE = 16;
-    static final int IOV_BASE_OFFSET = 0;
-    static final int IOV_LEN_OFFSET = 8;
+    public static final int IOVEC_SIZE = 16;
+    public static final int IOV_BASE_OFFSET = 0;
+    public static final int IOV_LEN_OFFSET = 8;
 
     /** struct mmsghdr: a struct msghdr and msg_len. */
-    static final int MMSGHDR_SIZE = 64;
-    static final int MSG_NAME_OFFSET = 0;
-    static final int MSG_NAMELEN_OFFSET = 8;
-    static final int MSG_IOV_OFFSET = 16;
-    static final int MSG_IOVLEN_OFFSET = 24;
-    static final int MSG_CONTROL_OFFSET = 32;
-    static final int MSG_CONTROLLEN_OFFSET = 40;
-    static final int MSG_FLAGS_OFFSET = 48;
-    static final int MSG_LEN_OFFSET = 56;
+    public static final int MMSGHDR_SIZE = 64;
+    public static final int MSG_NAME_OFFSET = 0;
+    public static final int MSG_NAMELEN_OFFSET = 8;
+    public static final int MSG_IOV_OFFSET = 16;
+    public static final int MSG_IOVLEN_OFFSET = 24;
+    public static final int MSG_CONTROL_OFFSET = 32;
+    public static final int MSG_CONTROLLEN_OFFSET = 40;
+    public static final int MSG_FLAGS_OFFSET = 48;
+    public static final int MSG_LEN_OFFSET = 56;
 
     /** struct pollfd. */
-    static final int POLLFD_SIZE = 8;
-    static final int POLLFD_FD_OFFSET = 0;
-    static final int POLLFD_EVENTS_OFFSET = 4;
-    static final int POLLFD_REVENTS_OFFSET = 6;
+    public static final int POLLFD_SIZE = 8;
+    public static final int POLLFD_FD_OFFSET = 0;
+    public static final int POLLFD_EVENTS_OFFSET = 4;
+    public static final int POLLFD_REVENTS_OFFSET = 6;
 
     private static final MethodHandle SOCKET;
     private static final MethodHandle SETSOCKOPT;
@@ -101,14 +121,20 @@ final class NativeUdp
     private static final MethodHandle SENDMMSG;
     private static final MethodHandle POLL;
     private static final MethodHandle ERRNO_LOCATION;
+    private static final MethodHandle CONNECT;
+    private static final MethodHandle EVENTFD;
+    private static final MethodHandle READ;
+    private static final MethodHandle WRITE;
+    private static final MethodHandle SENDMSG;
+    private static final MethodHandle RECVMSG;
     private static final long ERRNO_OFFSET;
     private static final long CALL_STATE_SIZE;
     private static final String UNAVAILABILITY_CAUSE;
 
     static
     {
-        final String[] names = {"socket", "setsockopt", "getsockopt", "bind", "getsockname", "close", "strerror",
-            "recvmmsg", "sendmmsg", "poll", "__errno_location"};
+        final String[] names = {"socket", "setsockopt", "getsockopt", "bind", "getsockname", "close", "connect", "eventfd",
+            "strerror", "recvmmsg", "sendmmsg", "poll", "__errno_location", "read", "write", "sendmsg", "recvmsg"};
         final FunctionDescriptor[] descriptors = {
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT),
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT),
@@ -116,12 +142,18 @@ final class NativeUdp
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT),
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG),
             FunctionDescriptor.of(JAVA_INT, JAVA_INT),
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT),
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT),
             FunctionDescriptor.of(ADDRESS, JAVA_INT),
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG),
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT),
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT),
-            FunctionDescriptor.of(JAVA_LONG)};
-        final int capturingCalls = 6;
+            FunctionDescriptor.of(JAVA_LONG),
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG),
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG),
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT),
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT)};
+        final int capturingCalls = 8;
         final MethodHandle[] handles = new MethodHandle[names.length];
         long errnoOffset = 0;
         long callStateSize = 0;
@@ -168,11 +200,17 @@ final class NativeUdp
         BIND = ok ? handles[3] : null;
         GETSOCKNAME = ok ? handles[4] : null;
         CLOSE = ok ? handles[5] : null;
-        STRERROR = ok ? handles[6] : null;
-        RECVMMSG = ok ? handles[7] : null;
-        SENDMMSG = ok ? handles[8] : null;
-        POLL = ok ? handles[9] : null;
-        ERRNO_LOCATION = ok ? handles[10] : null;
+        CONNECT = ok ? handles[6] : null;
+        EVENTFD = ok ? handles[7] : null;
+        STRERROR = ok ? handles[8] : null;
+        RECVMMSG = ok ? handles[9] : null;
+        SENDMMSG = ok ? handles[10] : null;
+        POLL = ok ? handles[11] : null;
+        ERRNO_LOCATION = ok ? handles[12] : null;
+        READ = ok ? handles[13] : null;
+        WRITE = ok ? handles[14] : null;
+        SENDMSG = ok ? handles[15] : null;
+        RECVMSG = ok ? handles[16] : null;
         ERRNO_OFFSET = errnoOffset;
         CALL_STATE_SIZE = callStateSize;
         UNAVAILABILITY_CAUSE = cause;
@@ -201,7 +239,7 @@ final class NativeUdp
     /**
      * @return true when the calls link and a UDP socket can be opened here.
      */
-    static boolean isAvailable()
+    public static boolean isAvailable()
     {
         return UNAVAILABILITY_CAUSE == null;
     }
@@ -209,7 +247,7 @@ final class NativeUdp
     /**
      * @return why the native transport is unavailable, or null.
      */
-    static String unavailabilityCause()
+    public static String unavailabilityCause()
     {
         return UNAVAILABILITY_CAUSE;
     }
@@ -217,7 +255,7 @@ final class NativeUdp
     /**
      * @return a segment to capture errno in; one per thread that makes calls.
      */
-    static MemorySegment allocateCallState(final Arena arena)
+    public static MemorySegment allocateCallState(final Arena arena)
     {
         return arena.allocate(CALL_STATE_SIZE, 8);
     }
@@ -225,12 +263,12 @@ final class NativeUdp
     /**
      * @return errno as captured by the last call made with this call state.
      */
-    static int errno(final MemorySegment callState)
+    public static int errno(final MemorySegment callState)
     {
         return callState.get(ValueLayout.JAVA_INT, ERRNO_OFFSET);
     }
 
-    static int socket(final MemorySegment callState, final int domain, final int type, final int protocol)
+    public static int socket(final MemorySegment callState, final int domain, final int type, final int protocol)
     {
         try
         {
@@ -242,7 +280,7 @@ final class NativeUdp
         }
     }
 
-    static int setsockopt(
+    public static int setsockopt(
         final MemorySegment callState, final int fd, final int level, final int option, final long valueAddress, final int length)
     {
         try
@@ -255,7 +293,7 @@ final class NativeUdp
         }
     }
 
-    static int getsockopt(
+    public static int getsockopt(
         final MemorySegment callState, final int fd, final int level, final int option, final long valueAddress,
         final long lengthAddress)
     {
@@ -269,7 +307,7 @@ final class NativeUdp
         }
     }
 
-    static int bind(final MemorySegment callState, final int fd, final long sockaddrAddress, final int length)
+    public static int bind(final MemorySegment callState, final int fd, final long sockaddrAddress, final int length)
     {
         try
         {
@@ -281,7 +319,7 @@ final class NativeUdp
         }
     }
 
-    static int getsockname(final MemorySegment callState, final int fd, final long sockaddrAddress, final long lengthAddress)
+    public static int getsockname(final MemorySegment callState, final int fd, final long sockaddrAddress, final long lengthAddress)
     {
         try
         {
@@ -297,7 +335,7 @@ final class NativeUdp
      * @return the address of the calling thread's errno: read it (4 bytes) on that thread only, right after
      * a failed {@link #recvmmsg}, {@link #sendmmsg} or {@link #poll}.
      */
-    static long errnoAddress()
+    public static long errnoAddress()
     {
         try
         {
@@ -314,7 +352,7 @@ final class NativeUdp
      *
      * @return messages received, or -1.
      */
-    static int recvmmsg(final int fd, final long msgvecAddress, final int vlen, final int flags)
+    public static int recvmmsg(final int fd, final long msgvecAddress, final int vlen, final int flags)
     {
         try
         {
@@ -331,7 +369,7 @@ final class NativeUdp
      *
      * @return messages sent, or -1 when the first one failed.
      */
-    static int sendmmsg(final int fd, final long msgvecAddress, final int vlen, final int flags)
+    public static int sendmmsg(final int fd, final long msgvecAddress, final int vlen, final int flags)
     {
         try
         {
@@ -348,7 +386,7 @@ final class NativeUdp
      *
      * @return descriptors ready, 0 on timeout, or -1.
      */
-    static int poll(final long pollfdsAddress, final long count, final int timeoutMs)
+    public static int poll(final long pollfdsAddress, final long count, final int timeoutMs)
     {
         try
         {
@@ -360,7 +398,99 @@ final class NativeUdp
         }
     }
 
-    static int close(final MemorySegment callState, final int fd)
+    public static int connect(final MemorySegment callState, final int fd, final long sockaddrAddress, final int length)
+    {
+        try
+        {
+            return (int)CONNECT.invokeExact(callState, fd, sockaddrAddress, length);
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    /**
+     * eventfd(2): a descriptor another thread can make readable, to end a {@link #poll}.
+     */
+    public static int eventfd(final MemorySegment callState, final int initialValue, final int flags)
+    {
+        try
+        {
+            return (int)EVENTFD.invokeExact(callState, initialValue, flags);
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    /**
+     * read(2); errno is left in the thread's errno.
+     */
+    public static long read(final int fd, final long bufferAddress, final long count)
+    {
+        try
+        {
+            return (long)READ.invokeExact(fd, bufferAddress, count);
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    /**
+     * write(2); errno is left in the thread's errno.
+     */
+    public static long write(final int fd, final long bufferAddress, final long count)
+    {
+        try
+        {
+            return (long)WRITE.invokeExact(fd, bufferAddress, count);
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    /**
+     * sendmsg(2), for a GSO send whose control message carries UDP_SEGMENT; errno is left in the thread's errno.
+     *
+     * @return bytes sent, or -1.
+     */
+    public static int sendmsg(final int fd, final long msghdrAddress, final int flags)
+    {
+        try
+        {
+            return (int)SENDMSG.invokeExact(fd, msghdrAddress, flags);
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    /**
+     * recvmsg(2), for a GRO receive whose control message carries the segment size; errno is left in the thread's
+     * errno.
+     *
+     * @return bytes received, or -1.
+     */
+    public static int recvmsg(final int fd, final long msghdrAddress, final int flags)
+    {
+        try
+        {
+            return (int)RECVMSG.invokeExact(fd, msghdrAddress, flags);
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    public static int close(final MemorySegment callState, final int fd)
     {
         try
         {
@@ -377,7 +507,7 @@ final class NativeUdp
      *
      * @return "EAGAIN (Resource temporarily unavailable)"-like text for an errno.
      */
-    static String describeErrno(final int errno)
+    public static String describeErrno(final int errno)
     {
         try
         {
