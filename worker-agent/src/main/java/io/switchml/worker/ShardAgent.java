@@ -11,13 +11,10 @@ import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.io.IOException;
+import io.switchml.worker.transport.DatagramTransport;
+
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.DatagramChannel;
-import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
-import java.util.function.Consumer;
 
 import static io.switchml.protocol.DataHeaderFlyweight.FLAG_EXPONENT_ONLY;
 import static io.switchml.protocol.DataHeaderFlyweight.FLAG_RETRANSMIT;
@@ -48,7 +45,8 @@ final class ShardAgent implements Agent
     private static final int WAITING = 0;
     private static final int EXPONENT = 1;
     private static final int DATA = 2;
-    private static final int RECEIVE_BUDGET = 64;
+    /** Datagrams handled per duty cycle at most; the timers wait until the sockets are drained. */
+    private static final int RECEIVE_BUDGET = 1024;
     private static final int POLL_BUDGET = 64;
     private static final long MAX_IDLE_WAIT_MS = 50;
 
@@ -64,10 +62,8 @@ final class ShardAgent implements Agent
     private final byte elementType;
     private final boolean isFloat;
     private final boolean isSixteenBit;
-    private final DatagramChannel channel;
-    private final DatagramChannel multicastChannel;
-    private final Selector selector;
-    private final Consumer<SelectionKey> onSelected = key -> { };
+    private final DatagramTransport transport;
+    private final DatagramTransport.Receiver onDatagram = this::onResult;
     private final ManyToOneConcurrentArrayQueue<Submission> inbox;
     private final WorkerCounters.Cells counters;
     private final LossGenerator txLoss;
@@ -77,11 +73,9 @@ final class ShardAgent implements Agent
     private final long macK1;
     private final String roleName;
 
-    private final ByteBuffer[] slotPackets;
+    private final int[] slotLength;
     private final UnsafeBuffer[] slotViews;
     private final DataHeaderFlyweight header = new DataHeaderFlyweight();
-    private final ByteBuffer receiveBuffer;
-    private final UnsafeBuffer receiveView;
     private final int[] lanes;
     private final short[] halves;
     private final float[] stage;
@@ -100,7 +94,6 @@ final class ShardAgent implements Agent
     private final long[] slotRtoDeadlineNs;
     private final long[] slotProbedNs;
     private final boolean[] slotWasProbed;
-    private final ByteBuffer probePacket;
     private final UnsafeBuffer probeView;
 
     private final Submission[] window;
@@ -135,17 +128,15 @@ final class ShardAgent implements Agent
         final int shard,
         final int shardCount,
         final int jobId,
-        final DatagramChannel channel,
-        final DatagramChannel multicastChannel,
+        final DatagramTransport transport,
         final boolean macEnabled,
         final long macK0,
         final long macK1,
         final WorkerCounters.Cells counters,
-        final int pendingCapacity) throws IOException
+        final int pendingCapacity)
     {
         this.client = client;
         this.shard = shard;
-        this.multicastChannel = multicastChannel;
         this.shardCount = shardCount;
         this.slotCount = context.slots();
         this.localSlots = (slotCount - shard + shardCount - 1) / shardCount;
@@ -156,7 +147,7 @@ final class ShardAgent implements Agent
         this.elementType = context.elementType();
         this.isFloat = ElementType.isFloat(elementType);
         this.isSixteenBit = ElementType.isSixteenBit(elementType);
-        this.channel = channel;
+        this.transport = transport;
         this.counters = counters;
         this.macEnabled = macEnabled;
         this.macK0 = macK0;
@@ -170,16 +161,13 @@ final class ShardAgent implements Agent
 
         final int packetCapacity = DataHeaderFlyweight.packetLength(lanesPerSlot);
         final ByteBuffer all = ByteBuffer.allocateDirect(packetCapacity * Math.max(1, localSlots));
-        slotPackets = new ByteBuffer[localSlots];
+        slotLength = new int[localSlots];
         slotViews = new UnsafeBuffer[localSlots];
         for (int l = 0; l < localSlots; l++)
         {
             final ByteBuffer packet = all.slice(l * packetCapacity, packetCapacity);
-            slotPackets[l] = packet;
             slotViews[l] = new UnsafeBuffer(packet);
         }
-        receiveBuffer = ByteBuffer.allocateDirect(DataHeaderFlyweight.MAX_UDP_PAYLOAD + 1);
-        receiveView = new UnsafeBuffer(receiveBuffer);
         lanes = new int[lanesPerSlot];
         halves = new short[lanesPerSlot];
         stage = new float[lanesPerSlot];
@@ -198,8 +186,7 @@ final class ShardAgent implements Agent
         slotRtoDeadlineNs = new long[localSlots];
         slotProbedNs = new long[localSlots];
         slotWasProbed = new boolean[localSlots];
-        probePacket = ByteBuffer.allocateDirect(DataHeaderFlyweight.HEADER_LENGTH);
-        probeView = new UnsafeBuffer(probePacket);
+        probeView = new UnsafeBuffer(ByteBuffer.allocateDirect(DataHeaderFlyweight.HEADER_LENGTH));
         for (int l = 0; l < localSlots; l++)
         {
             slotChunk[l] = (long)l * shardCount + shard;
@@ -214,13 +201,11 @@ final class ShardAgent implements Agent
         fastRetransmit = context.fastRetransmit();
         reorderWindowFloorNs = context.reorderWindowUs() * 1_000L;
         probeTimeoutFloorNs = context.probeTimeoutUs() * 1_000L;
+    }
 
-        selector = Selector.open();
-        channel.register(selector, SelectionKey.OP_READ);
-        if (multicastChannel != null)
-        {
-            multicastChannel.register(selector, SelectionKey.OP_READ);
-        }
+    public void onStart()
+    {
+        transport.onStart();
     }
 
     public String roleName()
@@ -241,7 +226,7 @@ final class ShardAgent implements Agent
     /** Make a waiting {@link #idle} return: new work or a failure. Any thread. */
     void wakeup()
     {
-        selector.wakeup();
+        transport.wakeup();
     }
 
     long smoothedRttNs()
@@ -266,8 +251,18 @@ final class ShardAgent implements Agent
         {
             work += pollSubmissions();
         }
-        work += receive();
-        work += checkTimers();
+        work += transport.receive(onDatagram, RECEIVE_BUDGET);
+        if (transport.drained())
+        {
+            // judge the timers only once every result that has arrived was seen: a thread that did not run for a
+            // while must not take its own backlog for loss
+            work += checkTimers();
+        }
+        else
+        {
+            work += checkProgress(System.nanoTime());
+        }
+        work += transport.flush();
         return work;
     }
 
@@ -287,13 +282,10 @@ final class ShardAgent implements Agent
             final long untilNs = wakeNs - System.nanoTime();
             waitMs = Math.max(1, Math.min(MAX_IDLE_WAIT_MS, (untilNs + NANOS_PER_MS - 1) / NANOS_PER_MS));
         }
-        try
+        transport.await(waitMs);
+        if (transport.hasQueued())
         {
-            selector.select(onSelected, waitMs);
-        }
-        catch (final IOException ex)
-        {
-            client.fail("job " + jobId + " rank " + rank + ": selector of shard " + shard + " failed: " + ex, false);
+            transport.flush();
         }
     }
 
@@ -302,18 +294,7 @@ final class ShardAgent implements Agent
         final String failure = client.failure();
         failEverything(failure != null ? failure :
             "job " + jobId + " rank " + rank + ": the client was closed before the all-reduce completed");
-        try
-        {
-            selector.close();
-            if (multicastChannel != null)
-            {
-                multicastChannel.close();
-            }
-        }
-        catch (final IOException ignore)
-        {
-            // closing anyway
-        }
+        transport.close();
     }
 
     private int pollSubmissions()
@@ -507,8 +488,7 @@ final class ShardAgent implements Agent
 
     private void transmit(final int l, final int packetLength, final long nowNs)
     {
-        final ByteBuffer packet = slotPackets[l];
-        packet.limit(packetLength).position(0);
+        slotLength[l] = packetLength;
         final long deadlineNs = nowNs + retransmitTimeoutNs;
         slotDeadlineNs[l] = deadlineNs;
         slotRtoDeadlineNs[l] = deadlineNs;
@@ -520,81 +500,42 @@ final class ShardAgent implements Agent
         {
             nextDeadlineNs = deadlineNs;
         }
-        send(slotViews[l], packet, packetLength);
+        send(slotViews[l], packetLength);
     }
 
     /**
      * Sign (when the job uses a MAC) and send one datagram: an update, a resend or a probe.
      *
      * @param view   the datagram's bytes.
-     * @param packet the same bytes as a ByteBuffer, position 0 and limit length.
      * @param length of the datagram.
      */
-    private void send(final UnsafeBuffer view, final ByteBuffer packet, final int length)
+    private void send(final UnsafeBuffer view, final int length)
     {
         if (txLoss.shouldDrop())
         {
             counters.lossInjected++;
             return;
         }
-        try
+        if (macEnabled)
         {
-            if (macEnabled)
-            {
-                PacketMac.sign(macK0, macK1, view, 0, length);
-            }
-            if (channel.write(packet) == 0)
-            {
-                counters.sendFailures++;
-                return;
-            }
-            counters.packetsSent++;
+            PacketMac.sign(macK0, macK1, view, 0, length);
         }
-        catch (final IOException ex)
+        if (!transport.send(view, length))
         {
-            // ICMP port unreachable surfaces here when the appliance is gone; the timers retry and
-            // the control connection or the progress timeout ends the stream with a clear error
+            // the socket takes nothing now and the queue is full: the timers resend it; an appliance that is
+            // gone ends the stream through the control connection or the progress timeout with a clear error
             counters.sendFailures++;
+            return;
         }
+        counters.packetsSent++;
     }
 
-    private int receive()
+    private void onResult(final UnsafeBuffer receiveView, final int bytes)
     {
-        int received = 0;
-        try
+        if (client.failure() != null)
         {
-            int bytes;
-            while (received < RECEIVE_BUDGET && (bytes = channel.read(receiveBuffer.clear())) > 0)
-            {
-                received++;
-                onResult(bytes);
-                if (client.failure() != null)
-                {
-                    break;
-                }
-            }
-            if (multicastChannel != null)
-            {
-                while (received < RECEIVE_BUDGET && multicastChannel.receive(receiveBuffer.clear()) != null)
-                {
-                    received++;
-                    onResult(receiveBuffer.position());
-                    if (client.failure() != null)
-                    {
-                        break;
-                    }
-                }
-            }
+            return;
         }
-        catch (final IOException ex)
-        {
-            counters.sendFailures++;
-        }
-        return received;
-    }
-
-    private void onResult(final int bytes)
-    {
         counters.packetsReceived++;
         if (rxLoss.shouldDrop())
         {
@@ -761,12 +702,8 @@ final class ShardAgent implements Agent
             return 0;
         }
         final long nowNs = System.nanoTime();
-        if (nowNs - lastProgressNs > progressTimeoutNs)
+        if (checkProgress(nowNs) != 0)
         {
-            client.fail("job " + jobId + " rank " + rank + ": no result for " + progressTimeoutNs / NANOS_PER_MS +
-                " ms on shard " + shard + " (pending: " + describePending(4) + "); the appliance or another rank is " +
-                "not responding, or the ranks submitted different tensor sequences and the appliance rejects the " +
-                "chunks whose element counts disagree", false);
             return 1;
         }
         int work = 0;
@@ -810,6 +747,24 @@ final class ShardAgent implements Agent
         }
         nextDeadlineNs = next;
         return work;
+    }
+
+    /**
+     * Fail the client when no result has come for the progress timeout.
+     *
+     * @return 1 when it failed, else 0.
+     */
+    private int checkProgress(final long nowNs)
+    {
+        if (inFlight == 0 || nowNs - lastProgressNs <= progressTimeoutNs)
+        {
+            return 0;
+        }
+        client.fail("job " + jobId + " rank " + rank + ": no result for " + progressTimeoutNs / NANOS_PER_MS +
+            " ms on shard " + shard + " (pending: " + describePending(4) + "); the appliance or another rank is " +
+            "not responding, or the ranks submitted different tensor sequences and the appliance rejects the " +
+            "chunks whose element counts disagree", false);
+        return 1;
     }
 
     private String describePending(final int limit)
@@ -933,7 +888,7 @@ final class ShardAgent implements Agent
         probe.putBytes(0, slotViews[l], 0, DataHeaderFlyweight.HEADER_LENGTH);
         probe.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_PROBE);
         probe.putShort(DataHeaderFlyweight.ELEMENT_COUNT_OFFSET, (short)0, ByteOrder.BIG_ENDIAN);
-        send(probe, probePacket.clear(), DataHeaderFlyweight.HEADER_LENGTH);
+        send(probe, DataHeaderFlyweight.HEADER_LENGTH);
     }
 
     private void retransmit(final int l, final long nowNs)
@@ -942,7 +897,7 @@ final class ShardAgent implements Agent
         final UnsafeBuffer view = slotViews[l];
         view.putByte(DataHeaderFlyweight.FLAGS_OFFSET, (byte)(view.getByte(DataHeaderFlyweight.FLAGS_OFFSET) | FLAG_RETRANSMIT));
         counters.retransmissions++;
-        transmit(l, slotPackets[l].limit(), nowNs);
+        transmit(l, slotLength[l], nowNs);
     }
 
     /**

@@ -49,6 +49,16 @@ public final class TransportOptions
         "(default ${DEFAULT-VALUE}).", defaultValue = "" + WorkerContext.PROBE_TIMEOUT_US_DEFAULT)
     private long probeTimeoutUs;
 
+    @Option(names = "--transport", description = "Packet I/O of the worker's agents: native (Linux: sendmmsg with UDP " +
+        "GSO, recvmmsg, through FFM), nio (DatagramChannel, one datagram per system call, any platform) or auto " +
+        "(native where available; the choice and any reason for NIO are printed at start-up) (default ${DEFAULT-VALUE}).",
+        defaultValue = "auto")
+    private String transport;
+
+    @Option(names = "--gso", description = "on: the native transport sends a burst of equal-size updates as one UDP " +
+        "GSO message (default ${DEFAULT-VALUE}).", defaultValue = "on")
+    private String gso;
+
     @Option(names = "--progress-timeout-ms", description = "Fail an all-reduce when no result arrives for this long " +
         "(default ${DEFAULT-VALUE}).", defaultValue = "10000")
     private long progressTimeoutMs;
@@ -89,7 +99,8 @@ public final class TransportOptions
         return context.applianceHost(applianceHost).controlPort(controlPort).tenant(tenant).macEnabled(macEnabled())
             .slotTimeoutMs(slotTimeoutMs).lanes(lanes).slots(slots).retransmitTimeoutMs(rtoMs)
             .fastRetransmit(fastRetransmit()).reorderWindowUs(reorderWindowUs)
-            .probeTimeoutUs(probeTimeoutUs).progressTimeoutMs(progressTimeoutMs);
+            .probeTimeoutUs(probeTimeoutUs).progressTimeoutMs(progressTimeoutMs)
+            .transport(io.switchml.worker.transport.TransportKind.parse(transport)).gso(onOff("--gso", gso));
     }
 
     private static boolean onOff(final String option, final String value)

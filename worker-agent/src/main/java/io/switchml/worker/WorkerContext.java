@@ -66,6 +66,8 @@ public final class WorkerContext
     private long maxRetransmitTimeoutMs = MAX_RETRANSMIT_TIMEOUT_MS_DEFAULT;
     private long progressTimeoutMs = PROGRESS_TIMEOUT_MS_DEFAULT;
     private boolean fastRetransmit = true;
+    private io.switchml.worker.transport.TransportKind transport = io.switchml.worker.transport.TransportKind.AUTO;
+    private boolean gso = true;
     private long reorderWindowUs = REORDER_WINDOW_US_DEFAULT;
     private long probeTimeoutUs = PROBE_TIMEOUT_US_DEFAULT;
     private long joinTimeoutMs = JOIN_TIMEOUT_MS_DEFAULT;
@@ -333,6 +335,34 @@ public final class WorkerContext
     public WorkerContext maxRetransmitTimeoutMs(final long maxRetransmitTimeoutMs)
     {
         this.maxRetransmitTimeoutMs = maxRetransmitTimeoutMs;
+        return this;
+    }
+
+    public io.switchml.worker.transport.TransportKind transport()
+    {
+        return transport;
+    }
+
+    /**
+     * @param transport the agents' packet I/O: native, nio or auto (native where available).
+     */
+    public WorkerContext transport(final io.switchml.worker.transport.TransportKind transport)
+    {
+        this.transport = java.util.Objects.requireNonNull(transport, "transport");
+        return this;
+    }
+
+    public boolean gso()
+    {
+        return gso;
+    }
+
+    /**
+     * @param gso false to send every datagram on its own even with the native transport.
+     */
+    public WorkerContext gso(final boolean gso)
+    {
+        this.gso = gso;
         return this;
     }
 
