@@ -89,6 +89,10 @@ public final class DemoCommand implements Callable<Integer>
                         .lossRate(lossRate).lossSeed(7);
                     try (WorkerClient client = WorkerClient.connect(context))
                     {
+                        if (r == 0)
+                        {
+                            System.out.println("worker transport: " + client.transportDescription());
+                        }
                         final float[] tensor = new float[elements];
                         for (int round = 0; round < rounds && failure.get() == null; round++)
                         {

@@ -39,7 +39,7 @@ import static io.switchml.protocol.DataHeaderFlyweight.UNKNOWN_EXPONENT;
  * the client (abort, progress timeout, an ordering violation) go to {@link WorkerClient#fail}, after
  * which every agent fails the futures it holds.
  */
-final class ShardAgent implements Agent
+final class ShardAgent implements Agent, LossRecovery.Actions
 {
     private static final long NANOS_PER_MS = 1_000_000L;
     private static final int WAITING = 0;
@@ -49,6 +49,8 @@ final class ShardAgent implements Agent
     private static final int RECEIVE_BUDGET = 1024;
     private static final int POLL_BUDGET = 64;
     private static final long MAX_IDLE_WAIT_MS = 50;
+    /** A gap between duty cycles longer than the waits asked for by more than this is a pause of the thread. */
+    private static final long PAUSE_SLACK_NS = 1_000_000L;
 
     private final WorkerClient client;
     private final int shard;
@@ -86,14 +88,7 @@ final class ShardAgent implements Agent
     private final boolean[] slotNeedsExponent;
     private final int[] slotVersion;
     private final int[] slotExponent;
-    private final long[] slotDeadlineNs;
-    private final long[] slotSentNs;
-    private final boolean[] slotRetransmitted;
-    private final long[] slotTxSeq;
-    private final boolean[] slotSuspect;
-    private final long[] slotRtoDeadlineNs;
-    private final long[] slotProbedNs;
-    private final boolean[] slotWasProbed;
+    private final LossRecovery recovery;
     private final UnsafeBuffer probeView;
 
     private final Submission[] window;
@@ -102,23 +97,10 @@ final class ShardAgent implements Agent
     private long windowTail;
     private long streamEnd;
 
-    private final long minTimeoutNs;
-    private final long maxTimeoutNs;
     private final long progressTimeoutNs;
-    private long retransmitTimeoutNs;
-    private final boolean fastRetransmit;
-    private final long reorderWindowFloorNs;
-    private final long probeTimeoutFloorNs;
-    private long txSeq;
-    private long deliveredSeq;
-    private boolean probed;
-    private long lastTailProbeNs;
-    private int tailProbeShift;
-    private volatile long smoothedRttNs;
-    private volatile long publishedTimeoutNs;
-    private long rttVarianceNs;
-    private long nextDeadlineNs = Long.MAX_VALUE;
     private long lastProgressNs;
+    private long lastCycleEndNs;
+    private long awaitedNs;
     private int inFlight;
     private boolean failedAll;
 
@@ -178,14 +160,7 @@ final class ShardAgent implements Agent
         slotNeedsExponent = new boolean[localSlots];
         slotVersion = new int[localSlots];
         slotExponent = new int[localSlots];
-        slotDeadlineNs = new long[localSlots];
-        slotSentNs = new long[localSlots];
-        slotRetransmitted = new boolean[localSlots];
-        slotTxSeq = new long[localSlots];
-        slotSuspect = new boolean[localSlots];
-        slotRtoDeadlineNs = new long[localSlots];
-        slotProbedNs = new long[localSlots];
-        slotWasProbed = new boolean[localSlots];
+        recovery = context.lossRecovery().create(context, localSlots, counters);
         probeView = new UnsafeBuffer(ByteBuffer.allocateDirect(DataHeaderFlyweight.HEADER_LENGTH));
         for (int l = 0; l < localSlots; l++)
         {
@@ -193,14 +168,7 @@ final class ShardAgent implements Agent
             slotNeedsExponent[l] = isFloat;
         }
 
-        minTimeoutNs = Math.min(context.minRetransmitTimeoutMs(), context.retransmitTimeoutMs()) * NANOS_PER_MS;
-        maxTimeoutNs = context.maxRetransmitTimeoutMs() * NANOS_PER_MS;
         progressTimeoutNs = context.progressTimeoutMs() * NANOS_PER_MS;
-        retransmitTimeoutNs = context.retransmitTimeoutMs() * NANOS_PER_MS;
-        publishedTimeoutNs = retransmitTimeoutNs;
-        fastRetransmit = context.fastRetransmit();
-        reorderWindowFloorNs = context.reorderWindowUs() * 1_000L;
-        probeTimeoutFloorNs = context.probeTimeoutUs() * 1_000L;
     }
 
     public void onStart()
@@ -231,12 +199,12 @@ final class ShardAgent implements Agent
 
     long smoothedRttNs()
     {
-        return smoothedRttNs;
+        return recovery.smoothedRttNs();
     }
 
     long retransmitTimeoutNs()
     {
-        return publishedTimeoutNs;
+        return recovery.retransmitTimeoutNs();
     }
 
     public int doWork()
@@ -246,6 +214,15 @@ final class ShardAgent implements Agent
         {
             return failEverything(failure);
         }
+        if (inFlight > 0 && lastCycleEndNs != 0)
+        {
+            final long pauseNs = System.nanoTime() - lastCycleEndNs - awaitedNs - PAUSE_SLACK_NS;
+            if (pauseNs > 0)
+            {
+                recovery.onPause(pauseNs);
+            }
+        }
+        awaitedNs = 0;
         int work = 0;
         if (!client.isStreamHeld())
         {
@@ -263,6 +240,7 @@ final class ShardAgent implements Agent
             work += checkProgress(System.nanoTime());
         }
         work += transport.flush();
+        lastCycleEndNs = System.nanoTime();
         return work;
     }
 
@@ -274,14 +252,11 @@ final class ShardAgent implements Agent
         long waitMs = MAX_IDLE_WAIT_MS;
         if (inFlight > 0)
         {
-            long wakeNs = Math.min(nextDeadlineNs, lastProgressNs + progressTimeoutNs);
-            if (fastRetransmit)
-            {
-                wakeNs = Math.min(wakeNs, tailProbeDueNs());
-            }
+            final long wakeNs = Math.min(recovery.nextWakeNs(), lastProgressNs + progressTimeoutNs);
             final long untilNs = wakeNs - System.nanoTime();
             waitMs = Math.max(1, Math.min(MAX_IDLE_WAIT_MS, (untilNs + NANOS_PER_MS - 1) / NANOS_PER_MS));
         }
+        awaitedNs += waitMs * NANOS_PER_MS;
         transport.await(waitMs);
         if (transport.hasQueued())
         {
@@ -323,8 +298,7 @@ final class ShardAgent implements Agent
                     if (inFlight++ == 0)
                     {
                         lastProgressNs = nowNs;
-                        probed = false;
-                        tailProbeShift = 0;
+                        recovery.onStreamStart(nowNs);
                     }
                     start(l, nowNs);
                 }
@@ -432,7 +406,7 @@ final class ShardAgent implements Agent
             DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[l] | FLAG_EXPONENT_ONLY, elementType,
             globalSlot(l), chunk, 0, NO_EXPONENT, exponent, submission.tensorCheck(index));
         counters.exponentOnlyPackets++;
-        transmit(l, DataHeaderFlyweight.HEADER_LENGTH, nowNs);
+        transmit(l, DataHeaderFlyweight.HEADER_LENGTH, LossRecovery.FIRST, nowNs);
     }
 
     private void sendData(final int l, final Submission submission, final long nowNs)
@@ -478,7 +452,7 @@ final class ShardAgent implements Agent
         header.wrap(slotViews[l], 0).writeHeader(
             DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[l], elementType, globalSlot(l), chunk, count,
             scaleExponent, lookahead, submission.tensorCheck(index));
-        transmit(l, DataHeaderFlyweight.packetLength(elementType, count), nowNs);
+        transmit(l, DataHeaderFlyweight.packetLength(elementType, count), LossRecovery.FIRST, nowNs);
     }
 
     private int globalSlot(final int l)
@@ -486,20 +460,10 @@ final class ShardAgent implements Agent
         return l * shardCount + shard;
     }
 
-    private void transmit(final int l, final int packetLength, final long nowNs)
+    private void transmit(final int l, final int packetLength, final int why, final long nowNs)
     {
         slotLength[l] = packetLength;
-        final long deadlineNs = nowNs + retransmitTimeoutNs;
-        slotDeadlineNs[l] = deadlineNs;
-        slotRtoDeadlineNs[l] = deadlineNs;
-        slotSentNs[l] = nowNs;
-        slotTxSeq[l] = ++txSeq;
-        slotSuspect[l] = false;
-        slotWasProbed[l] = false;
-        if (deadlineNs - nextDeadlineNs < 0)
-        {
-            nextDeadlineNs = deadlineNs;
-        }
+        recovery.onTransmit(l, why, nowNs);
         send(slotViews[l], packetLength);
     }
 
@@ -562,10 +526,15 @@ final class ShardAgent implements Agent
         final int state = slotState[l];
         final long chunk = slotChunk[l];
         final boolean exponentOnly = header.isExponentOnly();
+        final boolean fromShadow = (header.flags() & FLAG_RETRANSMIT) != 0;
         if (state == WAITING || header.chunkSequence() != chunk || header.poolVersion() != slotVersion[l] ||
             exponentOnly != (state == EXPONENT))
         {
             counters.staleResults++;
+            if (type == DataHeaderFlyweight.TYPE_RESULT)
+            {
+                recovery.onStaleResult(l, fromShadow, roundKey(header.chunkSequence(), exponentOnly), System.nanoTime());
+            }
             return;
         }
         if (type == DataHeaderFlyweight.TYPE_NACK)
@@ -573,26 +542,17 @@ final class ShardAgent implements Agent
             // the appliance has not got this transmission's update: resend it now, once per probe (a second
             // NACK for the same probe round, or one that arrives after a resend, changes nothing)
             counters.nacksReceived++;
-            if (slotWasProbed[l])
+            final long nowNs = System.nanoTime();
+            if (recovery.onNack(l, nowNs))
             {
                 counters.fastRetransmissions++;
-                retransmit(l, System.nanoTime());
+                resend(l, LossRecovery.NACKED, nowNs);
             }
             return;
         }
 
         final long nowNs = System.nanoTime();
-        probed = false;
-        tailProbeShift = 0;
-        if (!slotRetransmitted[l])
-        {
-            onRttSample(nowNs - slotSentNs[l]);
-            if (fastRetransmit)
-            {
-                onDelivered(l, nowNs);
-            }
-        }
-        slotRetransmitted[l] = false;
+        recovery.onResult(l, fromShadow, roundKey(chunk, exponentOnly), nowNs);
         slotVersion[l] ^= 1;
         lastProgressNs = nowNs;
 
@@ -665,6 +625,7 @@ final class ShardAgent implements Agent
         else
         {
             slotState[l] = WAITING;
+            recovery.onIdle(l);
             inFlight--;
             if (isFloat && !slotNeedsExponent[l])
             {
@@ -706,47 +667,7 @@ final class ShardAgent implements Agent
         {
             return 1;
         }
-        int work = 0;
-        if (fastRetransmit && nowNs - tailProbeDueNs() >= 0)
-        {
-            work += probeTail(nowNs);
-        }
-        if (nowNs - nextDeadlineNs < 0)
-        {
-            return work;
-        }
-        long next = Long.MAX_VALUE;
-        boolean expired = false;
-        for (int l = 0; l < localSlots; l++)
-        {
-            if (slotState[l] == WAITING)
-            {
-                continue;
-            }
-            if (nowNs - slotDeadlineNs[l] >= 0)
-            {
-                if (slotSuspect[l])
-                {
-                    sendProbe(l, nowNs);
-                    slotSuspect[l] = false;
-                    slotDeadlineNs[l] = slotRtoDeadlineNs[l];
-                    work++;
-                    next = Math.min(next, slotDeadlineNs[l]);
-                    continue;
-                }
-                if (!expired)
-                {
-                    expired = true;
-                    retransmitTimeoutNs = Math.min(retransmitTimeoutNs * 2, maxTimeoutNs);
-                    publishedTimeoutNs = retransmitTimeoutNs;
-                }
-                retransmit(l, nowNs);
-                work++;
-            }
-            next = Math.min(next, slotDeadlineNs[l]);
-        }
-        nextDeadlineNs = next;
-        return work;
+        return recovery.poll(nowNs, this);
     }
 
     /**
@@ -788,101 +709,17 @@ final class ShardAgent implements Agent
     }
 
     /**
-     * Fast retransmission (RACK-like): results of one shard return in the order its packets were sent, so
-     * a slot whose packet was sent before the one just answered has lost its update or its result, or
-     * waits for another rank that lost its own. Give it a reorder window, then resend: no backoff.
-     * Only results of packets sent once count (as for RTT samples): the late result of a packet that was
-     * resent proves nothing about the packets sent between its two transmissions.
-     */
-    private void onDelivered(final int l, final long nowNs)
-    {
-        final long seq = slotTxSeq[l];
-        if (seq <= deliveredSeq)
-        {
-            return;
-        }
-        deliveredSeq = seq;
-        final long windowNs = Math.min(retransmitTimeoutNs, Math.max(reorderWindowFloorNs, smoothedRttNs >> 2));
-        final long suspectNs = nowNs + windowNs;
-        for (int m = 0; m < localSlots; m++)
-        {
-            if (m != l && slotState[m] != WAITING && !slotSuspect[m] && slotTxSeq[m] < seq)
-            {
-                slotSuspect[m] = true;
-                long deadlineNs = suspectNs;
-                if (slotWasProbed[m])
-                {
-                    // probed already: give its answer (a result or a NACK) a round trip before asking again
-                    deadlineNs = Math.max(deadlineNs, slotProbedNs[m] + smoothedRttNs + windowNs);
-                }
-                if (deadlineNs - slotDeadlineNs[m] < 0)
-                {
-                    slotDeadlineNs[m] = deadlineNs;
-                    if (deadlineNs - nextDeadlineNs < 0)
-                    {
-                        nextDeadlineNs = deadlineNs;
-                    }
-                }
-            }
-        }
-    }
-
-    private long probeTimeoutNs()
-    {
-        final long srtt = smoothedRttNs;
-        return srtt == 0 ? retransmitTimeoutNs : Math.max(probeTimeoutFloorNs, 2 * srtt);
-    }
-
-    /**
-     * When the next tail-loss probe is due: max(2 SRTT, floor) after the last progress, then after each
-     * probe twice as long as the one before (up to 2^10 times), until a result arrives.
-     */
-    private long tailProbeDueNs()
-    {
-        return probed ? lastTailProbeNs + (probeTimeoutNs() << tailProbeShift) : lastProgressNs + probeTimeoutNs();
-    }
-
-    /**
-     * Tail-loss probe: nothing has come back for a while, which a lost last packet of a burst causes (no
-     * later result reveals it), as does a lost probe or NACK for a slot that holds up the rest. Probe every
-     * outstanding slot (40 bytes each); the answers restart recovery. Repeated with doubling intervals until
-     * a result arrives, so that a lost probe costs an interval, not a retransmission timeout.
-     */
-    private int probeTail(final long nowNs)
-    {
-        if (probed)
-        {
-            tailProbeShift = Math.min(tailProbeShift + 1, 10);
-        }
-        probed = true;
-        lastTailProbeNs = nowNs;
-        if (probeTimeoutNs() >= retransmitTimeoutNs)
-        {
-            return 0;
-        }
-        int probes = 0;
-        for (int l = 0; l < localSlots; l++)
-        {
-            if (slotState[l] != WAITING)
-            {
-                counters.tailProbes++;
-                sendProbe(l, nowNs);
-                probes++;
-            }
-        }
-        return probes;
-    }
-
-    /**
      * Ask the appliance about a slot's outstanding update with a header-only probe (40 bytes instead of
      * resending the update): it answers with the result if the slot completed (this rank lost it), a NACK if
      * it has not got this rank's update (then {@link #onResult} resends it), or nothing if it waits for
      * another rank, which sees the same hole and probes for itself.
      */
-    private void sendProbe(final int l, final long nowNs)
+    public void probe(final int l, final boolean tail, final long nowNs)
     {
-        slotProbedNs[l] = nowNs;
-        slotWasProbed[l] = true;
+        if (tail)
+        {
+            counters.tailProbes++;
+        }
         counters.probesSent++;
         final UnsafeBuffer probe = probeView;
         probe.putBytes(0, slotViews[l], 0, DataHeaderFlyweight.HEADER_LENGTH);
@@ -891,38 +728,22 @@ final class ShardAgent implements Agent
         send(probe, DataHeaderFlyweight.HEADER_LENGTH);
     }
 
-    private void retransmit(final int l, final long nowNs)
+    public void retransmit(final int l, final long nowNs)
     {
-        slotRetransmitted[l] = true;
+        resend(l, LossRecovery.TIMEOUT, nowNs);
+    }
+
+    private void resend(final int l, final int why, final long nowNs)
+    {
         final UnsafeBuffer view = slotViews[l];
         view.putByte(DataHeaderFlyweight.FLAGS_OFFSET, (byte)(view.getByte(DataHeaderFlyweight.FLAGS_OFFSET) | FLAG_RETRANSMIT));
         counters.retransmissions++;
-        transmit(l, slotLength[l], nowNs);
+        transmit(l, slotLength[l], why, nowNs);
     }
 
-    /**
-     * RFC 6298 estimator over round trips of packets that were not retransmitted (Karn's rule):
-     * RTO = SRTT + 4 RTTVAR, clamped to the configured minimum and maximum. A slot's round trip
-     * includes waiting for the slowest worker, so the estimate adapts to load, not just the network.
-     * Every slot of the shard shares one path, so an expiry doubles the timeout of all of them, as TCP
-     * does for a connection, until a round trip that was not retransmitted is measured.
-     */
-    private void onRttSample(final long rttNs)
+    private static long roundKey(final long chunk, final boolean exponentOnly)
     {
-        long srtt = smoothedRttNs;
-        if (srtt == 0)
-        {
-            srtt = rttNs;
-            rttVarianceNs = rttNs / 2;
-        }
-        else
-        {
-            rttVarianceNs += (Math.abs(srtt - rttNs) - rttVarianceNs) >> 2;
-            srtt += (rttNs - srtt) >> 3;
-        }
-        smoothedRttNs = srtt;
-        retransmitTimeoutNs = Math.max(minTimeoutNs, Math.min(maxTimeoutNs, srtt + 4 * rttVarianceNs));
-        publishedTimeoutNs = retransmitTimeoutNs;
+        return chunk << 1 | (exponentOnly ? 1 : 0);
     }
 
     /**

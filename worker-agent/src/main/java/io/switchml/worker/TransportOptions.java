@@ -49,10 +49,10 @@ public final class TransportOptions
         "(default ${DEFAULT-VALUE}).", defaultValue = "" + WorkerContext.PROBE_TIMEOUT_US_DEFAULT)
     private long probeTimeoutUs;
 
-    @Option(names = "--transport", description = "Packet I/O of the worker's agents: native (Linux: sendmmsg with UDP " +
+    @Option(names = "--transport", description = "Packet I/O of the worker's agents (default: the system property switchml.worker.transport, else auto): native (Linux: sendmmsg with UDP " +
         "GSO, recvmmsg, through FFM), nio (DatagramChannel, one datagram per system call, any platform) or auto " +
-        "(native where available; the choice and any reason for NIO are printed at start-up) (default ${DEFAULT-VALUE}).",
-        defaultValue = "auto")
+        "(native where available; the choice and any reason for NIO are printed at start-up).",
+        defaultValue = "${sys:switchml.worker.transport:-auto}")
     private String transport;
 
     @Option(names = "--gso", description = "on: the native transport sends a burst of equal-size updates as one UDP " +
