@@ -1,17 +1,12 @@
 package io.switchml.worker;
 
 import io.switchml.protocol.DataHeaderFlyweight;
-import io.switchml.protocol.DropReason;
 import io.switchml.protocol.ElementType;
-import io.switchml.protocol.Lanes;
 import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.quant.BlockFloatingPoint;
-import io.switchml.protocol.security.PacketMac;
-import org.agrona.concurrent.Agent;
-import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
-import org.agrona.concurrent.UnsafeBuffer;
-
 import io.switchml.worker.transport.DatagramTransport;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -22,9 +17,14 @@ import static io.switchml.protocol.DataHeaderFlyweight.NO_EXPONENT;
 import static io.switchml.protocol.DataHeaderFlyweight.UNKNOWN_EXPONENT;
 
 /**
- * The I/O agent of one appliance shard: it owns the shard's UDP channel and the job's slots that the
+ * The I/O agent of one appliance shard: it owns the shard's transport and the job's slots that the
  * shard holds (global slot i belongs to shard i mod S and is local slot i / S here), and moves the
  * client's stream of submitted tensors through them (Algorithm 4 with loss recovery).
+ * <p>
+ * It schedules chunks onto slots and steers results; the other roles are its parts, each testable alone:
+ * {@link SubmissionWindow} (the submissions taken and not finished), {@link ChunkCodec} (tensor elements to lanes and
+ * back), {@link PacketLink} (MAC, test loss and validation at the packet edge), a {@link DatagramTransport} (packet
+ * I/O) and a {@link LossRecovery} policy (timers, probes, RTT).
  * <p>
  * Every agent sees every submission, in stream order, through its own bounded queue, and keeps the
  * submissions it has not finished in a window. Each of its slots walks its stream chunks i, i+s, i+2s,
@@ -63,39 +63,25 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     private final int lanesPerSlot;
     private final byte elementType;
     private final boolean isFloat;
-    private final boolean isSixteenBit;
     private final DatagramTransport transport;
-    private final DatagramTransport.Receiver onDatagram = this::onResult;
-    private final ManyToOneConcurrentArrayQueue<Submission> inbox;
+    private final PacketLink link;
+    private final DatagramTransport.Receiver onDatagram = this::onDatagram;
+    private final SubmissionWindow submissions;
+    private final ChunkCodec codec;
     private final WorkerCounters.Cells counters;
-    private final LossGenerator txLoss;
-    private final LossGenerator rxLoss;
-    private final boolean macEnabled;
-    private final long macK0;
-    private final long macK1;
     private final String roleName;
 
     private final int[] slotLength;
     private final UnsafeBuffer[] slotViews;
     private final DataHeaderFlyweight header = new DataHeaderFlyweight();
-    private final int[] lanes;
-    private final short[] halves;
-    private final float[] stage;
 
     private final long[] slotChunk;
-    private final long[] slotWindow;
     private final int[] slotState;
     private final boolean[] slotNeedsExponent;
     private final int[] slotVersion;
     private final int[] slotExponent;
     private final LossRecovery recovery;
     private final UnsafeBuffer probeView;
-
-    private final Submission[] window;
-    private final int windowMask;
-    private long windowHead;
-    private long windowTail;
-    private long streamEnd;
 
     private final long progressTimeoutNs;
     private long lastProgressNs;
@@ -128,18 +114,15 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         this.lanesPerSlot = context.lanes();
         this.elementType = context.elementType();
         this.isFloat = ElementType.isFloat(elementType);
-        this.isSixteenBit = ElementType.isSixteenBit(elementType);
         this.transport = transport;
         this.counters = counters;
-        this.macEnabled = macEnabled;
-        this.macK0 = macK0;
-        this.macK1 = macK1;
         this.roleName = "switchml-worker-r" + rank + "-shard" + shard;
-        this.txLoss = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_003L + rank + 7919L * shard);
-        this.rxLoss = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_033L + rank + 17 + 7919L * shard);
-        this.inbox = new ManyToOneConcurrentArrayQueue<>(pendingCapacity);
-        this.window = new Submission[pendingCapacity];
-        this.windowMask = pendingCapacity - 1;
+        this.link = new PacketLink(transport, counters,
+            LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_003L + rank + 7919L * shard),
+            LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_033L + rank + 17 + 7919L * shard),
+            macEnabled, macK0, macK1);
+        this.submissions = new SubmissionWindow(pendingCapacity, localSlots);
+        this.codec = new ChunkCodec(elementType, lanesPerSlot, worldSize);
 
         final int packetCapacity = DataHeaderFlyweight.packetLength(lanesPerSlot);
         final ByteBuffer all = ByteBuffer.allocateDirect(packetCapacity * Math.max(1, localSlots));
@@ -150,12 +133,8 @@ final class ShardAgent implements Agent, LossRecovery.Actions
             final ByteBuffer packet = all.slice(l * packetCapacity, packetCapacity);
             slotViews[l] = new UnsafeBuffer(packet);
         }
-        lanes = new int[lanesPerSlot];
-        halves = new short[lanesPerSlot];
-        stage = new float[lanesPerSlot];
 
         slotChunk = new long[localSlots];
-        slotWindow = new long[localSlots];
         slotState = new int[localSlots];
         slotNeedsExponent = new boolean[localSlots];
         slotVersion = new int[localSlots];
@@ -188,7 +167,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
      */
     boolean offer(final Submission submission)
     {
-        return inbox.offer(submission);
+        return submissions.offer(submission);
     }
 
     /** Make a waiting {@link #idle} return: new work or a failure. Any thread. */
@@ -274,22 +253,11 @@ final class ShardAgent implements Agent, LossRecovery.Actions
 
     private int pollSubmissions()
     {
-        int polled = 0;
-        while (polled < POLL_BUDGET && windowTail - windowHead <= windowMask)
-        {
-            final Submission submission = inbox.poll();
-            if (submission == null)
-            {
-                break;
-            }
-            window[(int)(windowTail & windowMask)] = submission;
-            windowTail++;
-            streamEnd = submission.endChunk;
-            polled++;
-        }
+        final int polled = submissions.poll(POLL_BUDGET);
         if (polled > 0)
         {
-            popFinished();
+            submissions.popFinished(shard);
+            final long streamEnd = submissions.streamEnd();
             final long nowNs = System.nanoTime();
             for (int l = 0; l < localSlots; l++)
             {
@@ -307,55 +275,17 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         return polled;
     }
 
-    /** Drop finished submissions from the head of the window. */
-    private void popFinished()
-    {
-        while (windowHead < windowTail)
-        {
-            final int index = (int)(windowHead & windowMask);
-            if (window[index].pendingByShard[shard] != 0)
-            {
-                break;
-            }
-            window[index] = null;
-            windowHead++;
-        }
-    }
-
-    /**
-     * @return the submission holding a slot's current chunk, which must be in the window.
-     */
-    private Submission locate(final int l)
-    {
-        final long chunk = slotChunk[l];
-        long w = Math.max(slotWindow[l], windowHead);
-        Submission submission = window[(int)(w & windowMask)];
-        while (submission.endChunk <= chunk)
-        {
-            w++;
-            submission = window[(int)(w & windowMask)];
-        }
-        slotWindow[l] = w;
-        return submission;
-    }
-
     /**
      * Exponent of a stream chunk not yet sent, or {@link DataHeaderFlyweight#UNKNOWN_EXPONENT} when it has not
      * been submitted yet.
      */
     private int lookahead(final int l, final long chunk)
     {
-        if (chunk >= streamEnd)
+        final Submission submission = submissions.peek(l, chunk);
+        if (submission == null)
         {
             counters.lookaheadMisses++;
             return UNKNOWN_EXPONENT;
-        }
-        long w = slotWindow[l];
-        Submission submission = window[(int)(w & windowMask)];
-        while (submission.endChunk <= chunk)
-        {
-            w++;
-            submission = window[(int)(w & windowMask)];
         }
         return exponentOf(submission, (int)(chunk - submission.firstChunk));
     }
@@ -381,7 +311,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
 
     private void start(final int l, final long nowNs)
     {
-        final Submission submission = locate(l);
+        final Submission submission = submissions.locate(l, slotChunk[l]);
         if (slotNeedsExponent[l])
         {
             sendExponentOnly(l, submission, nowNs);
@@ -417,7 +347,6 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         final int count = Math.min(lanesPerSlot, submission.length - from);
         int scaleExponent = NO_EXPONENT;
         int lookahead = NO_EXPONENT;
-        final TensorView tensor = submission.tensor;
         slotState[l] = DATA;
         if (isFloat)
         {
@@ -434,21 +363,8 @@ final class ShardAgent implements Agent, LossRecovery.Actions
                 return;
             }
             lookahead = lookahead(l, chunk + slotCount);
-            if (isSixteenBit)
-            {
-                tensor.toHalfLanes(elementType, from, count, halves, stage);
-                Lanes.write(halves, 0, count, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
-            }
-            else
-            {
-                tensor.toPacket(from, count, BlockFloatingPoint.scale(scaleExponent, worldSize),
-                    BlockFloatingPoint.laneLimit(worldSize), lanes, stage, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
-            }
         }
-        else
-        {
-            tensor.toPacket(from, count, 1.0, Integer.MAX_VALUE, lanes, stage, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
-        }
+        codec.encode(submission.tensor, from, count, scaleExponent, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
         header.wrap(slotViews[l], 0).writeHeader(
             DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[l], elementType, globalSlot(l), chunk, count,
             scaleExponent, lookahead, submission.tensorCheck(index));
@@ -464,54 +380,23 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     {
         slotLength[l] = packetLength;
         recovery.onTransmit(l, why, nowNs);
-        send(slotViews[l], packetLength);
+        link.send(slotViews[l], packetLength);
+    }
+
+    private void onDatagram(final UnsafeBuffer receiveView, final int bytes)
+    {
+        if (client.failure() != null || !link.accept(receiveView, bytes))
+        {
+            return;
+        }
+        onResult(receiveView);
     }
 
     /**
-     * Sign (when the job uses a MAC) and send one datagram: an update, a resend or a probe.
-     *
-     * @param view   the datagram's bytes.
-     * @param length of the datagram.
+     * A well-formed packet from the appliance: a result or a NACK for one of this agent's slots, or stale.
      */
-    private void send(final UnsafeBuffer view, final int length)
+    private void onResult(final UnsafeBuffer receiveView)
     {
-        if (txLoss.shouldDrop())
-        {
-            counters.lossInjected++;
-            return;
-        }
-        if (macEnabled)
-        {
-            PacketMac.sign(macK0, macK1, view, 0, length);
-        }
-        if (!transport.send(view, length))
-        {
-            // the socket takes nothing now and the queue is full: the timers resend it; an appliance that is
-            // gone ends the stream through the control connection or the progress timeout with a clear error
-            counters.sendFailures++;
-            return;
-        }
-        counters.packetsSent++;
-    }
-
-    private void onResult(final UnsafeBuffer receiveView, final int bytes)
-    {
-        if (client.failure() != null)
-        {
-            return;
-        }
-        counters.packetsReceived++;
-        if (rxLoss.shouldDrop())
-        {
-            counters.lossInjected++;
-            return;
-        }
-        if (DataHeaderFlyweight.validate(receiveView, 0, bytes) != DropReason.NONE ||
-            (macEnabled && !PacketMac.verify(macK0, macK1, receiveView, 0, bytes)))
-        {
-            counters.malformedResults++;
-            return;
-        }
         header.wrap(receiveView, 0);
         final int slot = header.slotIndex();
         final byte type = header.type();
@@ -556,7 +441,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         slotVersion[l] ^= 1;
         lastProgressNs = nowNs;
 
-        final Submission submission = window[(int)(slotWindow[l] & windowMask)];
+        final Submission submission = submissions.current(l);
         final int index = (int)(chunk - submission.firstChunk);
         if (header.tensorCheck() != submission.tensorCheck(index))
         {
@@ -588,26 +473,13 @@ final class ShardAgent implements Agent, LossRecovery.Actions
                 slotExponent[l]);
             return;
         }
-        final TensorView tensor = submission.tensor;
-        if (isSixteenBit)
+        final int nonFinite = codec.decode(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, count, header.scaleExponent(),
+            submission, from);
+        if (nonFinite >= 0)
         {
-            Lanes.read(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, halves, 0, count);
-            final int nonFinite = tensor.fromHalfLanes(elementType, halves, count, submission.divisor, from, stage);
-            if (nonFinite >= 0)
-            {
-                submission.onDataError("job " + jobId + " rank " + rank + ": the sum at offset " + (from + nonFinite) +
-                    " of " + submission.describe() + " is outside the " + ElementType.name(elementType) +
-                    " range; its other elements were written");
-            }
-        }
-        else if (isFloat)
-        {
-            final double multiplier = 1.0 / (BlockFloatingPoint.scale(header.scaleExponent(), worldSize) * submission.divisor);
-            tensor.fromPacket(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, count, multiplier, from, lanes, stage);
-        }
-        else
-        {
-            tensor.fromPacket(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, count, 1.0, from, lanes, stage);
+            submission.onDataError("job " + jobId + " rank " + rank + ": the sum at offset " + (from + nonFinite) +
+                " of " + submission.describe() + " is outside the " + ElementType.name(elementType) +
+                " range; its other elements were written");
         }
 
         final int lookahead = header.lookaheadExponent();
@@ -618,7 +490,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         }
         slotChunk[l] = chunk + slotCount;
         onChunkDone(submission);
-        if (slotChunk[l] < streamEnd)
+        if (slotChunk[l] < submissions.streamEnd())
         {
             start(l, nowNs);
         }
@@ -639,7 +511,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     {
         if (--submission.pendingByShard[shard] == 0)
         {
-            popFinished();
+            submissions.popFinished(shard);
             if (submission.onShardDone())
             {
                 final String error = submission.dataError();
@@ -696,7 +568,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         {
             if (slotState[l] != WAITING)
             {
-                final Submission submission = window[(int)(slotWindow[l] & windowMask)];
+                final Submission submission = submissions.current(l);
                 sb.append(listed++ == 0 ? "" : "; ").append(submission.describeChunk(slotChunk[l]))
                     .append(" on slot ").append(globalSlot(l)).append(slotState[l] == EXPONENT ? " (exponent round)" : "");
             }
@@ -725,7 +597,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         probe.putBytes(0, slotViews[l], 0, DataHeaderFlyweight.HEADER_LENGTH);
         probe.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_PROBE);
         probe.putShort(DataHeaderFlyweight.ELEMENT_COUNT_OFFSET, (short)0, ByteOrder.BIG_ENDIAN);
-        send(probe, DataHeaderFlyweight.HEADER_LENGTH);
+        link.send(probe, DataHeaderFlyweight.HEADER_LENGTH);
     }
 
     public void retransmit(final int l, final long nowNs)
@@ -759,25 +631,11 @@ final class ShardAgent implements Agent, LossRecovery.Actions
 
     private int failEverything(final String failure)
     {
-        int failed = 0;
+        final int failed = submissions.failAll(failure, !failedAll);
         if (!failedAll)
         {
             failedAll = true;
-            for (long w = windowHead; w < windowTail; w++)
-            {
-                final int index = (int)(w & windowMask);
-                window[index].future.completeExceptionally(new AllReduceException(failure));
-                window[index] = null;
-                failed++;
-            }
-            windowHead = windowTail;
             inFlight = 0;
-        }
-        Submission submission;
-        while ((submission = inbox.poll()) != null)
-        {
-            submission.future.completeExceptionally(new AllReduceException(failure));
-            failed++;
         }
         return failed;
     }
