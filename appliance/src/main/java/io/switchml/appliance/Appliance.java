@@ -86,7 +86,8 @@ public final class Appliance implements AutoCloseable
                 plane.ports(), telemetry::snapshot, this::healthLine, multicastGroups(context, plane.ports()),
                 () -> telemetry.system(SystemCounter.JOINS_REFUSED).increment(),
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).increment(),
-                () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).decrement());
+                () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).decrement(),
+                context.controlLimits());
             if (context.httpPort() >= 0)
             {
                 http = new HttpEndpoint(context.resolvedBindAddress(), context.httpPort(),
@@ -113,8 +114,11 @@ public final class Appliance implements AutoCloseable
         this.backends = startBackends(context, plane.ports());
         registry.placement(backends, context.multicastEnabled(), this::onFallback);
         registry.addEventListener(new RegistryJournal(journal));
-        controlExecutor.scheduleWithFixedDelay(() -> registry.pollBackends(System.nanoTime()), BACKEND_POLL_INTERVAL_MS,
-            BACKEND_POLL_INTERVAL_MS, TimeUnit.MILLISECONDS);
+        controlExecutor.scheduleWithFixedDelay(() ->
+        {
+            registry.pollBackends(System.nanoTime());
+            registry.reapUnjoined(System.currentTimeMillis());
+        }, BACKEND_POLL_INTERVAL_MS, BACKEND_POLL_INTERVAL_MS, TimeUnit.MILLISECONDS);
         controlExecutor.scheduleAtFixedRate(telemetry::aggregate, AGGREGATE_INTERVAL_MS, AGGREGATE_INTERVAL_MS,
             TimeUnit.MILLISECONDS);
         controlExecutor.scheduleAtFixedRate(this::snapshotHistograms, context.histogramSnapshotIntervalMs(),

@@ -121,6 +121,10 @@ public final class ApplianceContext
     /** How long a job waits for all its ranks to join before the joiners are refused. */
     public static final String JOIN_TIMEOUT_MS_PROP = "switchml.appliance.join.timeout.ms";
     public static final long JOIN_TIMEOUT_MS_DEFAULT = 30_000;
+    /** Control connections in total and per client address; a connection holding no job closed after idling. */
+    public static final String CONTROL_MAX_CONNECTIONS_PROP = "switchml.appliance.control.max.connections";
+    public static final String CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP = "switchml.appliance.control.max.connections.per.address";
+    public static final String CONTROL_IDLE_TIMEOUT_MS_PROP = "switchml.appliance.control.idle.timeout.ms";
 
     /** Aggregator memory all jobs together may hold (lanes of both pool versions plus bitmaps). */
     public static final String MEMORY_BUDGET_BYTES_PROP = "switchml.appliance.memory.budget.bytes";
@@ -163,6 +167,10 @@ public final class ApplianceContext
     private int multicastTtl = MULTICAST_TTL_DEFAULT;
     private int resolvedMulticastBase;
     private long joinTimeoutMs = JOIN_TIMEOUT_MS_DEFAULT;
+    private int controlMaxConnections = io.switchml.appliance.control.ControlServer.Limits.DEFAULT.maxConnections();
+    private int controlMaxConnectionsPerAddress =
+        io.switchml.appliance.control.ControlServer.Limits.DEFAULT.maxConnectionsPerAddress();
+    private long controlIdleTimeoutMs = io.switchml.appliance.control.ControlServer.Limits.DEFAULT.idleTimeoutMs();
     private long memoryBudgetBytes = MEMORY_BUDGET_BYTES_DEFAULT;
     private int socketBufferBytes = SOCKET_BUFFER_BYTES_DEFAULT;
     private double lossRate = LOSS_RATE_DEFAULT;
@@ -200,6 +208,9 @@ public final class ApplianceContext
                     case MULTICAST_PORT_PROP -> multicastPort = Integer.parseInt(value);
                     case MULTICAST_TTL_PROP -> multicastTtl = Integer.parseInt(value);
                     case JOIN_TIMEOUT_MS_PROP -> joinTimeoutMs = Long.parseLong(value);
+                    case CONTROL_MAX_CONNECTIONS_PROP -> controlMaxConnections = Integer.parseInt(value);
+                    case CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP -> controlMaxConnectionsPerAddress = Integer.parseInt(value);
+                    case CONTROL_IDLE_TIMEOUT_MS_PROP -> controlIdleTimeoutMs = Long.parseLong(value);
                     case MEMORY_BUDGET_BYTES_PROP -> memoryBudgetBytes = Long.parseLong(value);
                     case SOCKET_BUFFER_BYTES_PROP -> socketBufferBytes = Integer.parseInt(value);
                     case LOSS_RATE_PROP -> lossRate = Double.parseDouble(value);
@@ -353,9 +364,22 @@ public final class ApplianceContext
             throw new IllegalArgumentException(SLOT_TIMEOUT_MS_PROP + " must be at least 10: " + slotTimeoutMs);
         }
         transport = t;
-        if (joinTimeoutMs <= 0)
+        if (joinTimeoutMs <= 0 || joinTimeoutMs > io.switchml.appliance.control.JobRegistry.MAX_TIMEOUT_MS)
         {
-            throw new IllegalArgumentException(JOIN_TIMEOUT_MS_PROP + " must be positive: " + joinTimeoutMs);
+            throw new IllegalArgumentException(JOIN_TIMEOUT_MS_PROP + " must be within 1.." +
+                io.switchml.appliance.control.JobRegistry.MAX_TIMEOUT_MS + ": " + joinTimeoutMs);
+        }
+        if (controlMaxConnections < 1 || controlMaxConnectionsPerAddress < 1 ||
+            controlMaxConnectionsPerAddress > controlMaxConnections)
+        {
+            throw new IllegalArgumentException(CONTROL_MAX_CONNECTIONS_PROP + " and " + CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP +
+                " must be positive, the second no larger than the first: " + controlMaxConnections + ", " +
+                controlMaxConnectionsPerAddress);
+        }
+        if (controlIdleTimeoutMs < 100 || controlIdleTimeoutMs > Integer.MAX_VALUE)
+        {
+            throw new IllegalArgumentException(CONTROL_IDLE_TIMEOUT_MS_PROP + " must be within 100.." + Integer.MAX_VALUE + ": " +
+                controlIdleTimeoutMs);
         }
         if (memoryBudgetBytes <= 0)
         {
@@ -423,6 +447,9 @@ public final class ApplianceContext
         out.println(MULTICAST_PORT_PROP + "=" + multicastPort);
         out.println(MULTICAST_TTL_PROP + "=" + multicastTtl);
         out.println(JOIN_TIMEOUT_MS_PROP + "=" + joinTimeoutMs);
+        out.println(CONTROL_MAX_CONNECTIONS_PROP + "=" + controlMaxConnections);
+        out.println(CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP + "=" + controlMaxConnectionsPerAddress);
+        out.println(CONTROL_IDLE_TIMEOUT_MS_PROP + "=" + controlIdleTimeoutMs);
         out.println(MEMORY_BUDGET_BYTES_PROP + "=" + memoryBudgetBytes);
         out.println(SOCKET_BUFFER_BYTES_PROP + "=" + socketBufferBytes);
         out.println(LOSS_RATE_PROP + "=" + lossRate);
@@ -723,6 +750,25 @@ public final class ApplianceContext
     public long joinTimeoutMs()
     {
         return joinTimeoutMs;
+    }
+
+    /**
+     * @param maxConnections           control connections in total.
+     * @param maxConnectionsPerAddress control connections from one client address.
+     * @param idleTimeoutMs            how long a connection that holds no job may stay without a complete line.
+     */
+    public ApplianceContext controlLimits(final int maxConnections, final int maxConnectionsPerAddress, final long idleTimeoutMs)
+    {
+        this.controlMaxConnections = maxConnections;
+        this.controlMaxConnectionsPerAddress = maxConnectionsPerAddress;
+        this.controlIdleTimeoutMs = idleTimeoutMs;
+        return this;
+    }
+
+    public io.switchml.appliance.control.ControlServer.Limits controlLimits()
+    {
+        return new io.switchml.appliance.control.ControlServer.Limits(controlMaxConnections, controlMaxConnectionsPerAddress,
+            controlIdleTimeoutMs);
     }
 
     public ApplianceContext memoryBudgetBytes(final long memoryBudgetBytes)

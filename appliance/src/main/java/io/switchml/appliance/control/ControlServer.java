@@ -4,13 +4,19 @@ import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.ElementType;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
@@ -18,6 +24,11 @@ import java.util.function.Supplier;
  * counters and abort jobs. Each connection is served by its own virtual thread. A member whose
  * connection drops without LEAVE while its job runs aborts the job, and the other members are told
  * which rank went away.
+ * <p>
+ * Everything a stranger can send is bounded: a line is at most {@link ControlConnection#MAX_LINE_BYTES} (a longer
+ * one gets ERR and the connection is closed), a connection that holds no job membership is closed after
+ * {@link Limits#idleTimeoutMs} without a complete line, connections are limited per client address and in total, and
+ * a message with a field its verb does not take is refused naming the field.
  */
 public final class ControlServer implements AutoCloseable
 {
@@ -34,6 +45,29 @@ public final class ControlServer implements AutoCloseable
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final Thread acceptThread;
     private volatile boolean running = true;
+
+    /**
+     * Bounds on what clients may hold: connections per client address and in total, and how long a connection that
+     * holds no job membership may stay without sending a complete line.
+     */
+    public record Limits(int maxConnections, int maxConnectionsPerAddress, long idleTimeoutMs)
+    {
+        public static final Limits DEFAULT = new Limits(1024, 256, 30_000);
+    }
+
+    /** The fields each verb takes; any other field is refused by name. */
+    private static final Map<String, Set<String>> FIELDS = Map.of(
+        ControlProtocol.CREATE, Set.of("", "name", "tenant", "world", "type", "k", "s", "mac", "token", "ifAbsent",
+            "slotTimeoutMs", "joinTimeoutMs", "backend"),
+        ControlProtocol.JOIN, Set.of("", "job", "rank", "token", "ports"),
+        ControlProtocol.HEALTH, Set.of(""),
+        ControlProtocol.JOBS, Set.of(""),
+        ControlProtocol.STATS, Set.of(""),
+        ControlProtocol.ABORT_JOB, Set.of("", "job", "reason"));
+
+    private final Limits limits;
+    private final AtomicInteger connections = new AtomicInteger();
+    private final ConcurrentHashMap<InetAddress, AtomicInteger> connectionsByAddress = new ConcurrentHashMap<>();
 
     /**
      * Defaults the appliance applies to a CREATE that leaves a field out.
@@ -55,6 +89,25 @@ public final class ControlServer implements AutoCloseable
         final Runnable connectionOpened,
         final Runnable connectionClosed) throws IOException
     {
+        this(bindAddress, port, registry, defaults, dataPorts, counters, health, multicastGroup, joinsRefused,
+            connectionOpened, connectionClosed, Limits.DEFAULT);
+    }
+
+    public ControlServer(
+        final InetAddress bindAddress,
+        final int port,
+        final JobRegistry registry,
+        final ControlDefaults defaults,
+        final int[] dataPorts,
+        final Supplier<Map<String, Long>> counters,
+        final Supplier<String> health,
+        final java.util.function.IntFunction<String> multicastGroup,
+        final Runnable joinsRefused,
+        final Runnable connectionOpened,
+        final Runnable connectionClosed,
+        final Limits limits) throws IOException
+    {
+        this.limits = limits;
         this.joinsRefused = joinsRefused;
         this.multicastGroup = multicastGroup;
         this.connectionOpened = connectionOpened;
@@ -92,7 +145,30 @@ public final class ControlServer implements AutoCloseable
             try
             {
                 final Socket socket = serverSocket.accept();
-                executor.execute(() -> serve(socket));
+                final InetAddress address = socket.getInetAddress();
+                final AtomicInteger fromAddress = connectionsByAddress.computeIfAbsent(address, a -> new AtomicInteger());
+                final int total = connections.incrementAndGet();
+                final int own = fromAddress.incrementAndGet();
+                if (total > limits.maxConnections() || own > limits.maxConnectionsPerAddress())
+                {
+                    release(address, fromAddress);
+                    refuse(socket, total > limits.maxConnections() ?
+                        "too many control connections (limit " + limits.maxConnections() + ")" :
+                        "too many control connections from " + address.getHostAddress() + " (limit " +
+                            limits.maxConnectionsPerAddress() + ")");
+                    continue;
+                }
+                executor.execute(() ->
+                {
+                    try
+                    {
+                        serve(socket);
+                    }
+                    finally
+                    {
+                        release(address, fromAddress);
+                    }
+                });
             }
             catch (final IOException ex)
             {
@@ -104,13 +180,38 @@ public final class ControlServer implements AutoCloseable
         }
     }
 
+    private void release(final InetAddress address, final AtomicInteger fromAddress)
+    {
+        connections.decrementAndGet();
+        if (fromAddress.decrementAndGet() == 0)
+        {
+            connectionsByAddress.remove(address, fromAddress);
+        }
+    }
+
+    private static void refuse(final Socket socket, final String message)
+    {
+        try (socket)
+        {
+            socket.setSoTimeout(1000);
+            final OutputStream out = socket.getOutputStream();
+            out.write((ControlProtocol.ERR + " message=" + message + "\n").getBytes(StandardCharsets.UTF_8));
+            out.flush();
+        }
+        catch (final IOException ignore)
+        {
+            // refused either way
+        }
+    }
+
     private void serve(final Socket socket)
     {
         connectionOpened.run();
         try (ControlConnection connection = new ControlConnection(socket))
         {
+            socket.setSoTimeout((int)Math.min(Integer.MAX_VALUE, limits.idleTimeoutMs()));
             String line;
-            while ((line = connection.readLine()) != null)
+            while ((line = readLine(connection)) != null)
             {
                 if (line.isBlank())
                 {
@@ -119,6 +220,7 @@ public final class ControlServer implements AutoCloseable
                 try
                 {
                     final Map<String, String> message = ControlProtocol.parse(line);
+                    checkFields(message);
                     if (dispatch(connection, message))
                     {
                         return;
@@ -145,6 +247,49 @@ public final class ControlServer implements AutoCloseable
         finally
         {
             connectionClosed.run();
+        }
+    }
+
+    /**
+     * @return the next line, or null when the peer closed, sent an over-long line or stayed idle too long (it is told
+     * why first).
+     */
+    private String readLine(final ControlConnection connection) throws IOException
+    {
+        try
+        {
+            return connection.readLine();
+        }
+        catch (final ControlConnection.LineTooLongException ex)
+        {
+            connection.send(ControlProtocol.ERR + " message=" + ex.getMessage() + "; closing the connection");
+            return null;
+        }
+        catch (final SocketTimeoutException ex)
+        {
+            connection.send(ControlProtocol.ERR + " message=no complete line for " + limits.idleTimeoutMs() +
+                " ms; closing the connection");
+            return null;
+        }
+    }
+
+    /**
+     * @throws IllegalArgumentException naming a field the verb does not take.
+     */
+    private static void checkFields(final Map<String, String> message)
+    {
+        final Set<String> allowed = FIELDS.get(message.get(""));
+        if (allowed == null)
+        {
+            return;
+        }
+        for (final String field : message.keySet())
+        {
+            if (!allowed.contains(field))
+            {
+                throw new IllegalArgumentException("unknown field '" + field + "' for " + message.get("") +
+                    " (it takes " + String.join(", ", new java.util.TreeSet<>(allowed)).replaceFirst("^, ", "") + ")");
+            }
         }
     }
 
@@ -273,6 +418,8 @@ public final class ControlServer implements AutoCloseable
         }
 
         final Job job = registry.join(jobId, rank, message.get("token"), addresses, connection);
+        // a member's connection is quiet while its job runs: no idle timeout from here on
+        connection.socket().setSoTimeout(0);
         connection.send(ControlProtocol.OK + " job=" + job.jobId + " world=" + job.worldSize + " type=" +
             ElementType.name(job.elementType) + " k=" + job.lanes + " s=" + job.slots + " shards=" + dataPorts.length +
             " dataPorts=" + dataPortList() + " mac=" + (job.macEnabled ? "on" : "off") + " key=" +
