@@ -88,6 +88,7 @@ public final class Appliance implements AutoCloseable
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).increment(),
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).decrement(),
                 context.controlLimits());
+            control.credentials(context.controlCredentials());
             if (context.httpPort() >= 0)
             {
                 http = new HttpEndpoint(context.resolvedBindAddress(), context.httpPort(),
@@ -280,7 +281,8 @@ public final class Appliance implements AutoCloseable
         return "status=up uptimeMs=" + (System.currentTimeMillis() - startMs) + " jobs=" + registry.jobCount() +
             " memoryUsedBytes=" + registry.memoryUsedBytes() + " memoryBudgetBytes=" + registry.memoryBudgetBytes() +
             " shards=" + context.shards() + " transport=" + dataPlane.transportName() + " backends=" +
-            String.join(",", backends.stream().map(Backend::name).toList()) + " pid=" + ProcessHandle.current().pid();
+            String.join(",", backends.stream().map(Backend::name).toList()) + " auth=" +
+            (context.controlCredentials() != null ? "on" : "off") + " pid=" + ProcessHandle.current().pid();
     }
 
     private String healthJson()

@@ -125,6 +125,11 @@ public final class ApplianceContext
     public static final String CONTROL_MAX_CONNECTIONS_PROP = "switchml.appliance.control.max.connections";
     public static final String CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP = "switchml.appliance.control.max.connections.per.address";
     public static final String CONTROL_IDLE_TIMEOUT_MS_PROP = "switchml.appliance.control.idle.timeout.ms";
+    /**
+     * Credentials file of the control plane ({@link io.switchml.protocol.ControlCredentials}): when set, CREATE,
+     * ABORTJOB, JOBS and STATS need an operator's or a tenant's credential; empty: authorization off.
+     */
+    public static final String CONTROL_CREDENTIALS_FILE_PROP = "switchml.appliance.control.credentials.file";
 
     /** Aggregator memory all jobs together may hold (lanes of both pool versions plus bitmaps). */
     public static final String MEMORY_BUDGET_BYTES_PROP = "switchml.appliance.memory.budget.bytes";
@@ -171,6 +176,8 @@ public final class ApplianceContext
     private int controlMaxConnectionsPerAddress =
         io.switchml.appliance.control.ControlServer.Limits.DEFAULT.maxConnectionsPerAddress();
     private long controlIdleTimeoutMs = io.switchml.appliance.control.ControlServer.Limits.DEFAULT.idleTimeoutMs();
+    private String controlCredentialsFile = "";
+    private io.switchml.protocol.ControlCredentials controlCredentials;
     private long memoryBudgetBytes = MEMORY_BUDGET_BYTES_DEFAULT;
     private int socketBufferBytes = SOCKET_BUFFER_BYTES_DEFAULT;
     private double lossRate = LOSS_RATE_DEFAULT;
@@ -211,6 +218,7 @@ public final class ApplianceContext
                     case CONTROL_MAX_CONNECTIONS_PROP -> controlMaxConnections = Integer.parseInt(value);
                     case CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP -> controlMaxConnectionsPerAddress = Integer.parseInt(value);
                     case CONTROL_IDLE_TIMEOUT_MS_PROP -> controlIdleTimeoutMs = Long.parseLong(value);
+                    case CONTROL_CREDENTIALS_FILE_PROP -> controlCredentialsFile = value;
                     case MEMORY_BUDGET_BYTES_PROP -> memoryBudgetBytes = Long.parseLong(value);
                     case SOCKET_BUFFER_BYTES_PROP -> socketBufferBytes = Integer.parseInt(value);
                     case LOSS_RATE_PROP -> lossRate = Double.parseDouble(value);
@@ -376,6 +384,17 @@ public final class ApplianceContext
                 " must be positive, the second no larger than the first: " + controlMaxConnections + ", " +
                 controlMaxConnectionsPerAddress);
         }
+        if (!controlCredentialsFile.isEmpty())
+        {
+            try
+            {
+                controlCredentials = io.switchml.protocol.ControlCredentials.load(java.nio.file.Path.of(controlCredentialsFile));
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                throw new IllegalArgumentException(CONTROL_CREDENTIALS_FILE_PROP + ": " + ex.getMessage(), ex);
+            }
+        }
         if (controlIdleTimeoutMs < 100 || controlIdleTimeoutMs > Integer.MAX_VALUE)
         {
             throw new IllegalArgumentException(CONTROL_IDLE_TIMEOUT_MS_PROP + " must be within 100.." + Integer.MAX_VALUE + ": " +
@@ -450,6 +469,7 @@ public final class ApplianceContext
         out.println(CONTROL_MAX_CONNECTIONS_PROP + "=" + controlMaxConnections);
         out.println(CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP + "=" + controlMaxConnectionsPerAddress);
         out.println(CONTROL_IDLE_TIMEOUT_MS_PROP + "=" + controlIdleTimeoutMs);
+        out.println(CONTROL_CREDENTIALS_FILE_PROP + "=" + controlCredentialsFile);
         out.println(MEMORY_BUDGET_BYTES_PROP + "=" + memoryBudgetBytes);
         out.println(SOCKET_BUFFER_BYTES_PROP + "=" + socketBufferBytes);
         out.println(LOSS_RATE_PROP + "=" + lossRate);
@@ -763,6 +783,28 @@ public final class ApplianceContext
         this.controlMaxConnectionsPerAddress = maxConnectionsPerAddress;
         this.controlIdleTimeoutMs = idleTimeoutMs;
         return this;
+    }
+
+    /**
+     * @param file the control plane's credentials file; null or empty turns authorization off.
+     */
+    public ApplianceContext controlCredentialsFile(final String file)
+    {
+        this.controlCredentialsFile = file == null ? "" : file;
+        return this;
+    }
+
+    public String controlCredentialsFile()
+    {
+        return controlCredentialsFile;
+    }
+
+    /**
+     * @return the credentials read at {@code conclude()}, or null when authorization is off.
+     */
+    public io.switchml.protocol.ControlCredentials controlCredentials()
+    {
+        return controlCredentials;
     }
 
     public io.switchml.appliance.control.ControlServer.Limits controlLimits()

@@ -206,7 +206,8 @@ public final class WorkerClient implements AutoCloseable
             send(out, ControlProtocol.CREATE + " name=" + context.jobName() + " tenant=" + context.tenant() +
                 " world=" + context.worldSize() + " type=" + ElementType.name(context.elementType()) + " k=" + context.lanes() +
                 " s=" + context.slots() + " mac=" + (context.macEnabled() ? "on" : "off") + " token=" + context.token() +
-                " ifAbsent=true" + (context.slotTimeoutMs() > 0 ? " slotTimeoutMs=" + context.slotTimeoutMs() : ""));
+                " ifAbsent=true" + (context.slotTimeoutMs() > 0 ? " slotTimeoutMs=" + context.slotTimeoutMs() : "") +
+                (context.credential() != null ? " auth=" + context.credential() : ""));
             socket.setSoTimeout(10_000);
             final Map<String, String> created = expectOk(readLine(socket), context, where, "create");
             final int jobId = ControlProtocol.intField(created, "job");

@@ -71,6 +71,7 @@ public final class WorkerContext
     private io.switchml.worker.transport.TransportKind transport =
         io.switchml.worker.transport.TransportKind.parse(System.getProperty(TRANSPORT_PROP, "auto"));
     private boolean gso = true;
+    private String credential;
     private LossRecovery.Factory lossRecovery = AdaptiveLossRecovery::new;
     private long reorderWindowUs = REORDER_WINDOW_US_DEFAULT;
     private long probeTimeoutUs = PROBE_TIMEOUT_US_DEFAULT;
@@ -367,6 +368,28 @@ public final class WorkerContext
     public WorkerContext lossRecovery(final LossRecovery.Factory lossRecovery)
     {
         this.lossRecovery = java.util.Objects.requireNonNull(lossRecovery, "lossRecovery");
+        return this;
+    }
+
+    /**
+     * @return the secret sent as {@code auth=} with the CREATE, or null.
+     */
+    public String credential()
+    {
+        return credential;
+    }
+
+    /**
+     * @param credential the tenant's (or an operator's) control-plane secret, needed to create a job on an appliance
+     *                   with authorization on; null for none.
+     */
+    public WorkerContext credential(final String credential)
+    {
+        if (credential != null && !io.switchml.protocol.ControlCredentials.isSecret(credential))
+        {
+            throw new IllegalArgumentException("a credential is 16 to 128 characters of [0-9A-Za-z_-]");
+        }
+        this.credential = credential;
         return this;
     }
 

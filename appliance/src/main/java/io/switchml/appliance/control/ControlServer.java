@@ -1,5 +1,6 @@
 package io.switchml.appliance.control;
 
+import io.switchml.protocol.ControlCredentials;
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.ElementType;
 
@@ -58,14 +59,15 @@ public final class ControlServer implements AutoCloseable
     /** The fields each verb takes; any other field is refused by name. */
     private static final Map<String, Set<String>> FIELDS = Map.of(
         ControlProtocol.CREATE, Set.of("", "name", "tenant", "world", "type", "k", "s", "mac", "token", "ifAbsent",
-            "slotTimeoutMs", "joinTimeoutMs", "backend"),
+            "slotTimeoutMs", "joinTimeoutMs", "backend", "auth"),
         ControlProtocol.JOIN, Set.of("", "job", "rank", "token", "ports"),
         ControlProtocol.HEALTH, Set.of(""),
-        ControlProtocol.JOBS, Set.of(""),
-        ControlProtocol.STATS, Set.of(""),
-        ControlProtocol.ABORT_JOB, Set.of("", "job", "reason"));
+        ControlProtocol.JOBS, Set.of("", "auth"),
+        ControlProtocol.STATS, Set.of("", "auth"),
+        ControlProtocol.ABORT_JOB, Set.of("", "job", "reason", "auth", "token"));
 
     private final Limits limits;
+    private volatile ControlCredentials credentials;
     private final AtomicInteger connections = new AtomicInteger();
     private final ConcurrentHashMap<InetAddress, AtomicInteger> connectionsByAddress = new ConcurrentHashMap<>();
 
@@ -121,6 +123,16 @@ public final class ControlServer implements AutoCloseable
         this.counters = counters;
         this.health = health;
         this.acceptThread = Thread.ofPlatform().daemon().name("switchml-control-accept").start(this::acceptLoop);
+    }
+
+    /**
+     * Turn authorization on: CREATE, ABORTJOB, JOBS and STATS then need {@code auth=SECRET} of a credential (ABORTJOB
+     * also takes the job's {@code token=}); null turns it off (anyone who reaches the port may do anything but JOIN
+     * without the job's token).
+     */
+    public void credentials(final ControlCredentials credentials)
+    {
+        this.credentials = credentials;
     }
 
     public int port()
@@ -299,9 +311,34 @@ public final class ControlServer implements AutoCloseable
     private boolean dispatch(final ControlConnection connection, final Map<String, String> message)
         throws JobRegistry.RefusedException, InterruptedException, IOException
     {
-        switch (message.get(""))
+        final ControlCredentials known = credentials;
+        final ControlCredentials.Credential credential = known == null ? null : known.find(message.get("auth"));
+        final String verb = message.get("");
+        if (known != null && credential == null && (ControlProtocol.CREATE.equals(verb) ||
+            ControlProtocol.JOBS.equals(verb) || ControlProtocol.STATS.equals(verb) ||
+            (ControlProtocol.ABORT_JOB.equals(verb) && message.get("token") == null)))
         {
-            case ControlProtocol.CREATE -> onCreate(connection, message);
+            throw new JobRegistry.RefusedException(verb + " needs a credential: auth=SECRET of an operator or of the tenant" +
+                (message.containsKey("auth") ? " (the one given is not known)" : "") +
+                (ControlProtocol.ABORT_JOB.equals(verb) ? ", or the job's token=" : ""));
+        }
+        final String tenantScope = credential == null || credential.isOperator() ? null : credential.name();
+        switch (verb)
+        {
+            case ControlProtocol.CREATE ->
+            {
+                if (tenantScope != null)
+                {
+                    final String tenant = message.get("tenant");
+                    if (tenant != null && !tenant.equals(tenantScope))
+                    {
+                        throw new JobRegistry.RefusedException("the credential of tenant '" + tenantScope +
+                            "' cannot create jobs of tenant '" + tenant + "'");
+                    }
+                    message.put("tenant", tenantScope);
+                }
+                onCreate(connection, message);
+            }
             case ControlProtocol.JOIN ->
             {
                 onJoin(connection, message);
@@ -310,7 +347,7 @@ public final class ControlServer implements AutoCloseable
             case ControlProtocol.HEALTH -> connection.send(ControlProtocol.OK + " " + health.get());
             case ControlProtocol.JOBS ->
             {
-                for (final String job : registry.describeJobs())
+                for (final String job : registry.describeJobs(tenantScope))
                 {
                     connection.send("JOB " + job);
                 }
@@ -326,7 +363,15 @@ public final class ControlServer implements AutoCloseable
             {
                 final int jobId = ControlProtocol.intField(message, "job");
                 final String reason = message.getOrDefault("reason", "aborted by an operator");
-                if (registry.abort(jobId, "aborted by an operator: " + reason))
+                final Job target = registry.job(jobId);
+                if (known != null && !(credential != null && (tenantScope == null ||
+                    (target != null && tenantScope.equals(target.tenant())))) && !(target != null && target.hasToken(message.get("token"))))
+                {
+                    throw new JobRegistry.RefusedException("not authorized to abort job " + jobId + ": it takes an operator's " +
+                        "credential, the job's tenant's, or the job's token");
+                }
+                if (registry.abort(jobId, (known == null ? "aborted by an operator: " : credential == null ?
+                    "aborted by a holder of its token: " : "aborted by " + credential + ": ") + reason))
                 {
                     connection.send(ControlProtocol.OK + " job=" + jobId);
                 }

@@ -520,6 +520,36 @@ public final class JobRegistry
     }
 
     /**
+     * @return the job with this id in any state but ended, or null.
+     */
+    public Job job(final int jobId)
+    {
+        synchronized (lock)
+        {
+            return jobs.get(jobId);
+        }
+    }
+
+    /**
+     * @return one line per job of this tenant, or of every tenant when null.
+     */
+    public List<String> describeJobs(final String tenant)
+    {
+        synchronized (lock)
+        {
+            final List<String> lines = new ArrayList<>();
+            for (final Job job : jobs.values())
+            {
+                if (tenant == null || tenant.equals(job.tenant))
+                {
+                    lines.add(job.describe());
+                }
+            }
+            return lines;
+        }
+    }
+
+    /**
      * Abort a job by id, for operators.
      *
      * @return false when there is no such job.

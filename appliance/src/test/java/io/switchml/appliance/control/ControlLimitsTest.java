@@ -174,7 +174,7 @@ class ControlLimitsTest
         try (Client client = new Client())
         {
             final String base = "CREATE name=strict world=2 type=int32 k=64 s=4 mac=off";
-            assertEquals("ERR message=unknown field 'colour' for CREATE (it takes backend, ifAbsent, joinTimeoutMs, k, mac, " +
+            assertEquals("ERR message=unknown field 'colour' for CREATE (it takes auth, backend, ifAbsent, joinTimeoutMs, k, mac, " +
                 "name, s, slotTimeoutMs, tenant, token, type, world)", client.request(base + " colour=blue"));
             assertTrue(client.request(base + " unknownField=1").startsWith("ERR message=unknown field 'unknownField'"));
             assertEquals("ERR message=slotTimeoutMs must be within 10..3600000: 99999999999",
@@ -182,7 +182,7 @@ class ControlLimitsTest
             assertEquals("ERR message=joinTimeoutMs must be within 10..3600000: 9223372036854775807",
                 client.request(base + " joinTimeoutMs=" + Long.MAX_VALUE));
             assertTrue(client.request("HEALTH extra=1").startsWith("ERR message=unknown field 'extra' for HEALTH"));
-            assertTrue(client.request("ABORTJOB job=1 token=x").startsWith("ERR message=unknown field 'token' for ABORTJOB"));
+            assertTrue(client.request("ABORTJOB job=1 colour=x").startsWith("ERR message=unknown field 'colour' for ABORTJOB"));
             assertEquals(0, appliance.registry().jobCount(), "nothing refused was created");
             assertTrue(client.request(base).startsWith("OK job="), "the same CREATE without the bad fields is taken");
         }
