@@ -81,13 +81,15 @@ final class ControlConnection implements AutoCloseable
     }
 
     /**
-     * Send one line; failures are ignored because a broken peer is detected by its reader.
+     * Send one line; failures are ignored because a broken peer is detected by its reader. Control characters (a
+     * refusal may quote what the client sent) go out as '?', so that no reply can end a line early for a reader that
+     * also splits on CR (BufferedReader does) and forge a second reply.
      */
     synchronized void send(final String line)
     {
         try
         {
-            writer.write(line);
+            writer.write(printable(line));
             writer.write('\n');
             writer.flush();
         }
@@ -95,6 +97,28 @@ final class ControlConnection implements AutoCloseable
         {
             // the reading side sees the failure and handles it
         }
+    }
+
+    static String printable(final String line)
+    {
+        for (int i = 0; i < line.length(); i++)
+        {
+            final char c = line.charAt(i);
+            if (c < 0x20 || c == 0x7f)
+            {
+                final StringBuilder safe = new StringBuilder(line);
+                for (int j = i; j < safe.length(); j++)
+                {
+                    final char d = safe.charAt(j);
+                    if (d < 0x20 || d == 0x7f)
+                    {
+                        safe.setCharAt(j, '?');
+                    }
+                }
+                return safe.toString();
+            }
+        }
+        return line;
     }
 
     public void close()

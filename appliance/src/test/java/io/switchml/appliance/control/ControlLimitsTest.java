@@ -183,6 +183,9 @@ class ControlLimitsTest
                 client.request(base + " joinTimeoutMs=" + Long.MAX_VALUE));
             assertTrue(client.request("HEALTH extra=1").startsWith("ERR message=unknown field 'extra' for HEALTH"));
             assertTrue(client.request("ABORTJOB job=1 colour=x").startsWith("ERR message=unknown field 'colour' for ABORTJOB"));
+            assertEquals("ERR message=unknown verb 'HEA?LTH'", client.request("HEA\rLTH"),
+                "a control character the client sent is not echoed: a CR would split the reply for a BufferedReader");
+            assertTrue(client.request("HEALTH").startsWith("OK"), "and the next reply is the next line");
             assertEquals(0, appliance.registry().jobCount(), "nothing refused was created");
             assertTrue(client.request(base).startsWith("OK job="), "the same CREATE without the bad fields is taken");
         }
