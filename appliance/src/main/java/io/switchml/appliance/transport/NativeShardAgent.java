@@ -69,6 +69,9 @@ final class NativeShardAgent implements Agent, ResultSender
 
     private final int recvMsgsOffset;
     private final int recvNamesOffset;
+    private final int recvControlOffset;
+    private final boolean gro;
+    private long groSegments;
     private final int recvBuffersOffset;
     private final int sendMsgsOffset;
     private final int sendIovOffset;
@@ -144,6 +147,8 @@ final class NativeShardAgent implements Agent, ResultSender
         offset = align(offset + batch * NativeUdp.IOVEC_SIZE);
         recvNamesOffset = offset;
         offset = align(offset + batch * NativeUdp.SOCKADDR_IN_SIZE);
+        recvControlOffset = offset;
+        offset = align(offset + batch * NativeUdp.CMSG_SPACE_SMALL);
         sendMsgsOffset = offset;
         offset = align(offset + SEND_CAPACITY * NativeUdp.MMSGHDR_SIZE);
         sendIovOffset = offset;
@@ -237,11 +242,21 @@ final class NativeShardAgent implements Agent, ResultSender
             }
             port = meta.getShort(optionOffset + NativeUdp.SIN_PORT_OFFSET, NETWORK) & 0xFFFF;
             fd = socketFd;
+            // UDP GRO: a worker's GSO burst of equal-size updates arrives as one buffer with its segment size in a
+            // control message (on loopback the kernel does not split it at all), and is split here
+            meta.putInt(optionOffset, 1);
+            gro = NativeUdp.setsockopt(callState, socketFd, NativeUdp.SOL_UDP, NativeUdp.UDP_GRO, base + optionOffset, 4) == 0;
+            for (int i = 0; i < batch; i++)
+            {
+                final int msg = recvMsgsOffset + i * NativeUdp.MMSGHDR_SIZE;
+                meta.putLong(msg + NativeUdp.MSG_CONTROL_OFFSET, gro ? base + recvControlOffset + (long)i * NativeUdp.CMSG_SPACE_SMALL : 0L);
+                meta.putLong(msg + NativeUdp.MSG_CONTROLLEN_OFFSET, gro ? NativeUdp.CMSG_SPACE_SMALL : 0L);
+            }
 
             final UnsafeBuffer pollfd = new UnsafeBuffer(base + pollfdOffset, NativeUdp.POLLFD_SIZE);
             idleStrategy = new PollIdleStrategy(pollfd, base + pollfdOffset, fd, idleSpins, IDLE_POLL_TIMEOUT_MS);
             processor = processorFactory.apply(this);
-            description = "recvmmsg batch " + batch + ", sendmmsg batch " + SEND_CAPACITY + " datagrams / " + arenaCapacity +
+            description = "recvmmsg batch " + batch + (gro ? " with UDP GRO" : " (UDP GRO unavailable)") + ", sendmmsg batch " + SEND_CAPACITY + " datagrams / " + arenaCapacity +
                 " bytes, SO_RCVBUF " + receiveBytes + ", SO_SNDBUF " + sendBytes + ", idle " + idleSpins + " spins then poll(" +
                 IDLE_POLL_TIMEOUT_MS + " ms)";
         }
@@ -382,6 +397,35 @@ final class NativeShardAgent implements Agent, ResultSender
         started.countDown();
     }
 
+    /**
+     * @return the segment size of a coalesced (GRO) message from its UDP_GRO control message, or 0; and re-arms the
+     * message's control buffer for the next recvmmsg.
+     */
+    private int groSegmentSize(final int msg, final int i)
+    {
+        final long controlLength = meta.getLong(msg + NativeUdp.MSG_CONTROLLEN_OFFSET);
+        meta.putLong(msg + NativeUdp.MSG_CONTROLLEN_OFFSET, NativeUdp.CMSG_SPACE_SMALL);
+        if (controlLength < NativeUdp.CMSG_DATA_OFFSET + Integer.BYTES)
+        {
+            return 0;
+        }
+        final int cmsg = recvControlOffset + i * NativeUdp.CMSG_SPACE_SMALL;
+        if (meta.getInt(cmsg + NativeUdp.CMSG_LEVEL_OFFSET) != NativeUdp.SOL_UDP ||
+            meta.getInt(cmsg + NativeUdp.CMSG_TYPE_OFFSET) != NativeUdp.UDP_GRO)
+        {
+            return 0;
+        }
+        return meta.getInt(cmsg + NativeUdp.CMSG_DATA_OFFSET);
+    }
+
+    /**
+     * @return datagrams that arrived coalesced by UDP GRO and were split here.
+     */
+    long groSegments()
+    {
+        return groSegments;
+    }
+
     public int doWork()
     {
         int workCount = 0;
@@ -406,8 +450,23 @@ final class NativeShardAgent implements Agent, ResultSender
                         meta.getShort(name + NativeUdp.SIN_PORT_OFFSET, NETWORK)) :
                     AddressKey.NONE;
                 meta.putInt(msg + NativeUdp.MSG_NAMELEN_OFFSET, NativeUdp.SOCKADDR_IN_SIZE);
-                inView.wrap(base + recvBuffersOffset + (long)i * RECEIVE_STRIDE, length);
-                processor.onPacket(inView, 0, length, senderKey, nowNs);
+                final long buffer = base + recvBuffersOffset + (long)i * RECEIVE_STRIDE;
+                final int segment = gro ? groSegmentSize(msg, i) : 0;
+                if (segment > 0 && segment < length)
+                {
+                    for (int from = 0; from < length; from += segment)
+                    {
+                        final int segmentLength = Math.min(segment, length - from);
+                        inView.wrap(buffer + from, segmentLength);
+                        processor.onPacket(inView, 0, segmentLength, senderKey, nowNs);
+                        groSegments++;
+                    }
+                }
+                else
+                {
+                    inView.wrap(buffer, length);
+                    processor.onPacket(inView, 0, length, senderKey, nowNs);
+                }
             }
             flush();
             final long endNs = System.nanoTime();
