@@ -8,8 +8,10 @@
 #    ("timestamp has changed") when an installed jar differs. The archive keeps these times as they are.
 # 3. Unless SKIP_AOT is true (-Dswitchml.aot.skip=true), trains the AOT cache TARGET/package-lib/switchml.aot
 #    with the installed launcher itself (SWITCHML_AOT=train), so that JVM options and class path order are
-#    the ones it will be used with: a short demo run, appliance and 4 workers in one JVM (JEP 514: the cache
-#    is written when the JVM exits; JEP 515: with the method profiles of the data path). About 10 s.
+#    the ones it will be used with. The run is `switchml aot-train` (AotTrainCommand): every command's usage,
+#    `worker serve` agents all-reducing for a client through their socket and shared memory, then a short demo
+#    (appliance and 4 workers in one JVM). JEP 514: the JVM writes the cache when it exits; JEP 515: with the
+#    method profiles of the data path. About 10 s.
 set -euo pipefail
 target=$1 java_home=$2 epoch=$3 skip=$4
 root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../../.." && pwd)
@@ -25,9 +27,9 @@ if [ "$skip" = true ]; then
 fi
 log=$target/aot-train.log
 start=$SECONDS
-# The demo's heap default is the launcher's; its own checks make a wrong result fail the build.
+# The heap default is the launcher's; the run checks every result, so a wrong one fails the build.
 if ! JAVA_HOME=$java_home SWITCHML_LIB=$lib SWITCHML_AOT=train SWITCHML_JAVA_OPTS= \
-    "$root/packaging/bin/switchml" demo --size-mb 16 --warmups 2 --iterations 8 >"$log" 2>&1 ||
+    "$root/packaging/bin/switchml" aot-train --size-mb 16 --iterations 10 >"$log" 2>&1 ||
     ! [ -s "$lib/switchml.aot" ]; then
   tail -n 40 "$log" >&2
   rm -f "$lib/switchml.aot" "$lib/switchml.aot.jdk"
