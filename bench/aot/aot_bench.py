@@ -48,6 +48,64 @@ def drain(p, log):
     threading.Thread(target=lambda: [log.append(l) for l in p.stdout], daemon=True).start()
 
 
+def java_pids():
+    pids = set()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/comm" % d) as f:
+                    if f.read().strip() == "java":
+                        pids.add(int(d))
+            except OSError:
+                pass
+    return pids
+
+
+def wait_quiet(limit_s=180):
+    """This machine may be shared: wait until no JVM has run for 2 s (up to limit_s); True when it became quiet."""
+    deadline = time.monotonic() + limit_s
+    calm = 0
+    while time.monotonic() < deadline:
+        calm = calm + 1 if not java_pids() else 0
+        if calm >= 4:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+class Watch:
+    """Samples, every 200 ms, whether a JVM that is not one of ours runs: such a rep is marked contended."""
+
+    def __init__(self, ours):
+        self.ours = ours
+        self.seen = set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.wait(0.2):
+            self.seen |= java_pids() - self.ours
+
+    def done(self):
+        self.stop.set()
+        self.thread.join()
+        return sorted(self.seen)
+
+
+def busy_s():
+    """CPU seconds this machine has spent busy (all CPUs), from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        v = f.read().rsplit(")", 1)[1].split()
+    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def mem(pid):
     out = {}
     with open("/proc/%d/status" % pid) as f:
@@ -87,19 +145,24 @@ class Client:
         self.sock.close()
 
 
-def one_rep(args, rep):
+def one_rep(args, rep, aot):
     launcher = args.launcher
-    env = dict(os.environ, SWITCHML_AOT="auto" if args.aot == "on" else "off", SWITCHML_JOB_TOKEN="aot-bench-token")
+    env = dict(os.environ, SWITCHML_AOT="auto" if aot == "on" else "off", SWITCHML_JOB_TOKEN="aot-bench-token")
     work = "/tmp/switchml-aot-bench"
     os.makedirs(work, exist_ok=True)
     port = free_port()
     logs = {}
     procs = []
+    ours = set()
+    quiet = wait_quiet(args.quiet_s)
+    watch = Watch(ours)
+    busy0, self0 = busy_s(), sum(os.times()[:2])
     try:
         logs["appliance"] = []
         app, t0 = start([launcher, "appliance", "--bind", "127.0.0.1", "--control-port", str(port), "--data-port", "0",
                          "--http-port", "-1", "--dir", work + "/appliance-%d" % rep], env, "appliance")
         procs.append(("appliance", app))
+        ours.add(app.pid)
         appliance_ms = wait_line(app, t0, "switchml appliance ready", 60, logs["appliance"])
         drain(app, logs["appliance"])
         agents = []
@@ -110,6 +173,7 @@ def one_rep(args, rep):
                    "--shm", "/dev/shm/switchml-aot-bench-r%d.shm" % r, "--shm-bytes", str(args.shm_bytes)]
             p, t = start(cmd, env, "agent%d" % r)
             procs.append(("agent%d" % r, p))
+            ours.add(p.pid)
             agents.append((p, t, sock))
         ready = []
         for r, (p, t, _) in enumerate(agents):
@@ -156,9 +220,21 @@ def one_rep(args, rep):
                 raise RuntimeError("rank %d: last result off by %g from %g" % (r, worst, expected))
         tats = [(max(end_ns[i]) - start_ns[i]) / 1e6 for i in range(args.iterations)]
         rss = {name: mem(p.pid) for name, p in procs}
+        if args.jcmd_dir:
+            # with SWITCHML_JAVA_OPTS=-XX:NativeMemoryTracking=summary ...: heap and native memory of every JVM
+            os.makedirs(args.jcmd_dir, exist_ok=True)
+            jcmd = os.path.join(os.environ.get("JAVA_HOME", "/usr/lib/jvm/temurin-25-jdk-amd64"), "bin", "jcmd")
+            for name, p in procs:
+                with open(os.path.join(args.jcmd_dir, "%s-%s-rep%d.txt" % (aot, name, rep)), "w") as out:
+                    for what in (["GC.heap_info"], ["VM.native_memory", "summary"]):
+                        subprocess.run([jcmd, str(p.pid)] + what, stdout=out, stderr=subprocess.STDOUT)
+        ours_cpu = sum(cpu_s(p.pid) for _, p in procs) + sum(os.times()[:2]) - self0
+        foreign_cpu = max(0.0, busy_s() - busy0 - ours_cpu)
         for c in clients:
             c.close()
-        return {"appliance_ready_ms": appliance_ms, "agent_ready_ms": ready, "tat_ms": tats, "mem_mb": rss}
+        return {"aot": aot, "quiet_before": quiet, "foreign_jvms_during": watch.done(),
+                "foreign_cpu_s": foreign_cpu, "appliance_ready_ms": appliance_ms,
+                "agent_ready_ms": ready, "tat_ms": tats, "mem_mb": rss}
     finally:
         for name, p in procs:
             if p.poll() is None:
@@ -176,17 +252,24 @@ def one_rep(args, rep):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--launcher", default=os.path.join(ROOT, "switchml"))
-    ap.add_argument("--aot", choices=["on", "off"], required=True)
+    ap.add_argument("--aot", choices=["on", "off", "both"], required=True,
+                    help="both: alternate on and off, each rep (on first in even reps, off first in odd ones)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--world", type=int, default=4)
     ap.add_argument("--size-mb", type=int, default=100)
     ap.add_argument("--iterations", type=int, default=20)
-    ap.add_argument("--shm-bytes", type=int, default=104857600)
+    ap.add_argument("--shm-bytes", type=int, default=268435456, help="the agent's --shm-bytes (its default)")
+    ap.add_argument("--quiet-s", type=float, default=30, help="wait up to this long for no other JVM before each rep")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--jcmd-dir", help="write jcmd GC.heap_info and VM.native_memory summary of each JVM here")
     args = ap.parse_args()
     reps = []
+    plan = []
     for rep in range(args.reps):
-        res = one_rep(args, rep)
+        modes = [args.aot] if args.aot != "both" else (["on", "off"] if rep % 2 == 0 else ["off", "on"])
+        plan += [(rep, m) for m in modes]
+    for rep, aot in plan:
+        res = one_rep(args, rep, aot)
         tats = res["tat_ms"]
         steady = statistics.median(tats[len(tats) // 2:])
         res["first_ms"] = tats[0]
@@ -194,10 +277,12 @@ def main():
         res["steady_median_ms"] = steady
         res["first_over_steady"] = tats[0] / steady
         reps.append(res)
-        print("aot=%s rep %d: appliance ready %.0f ms, agents ready %s ms, first all-reduce %.1f ms, second %.1f ms, "
+        print("aot=%s rep %d%s, other processes' CPU %.1f s: appliance ready %.0f ms, agents ready %s ms, first all-reduce %.1f ms, second %.1f ms, "
               "steady (median of the 2nd half) %.1f ms, first/steady %.2f; RSS MB %s" % (
-                  args.aot, rep, res["appliance_ready_ms"], [round(x) for x in res["agent_ready_ms"]], tats[0],
-                  tats[1], steady, res["first_over_steady"],
+                  aot, rep, "" if not res["foreign_jvms_during"] else " (CONTENDED: another JVM ran)",
+                  res["foreign_cpu_s"],
+                  res["appliance_ready_ms"], [round(x) for x in res["agent_ready_ms"]], tats[0],
+                  tats[1] if len(tats) > 1 else float("nan"), steady, res["first_over_steady"],
                   {k: round(v["VmRSS"]) for k, v in res["mem_mb"].items()}), flush=True)
     print(json.dumps({"aot": args.aot, "args": vars(args), "reps": reps}))
 
