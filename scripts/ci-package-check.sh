@@ -239,6 +239,11 @@ resolved=$(setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/
   /usr/bin/switchml appliance --config "$CONFIG" --print-config 2>&1) || fail "packaged configuration is valid: $resolved"
 grep -qx "switchml.appliance.dir=$STATE_DIR" <<<"$resolved" || fail "packaged configuration sets switchml.appliance.dir=$STATE_DIR"
 ok "packaged configuration is valid (--print-config), switchml.appliance.dir=$STATE_DIR"
+check "credentials file /etc/switchml/credentials is switchml:switchml 600 with an operator and a tenant line" \
+  bash -c "[ \"\$(stat -c '%U:%G %a' /etc/switchml/credentials)\" = 'switchml:switchml 600' ] && grep -q '^operator ' /etc/switchml/credentials && grep -q '^tenant default ' /etc/switchml/credentials"
+grep -qx "switchml.appliance.control.credentials.file=/etc/switchml/credentials" <<<"$resolved" ||
+  fail "packaged configuration turns control authorization on"
+ok "packaged configuration turns control authorization on"
 
 # ---------------------------------------------------------------------------------------------------------
 step "systemd-analyze verify"
@@ -363,6 +368,9 @@ LISTENER_PID=
 [ "$listener_rc" -eq 0 ] || fail "stand-in listener saw STOPPING=1 and exited 0 (got $listener_rc)"
 ok "STOPPING=1: $(grep -E '(^|\\n)STOPPING=1' "$WORK/notify.log" | head -n 1)"
 note "notifications received: $(wc -l <"$WORK/notify.log") ($(grep -c 'WATCHDOG=1' "$WORK/notify.log") watchdog ping(s))"
+grep -q "control authorization on: 2 credential(s) from /etc/switchml/credentials" "$WORK/appliance.log" ||
+  fail "the packaged appliance starts with control authorization on"
+ok "the packaged appliance starts with control authorization on"
 note "appliance output: $(tr '\n' ' ' <"$WORK/appliance.log" | head -c 600)"
 rm -rf "$WORK/run"
 

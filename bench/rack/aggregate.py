@@ -75,6 +75,20 @@ def cpu_seconds(path):
     return (data["userSec"] + data["systemSec"]) if data else 0.0
 
 
+def cpu_split(paths):
+    """(user, system, max RSS KiB) summed / maxed over cpuwrap files."""
+    user = system = 0.0
+    rss = None
+    for path in paths:
+        data = read_json(path)
+        if data:
+            user += data["userSec"]
+            system += data["systemSec"]
+            if isinstance(data.get("maxRssKiB"), (int, float)):
+                rss = max(rss or 0, data["maxRssKiB"])
+    return user, system, rss
+
+
 def load_cell(cell_dir):
     meta = read_meta(cell_dir)
     system = meta["system"]
@@ -82,6 +96,7 @@ def load_cell(cell_dir):
     ranks = []
     errors = []
     retransmissions = None
+    recovery = {"resends": 0, "probes": 0, "spuriousProbes": 0, "spuriousResends": 0, "sent": 0}
     if system in ("switchml", "gloo"):
         for r in range(workers):
             data = read_json(os.path.join(cell_dir, f"rank{r}.json"))
@@ -97,6 +112,11 @@ def load_cell(cell_dir):
                               "samples": data.get("samples"), "retransmissions": data.get("retransmissions"),
                               "smoothedRttMs": rank.get("smoothedRttMs"), "firstTatMs": rank.get("firstTatMs")})
                 retransmissions = (retransmissions or 0) + (data.get("retransmissions") or 0)
+                recovery["resends"] += data.get("retransmissionsTotal") or 0
+                recovery["probes"] += data.get("probesTotal") or 0
+                recovery["spuriousProbes"] += data.get("spuriousProbesTotal") or 0
+                recovery["spuriousResends"] += data.get("spuriousRetransmissionsTotal") or 0
+                recovery["sent"] += data.get("packetsSent") or 0
             else:
                 ranks.append({k: data.get(k) for k in ("rank", "ok", "tatP50Ms", "tatP99Ms", "tatMaxMs", "samples",
                                                        "firstTatMs")})
@@ -152,6 +172,20 @@ def load_cell(cell_dir):
     cpu_workers = sum(cpu_seconds(p) for p in glob.glob(os.path.join(cell_dir, "rank*.cpu.json")))
     cpu_workers += cpu_seconds(os.path.join(cell_dir, "mpi.cpu.json"))
     cell["cpuSecWorkers"] = round(cpu_workers, 2)
+    rank_files = glob.glob(os.path.join(cell_dir, "rank*.cpu.json")) or [os.path.join(cell_dir, "mpi.cpu.json")]
+    user, sys_, rss = cpu_split(rank_files)
+    tensor_gb = meta["sizeBytes"] * rounds / 1e9
+    cell["cpuUserSecPerRank"] = round(user / workers, 3)
+    cell["cpuSysSecPerRank"] = round(sys_ / workers, 3)
+    cell["cpuSecPerRankPerGB"] = round((user + sys_) / workers / tensor_gb, 3) if tensor_gb else None
+    cell["maxRssMiB"] = round(rss / 1024, 1) if rss else None
+    if system == "switchml" and recovery["sent"]:
+        cell["recovery"] = recovery
+        cell["resendsAndProbesPerMille"] = round((recovery["resends"] + recovery["probes"]) * 1000 / recovery["sent"], 3)
+    else:
+        cell["resendsAndProbesPerMille"] = None
+    if cell.get("firstTatMs") and cell.get("tatP50Ms"):
+        cell["firstCallVsSteady"] = round(cell["firstTatMs"] / cell["tatP50Ms"], 2)
     cell["cpuSecAppliance"] = round(cpu_seconds(os.path.join(cell_dir, "appliance.cpu.json")), 2) if system == "switchml" else None
     return cell
 
@@ -275,6 +309,32 @@ def targets(cells, workers):
                f"1 Gbit/s, 1 MB, loss 0: SwitchML {ours_small['tatP50Ms']:.2f} ms, Gloo {gloo_small['tatP50Ms']:.2f} ms")
     else:
         target("1 MB TAT vs Gloo", "<= 0.70x", None, None, "1 Gbit/s, 1 MB: a cell is missing or failed")
+
+    if ours and gloo:
+        ratio = ours["cpuSecPerRankPerGB"] / gloo["cpuSecPerRankPerGB"] if gloo.get("cpuSecPerRankPerGB") else None
+        target("worker CPU vs Gloo", "<= 1.00x", f"{ratio:.2f}x" if ratio else None, ratio <= 1.0 if ratio else None,
+               f"{scope}: CPU seconds (user + sys) per rank per GB of tensor, the whole process (JVM start and JIT, "
+               f"Python and torch import included): SwitchML {ours['cpuSecPerRankPerGB']:.2f} (user "
+               f"{ours['cpuUserSecPerRank']:.2f} s, sys {ours['cpuSysSecPerRank']:.2f} s per rank), Gloo "
+               f"{gloo['cpuSecPerRankPerGB']:.2f} (user {gloo['cpuUserSecPerRank']:.2f} s, sys {gloo['cpuSysSecPerRank']:.2f} s)")
+    else:
+        target("worker CPU vs Gloo", "<= 1.00x", None, None, scope + ": a cell is missing or failed")
+    for mode, cell in (("rack", ours), ("loopback", find(cells, "switchml", "loopback", None, 0, big))):
+        name = f"resends + probes at zero loss ({mode})"
+        if cell and cell.get("resendsAndProbesPerMille") is not None:
+            r = cell["recovery"]
+            target(name, "<= 1 per 1000 packets", f"{cell['resendsAndProbesPerMille']:.2f} per 1000",
+                   cell["resendsAndProbesPerMille"] <= 1.0,
+                   f"100 MB, all all-reduces of the cell, all ranks: {r['resends']} resends and {r['probes']} probes "
+                   f"of {r['sent']} packets sent; shown unneeded: {r['spuriousProbes']} probes, {r['spuriousResends']} resends")
+        else:
+            target(name, "<= 1 per 1000 packets", None, None, f"{mode}, 100 MB: the cell is missing or failed")
+    if ours and ours.get("firstCallVsSteady") is not None:
+        target("first all-reduce vs steady TAT", "<= 2.0x", f"{ours['firstCallVsSteady']:.2f}x",
+               ours["firstCallVsSteady"] <= 2.0,
+               f"{scope}: first call {ours['firstTatMs']:.0f} ms (the slowest rank's), TAT p50 {ours['tatP50Ms']:.0f} ms")
+    else:
+        target("first all-reduce vs steady TAT", "<= 2.0x", None, None, scope + ": the cell is missing or failed")
 
     ours_loop = find(cells, "switchml", "loopback", None, 0, big)
     gloo_loop = find(cells, "gloo", "loopback", None, 0, big)
@@ -417,12 +477,12 @@ def markdown(report):
         lines.append("")
         lines.append("| loss | system | TAT p50 ms | TAT p99 ms | elements/s | × Gloo elements/s | × Gloo TAT | goodput "
                      "| retransmissions / all-reduce | drops: socket / qdisc / backlog | wire MB / worker / all-reduce | CPU busy | iterations "
-                     "| first call ms |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                     "| first call ms | worker CPU s / rank / GB | RSS MiB / rank | resends + probes per 1000 packets |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for cell in sorted(group, key=lambda c: (float(c["loss"]), SYSTEMS.index(c["system"]))):
             if not cell["ok"]:
                 lines.append(f"| {loss_label(cell['loss'])} | {SYSTEM_LABEL[cell['system']]} | failed: "
-                             f"{(cell['error'] or '')[:160].replace('|', '/')} |  |  |  |  |  |  |  |  |  |  |  |")
+                             f"{(cell['error'] or '')[:160].replace('|', '/')} |  |  |  |  |  |  |  |  |  |  |  |  |  |  |")
                 continue
             wire = cell.get("wireBytesPerWorkerPerAllReduce")
             lines.append(
@@ -434,7 +494,9 @@ def markdown(report):
                 f"{fmt(cell.get('backlogDrops'), 'd')} "
                 f"| {fmt(wire / 1e6 if wire else None, '.1f')} "
                 f"| {fmt(cell['cpuBusyFraction'] * 100 if cell.get('cpuBusyFraction') is not None else None, '.0f')}% "
-                f"| {cell['warmups']}+{cell['iterations']}{runs_note(cell)} | {fmt(cell.get('firstTatMs'), '.0f')} |")
+                f"| {cell['warmups']}+{cell['iterations']}{runs_note(cell)} | {fmt(cell.get('firstTatMs'), '.0f')} "
+                f"| {fmt(cell.get('cpuSecPerRankPerGB'), '.2f')} | {fmt(cell.get('maxRssMiB'), '.0f')} "
+                f"| {fmt(cell.get('resendsAndProbesPerMille'), '.2f')} |")
         lines.append("")
     lines.append("## Definitions")
     lines.append("")
@@ -463,6 +525,12 @@ def markdown(report):
     lines.append("- **first call ms**: the slowest rank's TAT of the very first all-reduce of the cell, a warm-up: the "
                  "cold start (connections, SwitchML's job join and its JVM's JIT). The timed calls follow the warm-ups, "
                  "which are the same number for every system (the iterations column: warm-ups + timed).")
+    lines.append("- **worker CPU s / rank / GB**: user + system CPU seconds of a rank's whole process tree (getrusage of "
+                 "the reaped children: JVM start, JIT and GC for SwitchML; interpreter, torch import and Gloo's threads "
+                 "for Gloo; mpirun's children for OpenMPI) / GB of tensor it all-reduced in the cell (warm-ups included). "
+                 "**RSS MiB / rank**: the largest resident set of the rank's processes.")
+    lines.append("- **resends + probes per 1000 packets**: SwitchML workers' retransmitted updates plus probes, over the "
+                 "whole cell, per 1000 packets they sent; the JSON also has how many of them were shown to be unneeded.")
     lines.append("")
     return "\n".join(lines)
 

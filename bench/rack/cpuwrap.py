@@ -3,8 +3,8 @@
 
     cpuwrap.py --out FILE -- COMMAND ARGS...
 
-FILE gets {"userSec", "systemSec", "wallSec", "exitCode"}: getrusage(RUSAGE_CHILDREN) after the command is reaped,
-which counts every descendant that was waited for. SIGTERM and SIGINT are forwarded to the command.
+FILE gets {"userSec", "systemSec", "wallSec", "exitCode", "maxRssKiB"}: getrusage(RUSAGE_CHILDREN) after the command
+is reaped, which counts every descendant that was waited for (maxRssKiB: the largest resident set of any of them). SIGTERM and SIGINT are forwarded to the command.
 Standard library only.
 """
 import json
@@ -36,7 +36,7 @@ def main() -> int:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(out, "w") as f:
         json.dump({"userSec": usage.ru_utime, "systemSec": usage.ru_stime,
-                   "wallSec": time.monotonic() - start, "exitCode": code}, f)
+                   "wallSec": time.monotonic() - start, "exitCode": code, "maxRssKiB": usage.ru_maxrss}, f)
     return code if code >= 0 else 128 - code
 
 

@@ -86,7 +86,9 @@ public final class Appliance implements AutoCloseable
                 plane.ports(), telemetry::snapshot, this::healthLine, multicastGroups(context, plane.ports()),
                 () -> telemetry.system(SystemCounter.JOINS_REFUSED).increment(),
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).increment(),
-                () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).decrement());
+                () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).decrement(),
+                context.controlLimits());
+            control.credentials(context.controlCredentials());
             if (context.httpPort() >= 0)
             {
                 http = new HttpEndpoint(context.resolvedBindAddress(), context.httpPort(),
@@ -113,8 +115,11 @@ public final class Appliance implements AutoCloseable
         this.backends = startBackends(context, plane.ports());
         registry.placement(backends, context.multicastEnabled(), this::onFallback);
         registry.addEventListener(new RegistryJournal(journal));
-        controlExecutor.scheduleWithFixedDelay(() -> registry.pollBackends(System.nanoTime()), BACKEND_POLL_INTERVAL_MS,
-            BACKEND_POLL_INTERVAL_MS, TimeUnit.MILLISECONDS);
+        controlExecutor.scheduleWithFixedDelay(() ->
+        {
+            registry.pollBackends(System.nanoTime());
+            registry.reapUnjoined(System.currentTimeMillis());
+        }, BACKEND_POLL_INTERVAL_MS, BACKEND_POLL_INTERVAL_MS, TimeUnit.MILLISECONDS);
         controlExecutor.scheduleAtFixedRate(telemetry::aggregate, AGGREGATE_INTERVAL_MS, AGGREGATE_INTERVAL_MS,
             TimeUnit.MILLISECONDS);
         controlExecutor.scheduleAtFixedRate(this::snapshotHistograms, context.histogramSnapshotIntervalMs(),
@@ -276,7 +281,8 @@ public final class Appliance implements AutoCloseable
         return "status=up uptimeMs=" + (System.currentTimeMillis() - startMs) + " jobs=" + registry.jobCount() +
             " memoryUsedBytes=" + registry.memoryUsedBytes() + " memoryBudgetBytes=" + registry.memoryBudgetBytes() +
             " shards=" + context.shards() + " transport=" + dataPlane.transportName() + " backends=" +
-            String.join(",", backends.stream().map(Backend::name).toList()) + " pid=" + ProcessHandle.current().pid();
+            String.join(",", backends.stream().map(Backend::name).toList()) + " auth=" +
+            (context.controlCredentials() != null ? "on" : "off") + " pid=" + ProcessHandle.current().pid();
     }
 
     private String healthJson()

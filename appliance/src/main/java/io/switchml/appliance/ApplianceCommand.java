@@ -115,6 +115,11 @@ public final class ApplianceCommand implements Callable<Integer>
             context.resolvedBindAddress().getHostAddress() + ":" + appliance.controlPort() +
             (appliance.httpPort() >= 0 ? ", http " + context.resolvedBindAddress().getHostAddress() + ":" + appliance.httpPort() : "") +
             ", counters " + appliance.telemetry().countersFile().file());
+        System.out.println(context.controlCredentials() != null ?
+            "switchml appliance: control authorization on: " + context.controlCredentials().size() + " credential(s) from " +
+                context.controlCredentialsFile() :
+            "switchml appliance: WARNING control authorization OFF: anyone who reaches the control port may create, list and " +
+                "abort jobs; set " + ApplianceContext.CONTROL_CREDENTIALS_FILE_PROP);
         System.out.flush();
         if (notifier.isEnabled())
         {

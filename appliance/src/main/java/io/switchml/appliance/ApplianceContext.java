@@ -121,6 +121,15 @@ public final class ApplianceContext
     /** How long a job waits for all its ranks to join before the joiners are refused. */
     public static final String JOIN_TIMEOUT_MS_PROP = "switchml.appliance.join.timeout.ms";
     public static final long JOIN_TIMEOUT_MS_DEFAULT = 30_000;
+    /** Control connections in total and per client address; a connection holding no job closed after idling. */
+    public static final String CONTROL_MAX_CONNECTIONS_PROP = "switchml.appliance.control.max.connections";
+    public static final String CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP = "switchml.appliance.control.max.connections.per.address";
+    public static final String CONTROL_IDLE_TIMEOUT_MS_PROP = "switchml.appliance.control.idle.timeout.ms";
+    /**
+     * Credentials file of the control plane ({@link io.switchml.protocol.ControlCredentials}): when set, CREATE,
+     * ABORTJOB, JOBS and STATS need an operator's or a tenant's credential; empty: authorization off.
+     */
+    public static final String CONTROL_CREDENTIALS_FILE_PROP = "switchml.appliance.control.credentials.file";
 
     /** Aggregator memory all jobs together may hold (lanes of both pool versions plus bitmaps). */
     public static final String MEMORY_BUDGET_BYTES_PROP = "switchml.appliance.memory.budget.bytes";
@@ -163,6 +172,12 @@ public final class ApplianceContext
     private int multicastTtl = MULTICAST_TTL_DEFAULT;
     private int resolvedMulticastBase;
     private long joinTimeoutMs = JOIN_TIMEOUT_MS_DEFAULT;
+    private int controlMaxConnections = io.switchml.appliance.control.ControlServer.Limits.DEFAULT.maxConnections();
+    private int controlMaxConnectionsPerAddress =
+        io.switchml.appliance.control.ControlServer.Limits.DEFAULT.maxConnectionsPerAddress();
+    private long controlIdleTimeoutMs = io.switchml.appliance.control.ControlServer.Limits.DEFAULT.idleTimeoutMs();
+    private String controlCredentialsFile = "";
+    private io.switchml.protocol.ControlCredentials controlCredentials;
     private long memoryBudgetBytes = MEMORY_BUDGET_BYTES_DEFAULT;
     private int socketBufferBytes = SOCKET_BUFFER_BYTES_DEFAULT;
     private double lossRate = LOSS_RATE_DEFAULT;
@@ -200,6 +215,10 @@ public final class ApplianceContext
                     case MULTICAST_PORT_PROP -> multicastPort = Integer.parseInt(value);
                     case MULTICAST_TTL_PROP -> multicastTtl = Integer.parseInt(value);
                     case JOIN_TIMEOUT_MS_PROP -> joinTimeoutMs = Long.parseLong(value);
+                    case CONTROL_MAX_CONNECTIONS_PROP -> controlMaxConnections = Integer.parseInt(value);
+                    case CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP -> controlMaxConnectionsPerAddress = Integer.parseInt(value);
+                    case CONTROL_IDLE_TIMEOUT_MS_PROP -> controlIdleTimeoutMs = Long.parseLong(value);
+                    case CONTROL_CREDENTIALS_FILE_PROP -> controlCredentialsFile = value;
                     case MEMORY_BUDGET_BYTES_PROP -> memoryBudgetBytes = Long.parseLong(value);
                     case SOCKET_BUFFER_BYTES_PROP -> socketBufferBytes = Integer.parseInt(value);
                     case LOSS_RATE_PROP -> lossRate = Double.parseDouble(value);
@@ -353,9 +372,33 @@ public final class ApplianceContext
             throw new IllegalArgumentException(SLOT_TIMEOUT_MS_PROP + " must be at least 10: " + slotTimeoutMs);
         }
         transport = t;
-        if (joinTimeoutMs <= 0)
+        if (joinTimeoutMs <= 0 || joinTimeoutMs > io.switchml.appliance.control.JobRegistry.MAX_TIMEOUT_MS)
         {
-            throw new IllegalArgumentException(JOIN_TIMEOUT_MS_PROP + " must be positive: " + joinTimeoutMs);
+            throw new IllegalArgumentException(JOIN_TIMEOUT_MS_PROP + " must be within 1.." +
+                io.switchml.appliance.control.JobRegistry.MAX_TIMEOUT_MS + ": " + joinTimeoutMs);
+        }
+        if (controlMaxConnections < 1 || controlMaxConnectionsPerAddress < 1 ||
+            controlMaxConnectionsPerAddress > controlMaxConnections)
+        {
+            throw new IllegalArgumentException(CONTROL_MAX_CONNECTIONS_PROP + " and " + CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP +
+                " must be positive, the second no larger than the first: " + controlMaxConnections + ", " +
+                controlMaxConnectionsPerAddress);
+        }
+        if (!controlCredentialsFile.isEmpty())
+        {
+            try
+            {
+                controlCredentials = io.switchml.protocol.ControlCredentials.load(java.nio.file.Path.of(controlCredentialsFile));
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                throw new IllegalArgumentException(CONTROL_CREDENTIALS_FILE_PROP + ": " + ex.getMessage(), ex);
+            }
+        }
+        if (controlIdleTimeoutMs < 100 || controlIdleTimeoutMs > Integer.MAX_VALUE)
+        {
+            throw new IllegalArgumentException(CONTROL_IDLE_TIMEOUT_MS_PROP + " must be within 100.." + Integer.MAX_VALUE + ": " +
+                controlIdleTimeoutMs);
         }
         if (memoryBudgetBytes <= 0)
         {
@@ -423,6 +466,10 @@ public final class ApplianceContext
         out.println(MULTICAST_PORT_PROP + "=" + multicastPort);
         out.println(MULTICAST_TTL_PROP + "=" + multicastTtl);
         out.println(JOIN_TIMEOUT_MS_PROP + "=" + joinTimeoutMs);
+        out.println(CONTROL_MAX_CONNECTIONS_PROP + "=" + controlMaxConnections);
+        out.println(CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP + "=" + controlMaxConnectionsPerAddress);
+        out.println(CONTROL_IDLE_TIMEOUT_MS_PROP + "=" + controlIdleTimeoutMs);
+        out.println(CONTROL_CREDENTIALS_FILE_PROP + "=" + controlCredentialsFile);
         out.println(MEMORY_BUDGET_BYTES_PROP + "=" + memoryBudgetBytes);
         out.println(SOCKET_BUFFER_BYTES_PROP + "=" + socketBufferBytes);
         out.println(LOSS_RATE_PROP + "=" + lossRate);
@@ -723,6 +770,47 @@ public final class ApplianceContext
     public long joinTimeoutMs()
     {
         return joinTimeoutMs;
+    }
+
+    /**
+     * @param maxConnections           control connections in total.
+     * @param maxConnectionsPerAddress control connections from one client address.
+     * @param idleTimeoutMs            how long a connection that holds no job may stay without a complete line.
+     */
+    public ApplianceContext controlLimits(final int maxConnections, final int maxConnectionsPerAddress, final long idleTimeoutMs)
+    {
+        this.controlMaxConnections = maxConnections;
+        this.controlMaxConnectionsPerAddress = maxConnectionsPerAddress;
+        this.controlIdleTimeoutMs = idleTimeoutMs;
+        return this;
+    }
+
+    /**
+     * @param file the control plane's credentials file; null or empty turns authorization off.
+     */
+    public ApplianceContext controlCredentialsFile(final String file)
+    {
+        this.controlCredentialsFile = file == null ? "" : file;
+        return this;
+    }
+
+    public String controlCredentialsFile()
+    {
+        return controlCredentialsFile;
+    }
+
+    /**
+     * @return the credentials read at {@code conclude()}, or null when authorization is off.
+     */
+    public io.switchml.protocol.ControlCredentials controlCredentials()
+    {
+        return controlCredentials;
+    }
+
+    public io.switchml.appliance.control.ControlServer.Limits controlLimits()
+    {
+        return new io.switchml.appliance.control.ControlServer.Limits(controlMaxConnections, controlMaxConnectionsPerAddress,
+            controlIdleTimeoutMs);
     }
 
     public ApplianceContext memoryBudgetBytes(final long memoryBudgetBytes)

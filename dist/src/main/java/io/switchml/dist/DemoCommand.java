@@ -55,19 +55,35 @@ public final class DemoCommand implements Callable<Integer>
     @Option(names = "--shards", description = "Appliance data-plane shards (default ${DEFAULT-VALUE}).", defaultValue = "1")
     private int shards;
 
+    private static String secret()
+    {
+        final byte[] bytes = new byte[16];
+        new java.security.SecureRandom().nextBytes(bytes);
+        return java.util.HexFormat.of().formatHex(bytes);
+    }
+
     @Override
     public Integer call() throws Exception
     {
         final String token = java.util.HexFormat.of().formatHex(java.security.SecureRandom.getSeed(16));
         final int elements = (int)Math.min(Integer.MAX_VALUE - 8, sizeMb * 1_000_000L / Float.BYTES);
+        final java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("switchml-demo");
+        // control authorization on, as in the package: a credentials file only its owner may read, an operator's and
+        // the demo tenant's secret; the workers take theirs from it as a user's would (--credential-file)
+        final java.nio.file.Path credentials = dir.resolve("credentials");
+        java.nio.file.Files.writeString(credentials, "operator demo-operator " + secret() + "\ntenant default " + secret() + "\n");
+        java.nio.file.Files.setPosixFilePermissions(credentials, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        final String credential = io.switchml.protocol.ControlCredentials.secretFor(credentials,
+            io.switchml.protocol.ControlCredentials.TENANT, "default");
         final ApplianceContext applianceContext = new ApplianceContext().dataPort(0).controlPort(0).shards(shards)
-            .httpPort(0).dir(java.nio.file.Files.createTempDirectory("switchml-demo").toString())
+            .httpPort(0).dir(dir.toString()).controlCredentialsFile(credentials.toString())
             .lossRate(lossRate).lossSeed(42);
         try (Appliance appliance = Appliance.launch(applianceContext))
         {
-            System.out.printf(Locale.ROOT, "appliance: %d shard(s) on udp ports %s (%s), control tcp port %d; MAC %s%n",
+            System.out.printf(Locale.ROOT, "appliance: %d shard(s) on udp ports %s (%s), control tcp port %d " +
+                    "(authorization on, credentials in %s); MAC %s%n",
                 shards, java.util.Arrays.toString(appliance.dataPorts()), appliance.transportName(), appliance.controlPort(),
-                mac ? "on" : "off (trusted host)");
+                credentials, mac ? "on" : "off (trusted host)");
             System.out.printf(Locale.ROOT, "%d workers, %d MB float32 tensor (%d elements), k=%d, s=%d, %d warm-ups + %d timed all-reduces%n",
                 workers, sizeMb, elements, lanes, slots, warmups, iterations);
 
@@ -84,11 +100,15 @@ public final class DemoCommand implements Callable<Integer>
                 threads[rank] = Thread.ofPlatform().name("demo-worker-" + rank).start(() ->
                 {
                     final WorkerContext context = new WorkerContext().controlPort(appliance.controlPort()).jobName("demo")
-                        .token(token).macEnabled(mac)
+                        .token(token).credential(credential).macEnabled(mac)
                         .worldSize(workers).rank(r).elementType(ElementType.FLOAT32).lanes(lanes).slots(slots)
                         .lossRate(lossRate).lossSeed(7);
                     try (WorkerClient client = WorkerClient.connect(context))
                     {
+                        if (r == 0)
+                        {
+                            System.out.println("worker transport: " + client.transportDescription());
+                        }
                         final float[] tensor = new float[elements];
                         for (int round = 0; round < rounds && failure.get() == null; round++)
                         {

@@ -25,8 +25,17 @@ final class ControlClient implements AutoCloseable
     private final BufferedReader reader;
     private final OutputStream out;
 
+    private final java.util.function.Supplier<String> credential;
+
     ControlClient(final String host, final int port, final int timeoutMs) throws IOException
     {
+        this(host, port, timeoutMs, () -> null);
+    }
+
+    ControlClient(final String host, final int port, final int timeoutMs, final java.util.function.Supplier<String> credential)
+        throws IOException
+    {
+        this.credential = credential;
         address = host + ":" + port;
         socket = new Socket();
         try
@@ -57,7 +66,7 @@ final class ControlClient implements AutoCloseable
     List<Map<String, String>> jobs() throws IOException
     {
         final List<Map<String, String>> jobs = new ArrayList<>();
-        for (final String line : requestUntilEnd(ControlProtocol.JOBS, ControlProtocol.END))
+        for (final String line : requestUntilEnd(ControlProtocol.JOBS + auth(), ControlProtocol.END))
         {
             final Map<String, String> fields = ControlProtocol.parse(line);
             if (ControlProtocol.ERR.equals(fields.get("")))
@@ -76,7 +85,17 @@ final class ControlClient implements AutoCloseable
      */
     void abortJob(final int jobId, final String reason) throws IOException
     {
-        expectOk(request(ControlProtocol.ABORT_JOB + " job=" + jobId + " reason=" + reason.replace('\n', ' ')));
+        expectOk(request(ControlProtocol.ABORT_JOB + " job=" + jobId + auth() + " reason=" + reason.replace('\n', ' ')));
+    }
+
+    /**
+     * @return " auth=SECRET" when an operator credential is configured, else "" (before any field that runs to the end
+     * of the line, such as reason).
+     */
+    private String auth()
+    {
+        final String secret = credential.get();
+        return secret == null ? "" : " auth=" + secret;
     }
 
     private Map<String, String> request(final String line) throws IOException

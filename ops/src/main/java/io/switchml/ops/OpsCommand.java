@@ -44,6 +44,40 @@ public final class OpsCommand implements Runnable
     /** Control port when neither --control-port nor the journal says otherwise. */
     static final int CONTROL_PORT_DEFAULT = ApplianceContext.CONTROL_PORT_DEFAULT;
 
+    /** Where the package puts the control plane's credentials. */
+    static final String DEFAULT_CREDENTIALS_FILE = "/etc/switchml/credentials";
+
+    /**
+     * @return the operator secret to send, or null when none is configured (the appliance then answers what it
+     * allows without one).
+     */
+    String credential()
+    {
+        String file = credentialFile;
+        if (file == null || file.isEmpty())
+        {
+            final String secret = System.getenv("SWITCHML_CREDENTIAL");
+            if (secret != null && !secret.isEmpty())
+            {
+                return secret;
+            }
+            file = java.nio.file.Files.isReadable(java.nio.file.Path.of(DEFAULT_CREDENTIALS_FILE)) ? DEFAULT_CREDENTIALS_FILE : null;
+        }
+        if (file == null)
+        {
+            return null;
+        }
+        try
+        {
+            return io.switchml.protocol.ControlCredentials.secretFor(java.nio.file.Path.of(file),
+                io.switchml.protocol.ControlCredentials.OPERATOR, null);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new OpsException(OpsException.USAGE, ex.getMessage(), ex);
+        }
+    }
+
     @Option(names = "--dir", paramLabel = "DIR", scope = CommandLine.ScopeType.INHERIT,
         description = "Appliance directory (counters.dat, journal/); default $" + DIR_ENV +
             ", else the appliance's default ${java.io.tmpdir}/switchml.")
@@ -61,6 +95,13 @@ public final class OpsCommand implements Runnable
         description = "Control port (default: the one the running appliance announced in its journal, else " +
             ApplianceContext.CONTROL_PORT_DEFAULT + ").")
     Integer controlPort;
+
+    @Option(names = "--credential-file", paramLabel = "FILE", scope = CommandLine.ScopeType.INHERIT,
+        defaultValue = "${env:SWITCHML_CREDENTIAL_FILE}",
+        description = "Control-plane credentials file; its first operator line authorizes jobs, counters and abort when " +
+            "the appliance has authorization on (default: $SWITCHML_CREDENTIAL_FILE, else " + DEFAULT_CREDENTIALS_FILE +
+            " when readable; $SWITCHML_CREDENTIAL may hold the secret itself).")
+    String credentialFile;
 
     @Option(names = "--timeout-ms", paramLabel = "MS", defaultValue = "3000", scope = CommandLine.ScopeType.INHERIT,
         description = "Connect and read timeout of the control and HTTP endpoints (default ${DEFAULT-VALUE}).")
@@ -119,7 +160,7 @@ public final class OpsCommand implements Runnable
                     "--url must be http://HOST:PORT (the appliance's HTTP endpoint): '" + url + "'");
             }
         }
-        return new Target(resolvedDir(), uri, host, controlPort, timeoutMs);
+        return new Target(resolvedDir(), uri, host, controlPort, timeoutMs).credential(this::credential);
     }
 
     Path resolvedDir()

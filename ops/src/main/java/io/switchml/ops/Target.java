@@ -66,6 +66,17 @@ final class Target
         return url;
     }
 
+    private java.util.function.Supplier<String> credential = () -> null;
+
+    /**
+     * @param credential supplies the operator secret for control requests, read when a request needs it.
+     */
+    Target credential(final java.util.function.Supplier<String> credential)
+    {
+        this.credential = credential;
+        return this;
+    }
+
     int timeoutMs()
     {
         return timeoutMs;
@@ -210,7 +221,7 @@ final class Target
         final int port = controlPort();
         try
         {
-            return new ControlClient(controlHost(), port, timeoutMs);
+            return new ControlClient(controlHost(), port, timeoutMs, credential);
         }
         catch (final IOException ex)
         {

@@ -1,23 +1,15 @@
 package io.switchml.worker;
 
 import io.switchml.protocol.DataHeaderFlyweight;
-import io.switchml.protocol.DropReason;
 import io.switchml.protocol.ElementType;
-import io.switchml.protocol.Lanes;
 import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.quant.BlockFloatingPoint;
-import io.switchml.protocol.security.PacketMac;
+import io.switchml.worker.transport.DatagramTransport;
 import org.agrona.concurrent.Agent;
-import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.DatagramChannel;
-import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
-import java.util.function.Consumer;
 
 import static io.switchml.protocol.DataHeaderFlyweight.FLAG_EXPONENT_ONLY;
 import static io.switchml.protocol.DataHeaderFlyweight.FLAG_RETRANSMIT;
@@ -25,9 +17,14 @@ import static io.switchml.protocol.DataHeaderFlyweight.NO_EXPONENT;
 import static io.switchml.protocol.DataHeaderFlyweight.UNKNOWN_EXPONENT;
 
 /**
- * The I/O agent of one appliance shard: it owns the shard's UDP channel and the job's slots that the
+ * The I/O agent of one appliance shard: it owns the shard's transport and the job's slots that the
  * shard holds (global slot i belongs to shard i mod S and is local slot i / S here), and moves the
  * client's stream of submitted tensors through them (Algorithm 4 with loss recovery).
+ * <p>
+ * It schedules chunks onto slots and steers results; the other roles are its parts, each testable alone:
+ * {@link SubmissionWindow} (the submissions taken and not finished), {@link ChunkCodec} (tensor elements to lanes and
+ * back), {@link PacketLink} (MAC, test loss and validation at the packet edge), a {@link DatagramTransport} (packet
+ * I/O) and a {@link LossRecovery} policy (timers, probes, RTT).
  * <p>
  * Every agent sees every submission, in stream order, through its own bounded queue, and keeps the
  * submissions it has not finished in a window. Each of its slots walks its stream chunks i, i+s, i+2s,
@@ -42,15 +39,18 @@ import static io.switchml.protocol.DataHeaderFlyweight.UNKNOWN_EXPONENT;
  * the client (abort, progress timeout, an ordering violation) go to {@link WorkerClient#fail}, after
  * which every agent fails the futures it holds.
  */
-final class ShardAgent implements Agent
+final class ShardAgent implements Agent, LossRecovery.Actions
 {
     private static final long NANOS_PER_MS = 1_000_000L;
     private static final int WAITING = 0;
     private static final int EXPONENT = 1;
     private static final int DATA = 2;
-    private static final int RECEIVE_BUDGET = 64;
+    /** Datagrams handled per duty cycle at most; the timers wait until the sockets are drained. */
+    private static final int RECEIVE_BUDGET = 1024;
     private static final int POLL_BUDGET = 64;
     private static final long MAX_IDLE_WAIT_MS = 50;
+    /** A gap between duty cycles longer than the waits asked for by more than this is a pause of the thread. */
+    private static final long PAUSE_SLACK_NS = 1_000_000L;
 
     private final WorkerClient client;
     private final int shard;
@@ -63,69 +63,30 @@ final class ShardAgent implements Agent
     private final int lanesPerSlot;
     private final byte elementType;
     private final boolean isFloat;
-    private final boolean isSixteenBit;
-    private final DatagramChannel channel;
-    private final DatagramChannel multicastChannel;
-    private final Selector selector;
-    private final Consumer<SelectionKey> onSelected = key -> { };
-    private final ManyToOneConcurrentArrayQueue<Submission> inbox;
+    private final DatagramTransport transport;
+    private final PacketLink link;
+    private final DatagramTransport.Receiver onDatagram = this::onDatagram;
+    private final SubmissionWindow submissions;
+    private final ChunkCodec codec;
     private final WorkerCounters.Cells counters;
-    private final LossGenerator txLoss;
-    private final LossGenerator rxLoss;
-    private final boolean macEnabled;
-    private final long macK0;
-    private final long macK1;
     private final String roleName;
 
-    private final ByteBuffer[] slotPackets;
+    private final int[] slotLength;
     private final UnsafeBuffer[] slotViews;
     private final DataHeaderFlyweight header = new DataHeaderFlyweight();
-    private final ByteBuffer receiveBuffer;
-    private final UnsafeBuffer receiveView;
-    private final int[] lanes;
-    private final short[] halves;
-    private final float[] stage;
 
     private final long[] slotChunk;
-    private final long[] slotWindow;
     private final int[] slotState;
     private final boolean[] slotNeedsExponent;
     private final int[] slotVersion;
     private final int[] slotExponent;
-    private final long[] slotDeadlineNs;
-    private final long[] slotSentNs;
-    private final boolean[] slotRetransmitted;
-    private final long[] slotTxSeq;
-    private final boolean[] slotSuspect;
-    private final long[] slotRtoDeadlineNs;
-    private final long[] slotProbedNs;
-    private final boolean[] slotWasProbed;
-    private final ByteBuffer probePacket;
+    private final LossRecovery recovery;
     private final UnsafeBuffer probeView;
 
-    private final Submission[] window;
-    private final int windowMask;
-    private long windowHead;
-    private long windowTail;
-    private long streamEnd;
-
-    private final long minTimeoutNs;
-    private final long maxTimeoutNs;
     private final long progressTimeoutNs;
-    private long retransmitTimeoutNs;
-    private final boolean fastRetransmit;
-    private final long reorderWindowFloorNs;
-    private final long probeTimeoutFloorNs;
-    private long txSeq;
-    private long deliveredSeq;
-    private boolean probed;
-    private long lastTailProbeNs;
-    private int tailProbeShift;
-    private volatile long smoothedRttNs;
-    private volatile long publishedTimeoutNs;
-    private long rttVarianceNs;
-    private long nextDeadlineNs = Long.MAX_VALUE;
     private long lastProgressNs;
+    private long lastCycleEndNs;
+    private long awaitedNs;
     private int inFlight;
     private boolean failedAll;
 
@@ -135,17 +96,15 @@ final class ShardAgent implements Agent
         final int shard,
         final int shardCount,
         final int jobId,
-        final DatagramChannel channel,
-        final DatagramChannel multicastChannel,
+        final DatagramTransport transport,
         final boolean macEnabled,
         final long macK0,
         final long macK1,
         final WorkerCounters.Cells counters,
-        final int pendingCapacity) throws IOException
+        final int pendingCapacity)
     {
         this.client = client;
         this.shard = shard;
-        this.multicastChannel = multicastChannel;
         this.shardCount = shardCount;
         this.slotCount = context.slots();
         this.localSlots = (slotCount - shard + shardCount - 1) / shardCount;
@@ -155,72 +114,45 @@ final class ShardAgent implements Agent
         this.lanesPerSlot = context.lanes();
         this.elementType = context.elementType();
         this.isFloat = ElementType.isFloat(elementType);
-        this.isSixteenBit = ElementType.isSixteenBit(elementType);
-        this.channel = channel;
+        this.transport = transport;
         this.counters = counters;
-        this.macEnabled = macEnabled;
-        this.macK0 = macK0;
-        this.macK1 = macK1;
         this.roleName = "switchml-worker-r" + rank + "-shard" + shard;
-        this.txLoss = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_003L + rank + 7919L * shard);
-        this.rxLoss = LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_033L + rank + 17 + 7919L * shard);
-        this.inbox = new ManyToOneConcurrentArrayQueue<>(pendingCapacity);
-        this.window = new Submission[pendingCapacity];
-        this.windowMask = pendingCapacity - 1;
+        this.link = new PacketLink(transport, counters,
+            LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_003L + rank + 7919L * shard),
+            LossGenerator.of(context.lossRate(), context.lossSeed() * 1_000_033L + rank + 17 + 7919L * shard),
+            macEnabled, macK0, macK1);
+        this.submissions = new SubmissionWindow(pendingCapacity, localSlots);
+        this.codec = new ChunkCodec(elementType, lanesPerSlot, worldSize);
 
         final int packetCapacity = DataHeaderFlyweight.packetLength(lanesPerSlot);
         final ByteBuffer all = ByteBuffer.allocateDirect(packetCapacity * Math.max(1, localSlots));
-        slotPackets = new ByteBuffer[localSlots];
+        slotLength = new int[localSlots];
         slotViews = new UnsafeBuffer[localSlots];
         for (int l = 0; l < localSlots; l++)
         {
             final ByteBuffer packet = all.slice(l * packetCapacity, packetCapacity);
-            slotPackets[l] = packet;
             slotViews[l] = new UnsafeBuffer(packet);
         }
-        receiveBuffer = ByteBuffer.allocateDirect(DataHeaderFlyweight.MAX_UDP_PAYLOAD + 1);
-        receiveView = new UnsafeBuffer(receiveBuffer);
-        lanes = new int[lanesPerSlot];
-        halves = new short[lanesPerSlot];
-        stage = new float[lanesPerSlot];
 
         slotChunk = new long[localSlots];
-        slotWindow = new long[localSlots];
         slotState = new int[localSlots];
         slotNeedsExponent = new boolean[localSlots];
         slotVersion = new int[localSlots];
         slotExponent = new int[localSlots];
-        slotDeadlineNs = new long[localSlots];
-        slotSentNs = new long[localSlots];
-        slotRetransmitted = new boolean[localSlots];
-        slotTxSeq = new long[localSlots];
-        slotSuspect = new boolean[localSlots];
-        slotRtoDeadlineNs = new long[localSlots];
-        slotProbedNs = new long[localSlots];
-        slotWasProbed = new boolean[localSlots];
-        probePacket = ByteBuffer.allocateDirect(DataHeaderFlyweight.HEADER_LENGTH);
-        probeView = new UnsafeBuffer(probePacket);
+        recovery = context.lossRecovery().create(context, localSlots, counters);
+        probeView = new UnsafeBuffer(ByteBuffer.allocateDirect(DataHeaderFlyweight.HEADER_LENGTH));
         for (int l = 0; l < localSlots; l++)
         {
             slotChunk[l] = (long)l * shardCount + shard;
             slotNeedsExponent[l] = isFloat;
         }
 
-        minTimeoutNs = Math.min(context.minRetransmitTimeoutMs(), context.retransmitTimeoutMs()) * NANOS_PER_MS;
-        maxTimeoutNs = context.maxRetransmitTimeoutMs() * NANOS_PER_MS;
         progressTimeoutNs = context.progressTimeoutMs() * NANOS_PER_MS;
-        retransmitTimeoutNs = context.retransmitTimeoutMs() * NANOS_PER_MS;
-        publishedTimeoutNs = retransmitTimeoutNs;
-        fastRetransmit = context.fastRetransmit();
-        reorderWindowFloorNs = context.reorderWindowUs() * 1_000L;
-        probeTimeoutFloorNs = context.probeTimeoutUs() * 1_000L;
+    }
 
-        selector = Selector.open();
-        channel.register(selector, SelectionKey.OP_READ);
-        if (multicastChannel != null)
-        {
-            multicastChannel.register(selector, SelectionKey.OP_READ);
-        }
+    public void onStart()
+    {
+        transport.onStart();
     }
 
     public String roleName()
@@ -235,23 +167,23 @@ final class ShardAgent implements Agent
      */
     boolean offer(final Submission submission)
     {
-        return inbox.offer(submission);
+        return submissions.offer(submission);
     }
 
     /** Make a waiting {@link #idle} return: new work or a failure. Any thread. */
     void wakeup()
     {
-        selector.wakeup();
+        transport.wakeup();
     }
 
     long smoothedRttNs()
     {
-        return smoothedRttNs;
+        return recovery.smoothedRttNs();
     }
 
     long retransmitTimeoutNs()
     {
-        return publishedTimeoutNs;
+        return recovery.retransmitTimeoutNs();
     }
 
     public int doWork()
@@ -261,13 +193,33 @@ final class ShardAgent implements Agent
         {
             return failEverything(failure);
         }
+        if (inFlight > 0 && lastCycleEndNs != 0)
+        {
+            final long pauseNs = System.nanoTime() - lastCycleEndNs - awaitedNs - PAUSE_SLACK_NS;
+            if (pauseNs > 0)
+            {
+                recovery.onPause(pauseNs);
+            }
+        }
+        awaitedNs = 0;
         int work = 0;
         if (!client.isStreamHeld())
         {
             work += pollSubmissions();
         }
-        work += receive();
-        work += checkTimers();
+        work += transport.receive(onDatagram, RECEIVE_BUDGET);
+        if (transport.drained())
+        {
+            // judge the timers only once every result that has arrived was seen: a thread that did not run for a
+            // while must not take its own backlog for loss
+            work += checkTimers();
+        }
+        else
+        {
+            work += checkProgress(System.nanoTime());
+        }
+        work += transport.flush();
+        lastCycleEndNs = System.nanoTime();
         return work;
     }
 
@@ -279,21 +231,15 @@ final class ShardAgent implements Agent
         long waitMs = MAX_IDLE_WAIT_MS;
         if (inFlight > 0)
         {
-            long wakeNs = Math.min(nextDeadlineNs, lastProgressNs + progressTimeoutNs);
-            if (fastRetransmit)
-            {
-                wakeNs = Math.min(wakeNs, tailProbeDueNs());
-            }
+            final long wakeNs = Math.min(recovery.nextWakeNs(), lastProgressNs + progressTimeoutNs);
             final long untilNs = wakeNs - System.nanoTime();
             waitMs = Math.max(1, Math.min(MAX_IDLE_WAIT_MS, (untilNs + NANOS_PER_MS - 1) / NANOS_PER_MS));
         }
-        try
+        awaitedNs += waitMs * NANOS_PER_MS;
+        transport.await(waitMs);
+        if (transport.hasQueued())
         {
-            selector.select(onSelected, waitMs);
-        }
-        catch (final IOException ex)
-        {
-            client.fail("job " + jobId + " rank " + rank + ": selector of shard " + shard + " failed: " + ex, false);
+            transport.flush();
         }
     }
 
@@ -302,38 +248,16 @@ final class ShardAgent implements Agent
         final String failure = client.failure();
         failEverything(failure != null ? failure :
             "job " + jobId + " rank " + rank + ": the client was closed before the all-reduce completed");
-        try
-        {
-            selector.close();
-            if (multicastChannel != null)
-            {
-                multicastChannel.close();
-            }
-        }
-        catch (final IOException ignore)
-        {
-            // closing anyway
-        }
+        transport.close();
     }
 
     private int pollSubmissions()
     {
-        int polled = 0;
-        while (polled < POLL_BUDGET && windowTail - windowHead <= windowMask)
-        {
-            final Submission submission = inbox.poll();
-            if (submission == null)
-            {
-                break;
-            }
-            window[(int)(windowTail & windowMask)] = submission;
-            windowTail++;
-            streamEnd = submission.endChunk;
-            polled++;
-        }
+        final int polled = submissions.poll(POLL_BUDGET);
         if (polled > 0)
         {
-            popFinished();
+            submissions.popFinished(shard);
+            final long streamEnd = submissions.streamEnd();
             final long nowNs = System.nanoTime();
             for (int l = 0; l < localSlots; l++)
             {
@@ -342,8 +266,7 @@ final class ShardAgent implements Agent
                     if (inFlight++ == 0)
                     {
                         lastProgressNs = nowNs;
-                        probed = false;
-                        tailProbeShift = 0;
+                        recovery.onStreamStart(nowNs);
                     }
                     start(l, nowNs);
                 }
@@ -352,55 +275,17 @@ final class ShardAgent implements Agent
         return polled;
     }
 
-    /** Drop finished submissions from the head of the window. */
-    private void popFinished()
-    {
-        while (windowHead < windowTail)
-        {
-            final int index = (int)(windowHead & windowMask);
-            if (window[index].pendingByShard[shard] != 0)
-            {
-                break;
-            }
-            window[index] = null;
-            windowHead++;
-        }
-    }
-
-    /**
-     * @return the submission holding a slot's current chunk, which must be in the window.
-     */
-    private Submission locate(final int l)
-    {
-        final long chunk = slotChunk[l];
-        long w = Math.max(slotWindow[l], windowHead);
-        Submission submission = window[(int)(w & windowMask)];
-        while (submission.endChunk <= chunk)
-        {
-            w++;
-            submission = window[(int)(w & windowMask)];
-        }
-        slotWindow[l] = w;
-        return submission;
-    }
-
     /**
      * Exponent of a stream chunk not yet sent, or {@link DataHeaderFlyweight#UNKNOWN_EXPONENT} when it has not
      * been submitted yet.
      */
     private int lookahead(final int l, final long chunk)
     {
-        if (chunk >= streamEnd)
+        final Submission submission = submissions.peek(l, chunk);
+        if (submission == null)
         {
             counters.lookaheadMisses++;
             return UNKNOWN_EXPONENT;
-        }
-        long w = slotWindow[l];
-        Submission submission = window[(int)(w & windowMask)];
-        while (submission.endChunk <= chunk)
-        {
-            w++;
-            submission = window[(int)(w & windowMask)];
         }
         return exponentOf(submission, (int)(chunk - submission.firstChunk));
     }
@@ -426,7 +311,7 @@ final class ShardAgent implements Agent
 
     private void start(final int l, final long nowNs)
     {
-        final Submission submission = locate(l);
+        final Submission submission = submissions.locate(l, slotChunk[l]);
         if (slotNeedsExponent[l])
         {
             sendExponentOnly(l, submission, nowNs);
@@ -451,7 +336,7 @@ final class ShardAgent implements Agent
             DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[l] | FLAG_EXPONENT_ONLY, elementType,
             globalSlot(l), chunk, 0, NO_EXPONENT, exponent, submission.tensorCheck(index));
         counters.exponentOnlyPackets++;
-        transmit(l, DataHeaderFlyweight.HEADER_LENGTH, nowNs);
+        transmit(l, DataHeaderFlyweight.HEADER_LENGTH, LossRecovery.FIRST, nowNs);
     }
 
     private void sendData(final int l, final Submission submission, final long nowNs)
@@ -462,7 +347,6 @@ final class ShardAgent implements Agent
         final int count = Math.min(lanesPerSlot, submission.length - from);
         int scaleExponent = NO_EXPONENT;
         int lookahead = NO_EXPONENT;
-        final TensorView tensor = submission.tensor;
         slotState[l] = DATA;
         if (isFloat)
         {
@@ -479,25 +363,12 @@ final class ShardAgent implements Agent
                 return;
             }
             lookahead = lookahead(l, chunk + slotCount);
-            if (isSixteenBit)
-            {
-                tensor.toHalfLanes(elementType, from, count, halves, stage);
-                Lanes.write(halves, 0, count, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
-            }
-            else
-            {
-                tensor.toPacket(from, count, BlockFloatingPoint.scale(scaleExponent, worldSize),
-                    BlockFloatingPoint.laneLimit(worldSize), lanes, stage, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
-            }
         }
-        else
-        {
-            tensor.toPacket(from, count, 1.0, Integer.MAX_VALUE, lanes, stage, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
-        }
+        codec.encode(submission.tensor, from, count, scaleExponent, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
         header.wrap(slotViews[l], 0).writeHeader(
             DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[l], elementType, globalSlot(l), chunk, count,
             scaleExponent, lookahead, submission.tensorCheck(index));
-        transmit(l, DataHeaderFlyweight.packetLength(elementType, count), nowNs);
+        transmit(l, DataHeaderFlyweight.packetLength(elementType, count), LossRecovery.FIRST, nowNs);
     }
 
     private int globalSlot(final int l)
@@ -505,108 +376,27 @@ final class ShardAgent implements Agent
         return l * shardCount + shard;
     }
 
-    private void transmit(final int l, final int packetLength, final long nowNs)
+    private void transmit(final int l, final int packetLength, final int why, final long nowNs)
     {
-        final ByteBuffer packet = slotPackets[l];
-        packet.limit(packetLength).position(0);
-        final long deadlineNs = nowNs + retransmitTimeoutNs;
-        slotDeadlineNs[l] = deadlineNs;
-        slotRtoDeadlineNs[l] = deadlineNs;
-        slotSentNs[l] = nowNs;
-        slotTxSeq[l] = ++txSeq;
-        slotSuspect[l] = false;
-        slotWasProbed[l] = false;
-        if (deadlineNs - nextDeadlineNs < 0)
+        slotLength[l] = packetLength;
+        recovery.onTransmit(l, why, nowNs);
+        link.send(slotViews[l], packetLength);
+    }
+
+    private void onDatagram(final UnsafeBuffer receiveView, final int bytes)
+    {
+        if (client.failure() != null || !link.accept(receiveView, bytes))
         {
-            nextDeadlineNs = deadlineNs;
+            return;
         }
-        send(slotViews[l], packet, packetLength);
+        onResult(receiveView);
     }
 
     /**
-     * Sign (when the job uses a MAC) and send one datagram: an update, a resend or a probe.
-     *
-     * @param view   the datagram's bytes.
-     * @param packet the same bytes as a ByteBuffer, position 0 and limit length.
-     * @param length of the datagram.
+     * A well-formed packet from the appliance: a result or a NACK for one of this agent's slots, or stale.
      */
-    private void send(final UnsafeBuffer view, final ByteBuffer packet, final int length)
+    private void onResult(final UnsafeBuffer receiveView)
     {
-        if (txLoss.shouldDrop())
-        {
-            counters.lossInjected++;
-            return;
-        }
-        try
-        {
-            if (macEnabled)
-            {
-                PacketMac.sign(macK0, macK1, view, 0, length);
-            }
-            if (channel.write(packet) == 0)
-            {
-                counters.sendFailures++;
-                return;
-            }
-            counters.packetsSent++;
-        }
-        catch (final IOException ex)
-        {
-            // ICMP port unreachable surfaces here when the appliance is gone; the timers retry and
-            // the control connection or the progress timeout ends the stream with a clear error
-            counters.sendFailures++;
-        }
-    }
-
-    private int receive()
-    {
-        int received = 0;
-        try
-        {
-            int bytes;
-            while (received < RECEIVE_BUDGET && (bytes = channel.read(receiveBuffer.clear())) > 0)
-            {
-                received++;
-                onResult(bytes);
-                if (client.failure() != null)
-                {
-                    break;
-                }
-            }
-            if (multicastChannel != null)
-            {
-                while (received < RECEIVE_BUDGET && multicastChannel.receive(receiveBuffer.clear()) != null)
-                {
-                    received++;
-                    onResult(receiveBuffer.position());
-                    if (client.failure() != null)
-                    {
-                        break;
-                    }
-                }
-            }
-        }
-        catch (final IOException ex)
-        {
-            counters.sendFailures++;
-        }
-        return received;
-    }
-
-    private void onResult(final int bytes)
-    {
-        counters.packetsReceived++;
-        if (rxLoss.shouldDrop())
-        {
-            counters.lossInjected++;
-            return;
-        }
-        if (DataHeaderFlyweight.validate(receiveView, 0, bytes) != DropReason.NONE ||
-            (macEnabled && !PacketMac.verify(macK0, macK1, receiveView, 0, bytes)))
-        {
-            counters.malformedResults++;
-            return;
-        }
         header.wrap(receiveView, 0);
         final int slot = header.slotIndex();
         final byte type = header.type();
@@ -621,10 +411,15 @@ final class ShardAgent implements Agent
         final int state = slotState[l];
         final long chunk = slotChunk[l];
         final boolean exponentOnly = header.isExponentOnly();
+        final boolean fromShadow = (header.flags() & FLAG_RETRANSMIT) != 0;
         if (state == WAITING || header.chunkSequence() != chunk || header.poolVersion() != slotVersion[l] ||
             exponentOnly != (state == EXPONENT))
         {
             counters.staleResults++;
+            if (type == DataHeaderFlyweight.TYPE_RESULT)
+            {
+                recovery.onStaleResult(l, fromShadow, roundKey(header.chunkSequence(), exponentOnly), System.nanoTime());
+            }
             return;
         }
         if (type == DataHeaderFlyweight.TYPE_NACK)
@@ -632,30 +427,21 @@ final class ShardAgent implements Agent
             // the appliance has not got this transmission's update: resend it now, once per probe (a second
             // NACK for the same probe round, or one that arrives after a resend, changes nothing)
             counters.nacksReceived++;
-            if (slotWasProbed[l])
+            final long nowNs = System.nanoTime();
+            if (recovery.onNack(l, nowNs))
             {
                 counters.fastRetransmissions++;
-                retransmit(l, System.nanoTime());
+                resend(l, LossRecovery.NACKED, nowNs);
             }
             return;
         }
 
         final long nowNs = System.nanoTime();
-        probed = false;
-        tailProbeShift = 0;
-        if (!slotRetransmitted[l])
-        {
-            onRttSample(nowNs - slotSentNs[l]);
-            if (fastRetransmit)
-            {
-                onDelivered(l, nowNs);
-            }
-        }
-        slotRetransmitted[l] = false;
+        recovery.onResult(l, fromShadow, roundKey(chunk, exponentOnly), nowNs);
         slotVersion[l] ^= 1;
         lastProgressNs = nowNs;
 
-        final Submission submission = window[(int)(slotWindow[l] & windowMask)];
+        final Submission submission = submissions.current(l);
         final int index = (int)(chunk - submission.firstChunk);
         if (header.tensorCheck() != submission.tensorCheck(index))
         {
@@ -687,26 +473,13 @@ final class ShardAgent implements Agent
                 slotExponent[l]);
             return;
         }
-        final TensorView tensor = submission.tensor;
-        if (isSixteenBit)
+        final int nonFinite = codec.decode(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, count, header.scaleExponent(),
+            submission, from);
+        if (nonFinite >= 0)
         {
-            Lanes.read(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, halves, 0, count);
-            final int nonFinite = tensor.fromHalfLanes(elementType, halves, count, submission.divisor, from, stage);
-            if (nonFinite >= 0)
-            {
-                submission.onDataError("job " + jobId + " rank " + rank + ": the sum at offset " + (from + nonFinite) +
-                    " of " + submission.describe() + " is outside the " + ElementType.name(elementType) +
-                    " range; its other elements were written");
-            }
-        }
-        else if (isFloat)
-        {
-            final double multiplier = 1.0 / (BlockFloatingPoint.scale(header.scaleExponent(), worldSize) * submission.divisor);
-            tensor.fromPacket(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, count, multiplier, from, lanes, stage);
-        }
-        else
-        {
-            tensor.fromPacket(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, count, 1.0, from, lanes, stage);
+            submission.onDataError("job " + jobId + " rank " + rank + ": the sum at offset " + (from + nonFinite) +
+                " of " + submission.describe() + " is outside the " + ElementType.name(elementType) +
+                " range; its other elements were written");
         }
 
         final int lookahead = header.lookaheadExponent();
@@ -717,13 +490,14 @@ final class ShardAgent implements Agent
         }
         slotChunk[l] = chunk + slotCount;
         onChunkDone(submission);
-        if (slotChunk[l] < streamEnd)
+        if (slotChunk[l] < submissions.streamEnd())
         {
             start(l, nowNs);
         }
         else
         {
             slotState[l] = WAITING;
+            recovery.onIdle(l);
             inFlight--;
             if (isFloat && !slotNeedsExponent[l])
             {
@@ -737,7 +511,7 @@ final class ShardAgent implements Agent
     {
         if (--submission.pendingByShard[shard] == 0)
         {
-            popFinished();
+            submissions.popFinished(shard);
             if (submission.onShardDone())
             {
                 final String error = submission.dataError();
@@ -761,55 +535,29 @@ final class ShardAgent implements Agent
             return 0;
         }
         final long nowNs = System.nanoTime();
-        if (nowNs - lastProgressNs > progressTimeoutNs)
+        if (checkProgress(nowNs) != 0)
         {
-            client.fail("job " + jobId + " rank " + rank + ": no result for " + progressTimeoutNs / NANOS_PER_MS +
-                " ms on shard " + shard + " (pending: " + describePending(4) + "); the appliance or another rank is " +
-                "not responding, or the ranks submitted different tensor sequences and the appliance rejects the " +
-                "chunks whose element counts disagree", false);
             return 1;
         }
-        int work = 0;
-        if (fastRetransmit && nowNs - tailProbeDueNs() >= 0)
+        return recovery.poll(nowNs, this);
+    }
+
+    /**
+     * Fail the client when no result has come for the progress timeout.
+     *
+     * @return 1 when it failed, else 0.
+     */
+    private int checkProgress(final long nowNs)
+    {
+        if (inFlight == 0 || nowNs - lastProgressNs <= progressTimeoutNs)
         {
-            work += probeTail(nowNs);
+            return 0;
         }
-        if (nowNs - nextDeadlineNs < 0)
-        {
-            return work;
-        }
-        long next = Long.MAX_VALUE;
-        boolean expired = false;
-        for (int l = 0; l < localSlots; l++)
-        {
-            if (slotState[l] == WAITING)
-            {
-                continue;
-            }
-            if (nowNs - slotDeadlineNs[l] >= 0)
-            {
-                if (slotSuspect[l])
-                {
-                    sendProbe(l, nowNs);
-                    slotSuspect[l] = false;
-                    slotDeadlineNs[l] = slotRtoDeadlineNs[l];
-                    work++;
-                    next = Math.min(next, slotDeadlineNs[l]);
-                    continue;
-                }
-                if (!expired)
-                {
-                    expired = true;
-                    retransmitTimeoutNs = Math.min(retransmitTimeoutNs * 2, maxTimeoutNs);
-                    publishedTimeoutNs = retransmitTimeoutNs;
-                }
-                retransmit(l, nowNs);
-                work++;
-            }
-            next = Math.min(next, slotDeadlineNs[l]);
-        }
-        nextDeadlineNs = next;
-        return work;
+        client.fail("job " + jobId + " rank " + rank + ": no result for " + progressTimeoutNs / NANOS_PER_MS +
+            " ms on shard " + shard + " (pending: " + describePending(4) + "); the appliance or another rank is " +
+            "not responding, or the ranks submitted different tensor sequences and the appliance rejects the " +
+            "chunks whose element counts disagree", false);
+        return 1;
     }
 
     private String describePending(final int limit)
@@ -820,7 +568,7 @@ final class ShardAgent implements Agent
         {
             if (slotState[l] != WAITING)
             {
-                final Submission submission = window[(int)(slotWindow[l] & windowMask)];
+                final Submission submission = submissions.current(l);
                 sb.append(listed++ == 0 ? "" : "; ").append(submission.describeChunk(slotChunk[l]))
                     .append(" on slot ").append(globalSlot(l)).append(slotState[l] == EXPONENT ? " (exponent round)" : "");
             }
@@ -833,141 +581,41 @@ final class ShardAgent implements Agent
     }
 
     /**
-     * Fast retransmission (RACK-like): results of one shard return in the order its packets were sent, so
-     * a slot whose packet was sent before the one just answered has lost its update or its result, or
-     * waits for another rank that lost its own. Give it a reorder window, then resend: no backoff.
-     * Only results of packets sent once count (as for RTT samples): the late result of a packet that was
-     * resent proves nothing about the packets sent between its two transmissions.
-     */
-    private void onDelivered(final int l, final long nowNs)
-    {
-        final long seq = slotTxSeq[l];
-        if (seq <= deliveredSeq)
-        {
-            return;
-        }
-        deliveredSeq = seq;
-        final long windowNs = Math.min(retransmitTimeoutNs, Math.max(reorderWindowFloorNs, smoothedRttNs >> 2));
-        final long suspectNs = nowNs + windowNs;
-        for (int m = 0; m < localSlots; m++)
-        {
-            if (m != l && slotState[m] != WAITING && !slotSuspect[m] && slotTxSeq[m] < seq)
-            {
-                slotSuspect[m] = true;
-                long deadlineNs = suspectNs;
-                if (slotWasProbed[m])
-                {
-                    // probed already: give its answer (a result or a NACK) a round trip before asking again
-                    deadlineNs = Math.max(deadlineNs, slotProbedNs[m] + smoothedRttNs + windowNs);
-                }
-                if (deadlineNs - slotDeadlineNs[m] < 0)
-                {
-                    slotDeadlineNs[m] = deadlineNs;
-                    if (deadlineNs - nextDeadlineNs < 0)
-                    {
-                        nextDeadlineNs = deadlineNs;
-                    }
-                }
-            }
-        }
-    }
-
-    private long probeTimeoutNs()
-    {
-        final long srtt = smoothedRttNs;
-        return srtt == 0 ? retransmitTimeoutNs : Math.max(probeTimeoutFloorNs, 2 * srtt);
-    }
-
-    /**
-     * When the next tail-loss probe is due: max(2 SRTT, floor) after the last progress, then after each
-     * probe twice as long as the one before (up to 2^10 times), until a result arrives.
-     */
-    private long tailProbeDueNs()
-    {
-        return probed ? lastTailProbeNs + (probeTimeoutNs() << tailProbeShift) : lastProgressNs + probeTimeoutNs();
-    }
-
-    /**
-     * Tail-loss probe: nothing has come back for a while, which a lost last packet of a burst causes (no
-     * later result reveals it), as does a lost probe or NACK for a slot that holds up the rest. Probe every
-     * outstanding slot (40 bytes each); the answers restart recovery. Repeated with doubling intervals until
-     * a result arrives, so that a lost probe costs an interval, not a retransmission timeout.
-     */
-    private int probeTail(final long nowNs)
-    {
-        if (probed)
-        {
-            tailProbeShift = Math.min(tailProbeShift + 1, 10);
-        }
-        probed = true;
-        lastTailProbeNs = nowNs;
-        if (probeTimeoutNs() >= retransmitTimeoutNs)
-        {
-            return 0;
-        }
-        int probes = 0;
-        for (int l = 0; l < localSlots; l++)
-        {
-            if (slotState[l] != WAITING)
-            {
-                counters.tailProbes++;
-                sendProbe(l, nowNs);
-                probes++;
-            }
-        }
-        return probes;
-    }
-
-    /**
      * Ask the appliance about a slot's outstanding update with a header-only probe (40 bytes instead of
      * resending the update): it answers with the result if the slot completed (this rank lost it), a NACK if
      * it has not got this rank's update (then {@link #onResult} resends it), or nothing if it waits for
      * another rank, which sees the same hole and probes for itself.
      */
-    private void sendProbe(final int l, final long nowNs)
+    public void probe(final int l, final boolean tail, final long nowNs)
     {
-        slotProbedNs[l] = nowNs;
-        slotWasProbed[l] = true;
+        if (tail)
+        {
+            counters.tailProbes++;
+        }
         counters.probesSent++;
         final UnsafeBuffer probe = probeView;
         probe.putBytes(0, slotViews[l], 0, DataHeaderFlyweight.HEADER_LENGTH);
         probe.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_PROBE);
         probe.putShort(DataHeaderFlyweight.ELEMENT_COUNT_OFFSET, (short)0, ByteOrder.BIG_ENDIAN);
-        send(probe, probePacket.clear(), DataHeaderFlyweight.HEADER_LENGTH);
+        link.send(probe, DataHeaderFlyweight.HEADER_LENGTH);
     }
 
-    private void retransmit(final int l, final long nowNs)
+    public void retransmit(final int l, final long nowNs)
     {
-        slotRetransmitted[l] = true;
+        resend(l, LossRecovery.TIMEOUT, nowNs);
+    }
+
+    private void resend(final int l, final int why, final long nowNs)
+    {
         final UnsafeBuffer view = slotViews[l];
         view.putByte(DataHeaderFlyweight.FLAGS_OFFSET, (byte)(view.getByte(DataHeaderFlyweight.FLAGS_OFFSET) | FLAG_RETRANSMIT));
         counters.retransmissions++;
-        transmit(l, slotPackets[l].limit(), nowNs);
+        transmit(l, slotLength[l], why, nowNs);
     }
 
-    /**
-     * RFC 6298 estimator over round trips of packets that were not retransmitted (Karn's rule):
-     * RTO = SRTT + 4 RTTVAR, clamped to the configured minimum and maximum. A slot's round trip
-     * includes waiting for the slowest worker, so the estimate adapts to load, not just the network.
-     * Every slot of the shard shares one path, so an expiry doubles the timeout of all of them, as TCP
-     * does for a connection, until a round trip that was not retransmitted is measured.
-     */
-    private void onRttSample(final long rttNs)
+    private static long roundKey(final long chunk, final boolean exponentOnly)
     {
-        long srtt = smoothedRttNs;
-        if (srtt == 0)
-        {
-            srtt = rttNs;
-            rttVarianceNs = rttNs / 2;
-        }
-        else
-        {
-            rttVarianceNs += (Math.abs(srtt - rttNs) - rttVarianceNs) >> 2;
-            srtt += (rttNs - srtt) >> 3;
-        }
-        smoothedRttNs = srtt;
-        retransmitTimeoutNs = Math.max(minTimeoutNs, Math.min(maxTimeoutNs, srtt + 4 * rttVarianceNs));
-        publishedTimeoutNs = retransmitTimeoutNs;
+        return chunk << 1 | (exponentOnly ? 1 : 0);
     }
 
     /**
@@ -983,25 +631,11 @@ final class ShardAgent implements Agent
 
     private int failEverything(final String failure)
     {
-        int failed = 0;
+        final int failed = submissions.failAll(failure, !failedAll);
         if (!failedAll)
         {
             failedAll = true;
-            for (long w = windowHead; w < windowTail; w++)
-            {
-                final int index = (int)(w & windowMask);
-                window[index].future.completeExceptionally(new AllReduceException(failure));
-                window[index] = null;
-                failed++;
-            }
-            windowHead = windowTail;
             inFlight = 0;
-        }
-        Submission submission;
-        while ((submission = inbox.poll()) != null)
-        {
-            submission.future.completeExceptionally(new AllReduceException(failure));
-            failed++;
         }
         return failed;
     }

@@ -49,6 +49,22 @@ public final class TransportOptions
         "(default ${DEFAULT-VALUE}).", defaultValue = "" + WorkerContext.PROBE_TIMEOUT_US_DEFAULT)
     private long probeTimeoutUs;
 
+    @Option(names = "--transport", description = "Packet I/O of the worker's agents (default: the system property switchml.worker.transport, else auto): native (Linux: sendmmsg with UDP " +
+        "GSO, recvmmsg, through FFM), nio (DatagramChannel, one datagram per system call, any platform) or auto " +
+        "(native where available; the choice and any reason for NIO are printed at start-up).",
+        defaultValue = "${sys:switchml.worker.transport:-auto}")
+    private String transport;
+
+    @Option(names = "--gso", description = "on: the native transport sends a burst of equal-size updates as one UDP " +
+        "GSO message (default ${DEFAULT-VALUE}).", defaultValue = "on")
+    private String gso;
+
+    @Option(names = "--credential-file", description = "Control-plane credentials file (lines 'tenant NAME SECRET' or " +
+        "'operator NAME SECRET'): the line of --tenant, else an operator's, is sent with the CREATE; needed when the " +
+        "appliance has authorization on (default: $SWITCHML_CREDENTIAL_FILE; $SWITCHML_CREDENTIAL may hold the secret " +
+        "itself instead).", defaultValue = "${env:SWITCHML_CREDENTIAL_FILE}")
+    private String credentialFile;
+
     @Option(names = "--progress-timeout-ms", description = "Fail an all-reduce when no result arrives for this long " +
         "(default ${DEFAULT-VALUE}).", defaultValue = "10000")
     private long progressTimeoutMs;
@@ -66,6 +82,21 @@ public final class TransportOptions
     public String tenant()
     {
         return tenant;
+    }
+
+    /**
+     * @return the secret from --credential-file (the tenant's line, else an operator's) or $SWITCHML_CREDENTIAL, or null.
+     * @throws IllegalArgumentException naming the file when it has none that fits.
+     */
+    public String credential()
+    {
+        if (credentialFile != null && !credentialFile.isEmpty())
+        {
+            return io.switchml.protocol.ControlCredentials.secretFor(java.nio.file.Path.of(credentialFile),
+                io.switchml.protocol.ControlCredentials.TENANT, tenant);
+        }
+        final String secret = System.getenv("SWITCHML_CREDENTIAL");
+        return secret == null || secret.isEmpty() ? null : secret;
     }
 
     public boolean fastRetransmit()
@@ -89,7 +120,9 @@ public final class TransportOptions
         return context.applianceHost(applianceHost).controlPort(controlPort).tenant(tenant).macEnabled(macEnabled())
             .slotTimeoutMs(slotTimeoutMs).lanes(lanes).slots(slots).retransmitTimeoutMs(rtoMs)
             .fastRetransmit(fastRetransmit()).reorderWindowUs(reorderWindowUs)
-            .probeTimeoutUs(probeTimeoutUs).progressTimeoutMs(progressTimeoutMs);
+            .probeTimeoutUs(probeTimeoutUs).progressTimeoutMs(progressTimeoutMs)
+            .transport(io.switchml.worker.transport.TransportKind.parse(transport)).gso(onOff("--gso", gso))
+            .credential(credential());
     }
 
     private static boolean onOff(final String option, final String value)

@@ -1,8 +1,13 @@
 package io.switchml.worker;
 
 import io.switchml.protocol.ControlProtocol;
+import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.ElementType;
 import org.agrona.collections.Long2ObjectHashMap;
+import io.switchml.worker.transport.DatagramTransport;
+import io.switchml.worker.transport.NativeDatagramTransport;
+import io.switchml.worker.transport.NioDatagramTransport;
+import io.switchml.worker.transport.TransportKind;
 import org.agrona.concurrent.AgentRunner;
 
 import java.io.BufferedReader;
@@ -11,10 +16,8 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
-import java.net.StandardSocketOptions;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
-import java.nio.channels.DatagramChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -110,7 +113,7 @@ public final class WorkerClient implements AutoCloseable
     private final int slotCount;
     private final byte elementType;
     private final Socket controlSocket;
-    private final DatagramChannel[] channels;
+    private final DatagramTransport[] transports;
     private final int shardCount;
     private final int pendingCapacity;
     private final ShardAgent[] agents;
@@ -128,13 +131,13 @@ public final class WorkerClient implements AutoCloseable
     private volatile boolean streamHeld;
 
     private WorkerClient(
-        final WorkerContext context, final Socket controlSocket, final DatagramChannel[] channels,
-        final DatagramChannel[] multicastChannels, final int jobId, final Map<String, String> joinReply) throws IOException
+        final WorkerContext context, final Socket controlSocket, final DatagramTransport[] transports,
+        final int jobId, final Map<String, String> joinReply) throws IOException
     {
         this.jobId = jobId;
         this.jobName = context.jobName();
-        this.channels = channels;
-        this.shardCount = channels.length;
+        this.transports = transports;
+        this.shardCount = transports.length;
         final boolean macEnabled = "on".equals(joinReply.get("mac"));
         final String key = ControlProtocol.requiredField(joinReply, "key");
         if (key.length() != 32)
@@ -158,7 +161,7 @@ public final class WorkerClient implements AutoCloseable
         for (int shard = 0; shard < shardCount; shard++)
         {
             final ShardAgent agent = new ShardAgent(
-                this, context, shard, shardCount, jobId, channels[shard], shard < multicastChannels.length ? multicastChannels[shard] : null, macEnabled, macK0, macK1,
+                this, context, shard, shardCount, jobId, transports[shard], macEnabled, macK0, macK1,
                 counters.cells(shard), pendingCapacity);
             agents[shard] = agent;
             runners[shard] = new AgentRunner(
@@ -190,7 +193,7 @@ public final class WorkerClient implements AutoCloseable
     {
         context.conclude();
         Socket socket = null;
-        DatagramChannel[] channels = new DatagramChannel[0];
+        DatagramTransport[] transports = new DatagramTransport[0];
         final String where = "appliance " + context.applianceHost() + ":" + context.controlPort();
         try
         {
@@ -203,22 +206,20 @@ public final class WorkerClient implements AutoCloseable
             send(out, ControlProtocol.CREATE + " name=" + context.jobName() + " tenant=" + context.tenant() +
                 " world=" + context.worldSize() + " type=" + ElementType.name(context.elementType()) + " k=" + context.lanes() +
                 " s=" + context.slots() + " mac=" + (context.macEnabled() ? "on" : "off") + " token=" + context.token() +
-                " ifAbsent=true" + (context.slotTimeoutMs() > 0 ? " slotTimeoutMs=" + context.slotTimeoutMs() : ""));
+                " ifAbsent=true" + (context.slotTimeoutMs() > 0 ? " slotTimeoutMs=" + context.slotTimeoutMs() : "") +
+                (context.credential() != null ? " auth=" + context.credential() : ""));
             socket.setSoTimeout(10_000);
             final Map<String, String> created = expectOk(readLine(socket), context, where, "create");
             final int jobId = ControlProtocol.intField(created, "job");
             final String[] dataPorts = ControlProtocol.requiredField(created, "dataPorts").split(",");
 
-            channels = new DatagramChannel[dataPorts.length];
+            transports = new DatagramTransport[dataPorts.length];
             final StringBuilder ports = new StringBuilder();
-            for (int shard = 0; shard < channels.length; shard++)
+            final TransportKind kind = context.transport().resolve();
+            for (int shard = 0; shard < transports.length; shard++)
             {
-                final DatagramChannel channel = DatagramChannel.open();
-                channels[shard] = channel;
-                channel.setOption(StandardSocketOptions.SO_RCVBUF, context.socketBufferBytes());
-                channel.setOption(StandardSocketOptions.SO_SNDBUF, context.socketBufferBytes());
-                channel.bind(new InetSocketAddress(socket.getLocalAddress(), 0));
-                ports.append(shard == 0 ? "" : ",").append(((InetSocketAddress)channel.getLocalAddress()).getPort());
+                transports[shard] = openTransport(kind, context, socket.getLocalAddress());
+                ports.append(shard == 0 ? "" : ",").append(transports[shard].localPort());
             }
 
             send(out, ControlProtocol.JOIN + " job=" + jobId + " rank=" + context.rank() + " token=" + context.token() +
@@ -226,59 +227,79 @@ public final class WorkerClient implements AutoCloseable
             socket.setSoTimeout((int)Math.min(Integer.MAX_VALUE, context.joinTimeoutMs()));
             final Map<String, String> joined = expectOk(readLine(socket), context, where, "join");
             socket.setSoTimeout(0);
-            for (int shard = 0; shard < channels.length; shard++)
+            if (!(socket.getInetAddress() instanceof java.net.Inet4Address appliance))
             {
-                channels[shard].connect(new InetSocketAddress(socket.getInetAddress(), Integer.parseInt(dataPorts[shard])));
-                channels[shard].configureBlocking(false);
+                throw new IOException("the data plane is IPv4 only; the appliance is at " + socket.getInetAddress());
             }
-            return new WorkerClient(context, socket, channels, openMulticast(joined.get("group"), socket), jobId, joined);
+            for (int shard = 0; shard < transports.length; shard++)
+            {
+                transports[shard].connect(appliance, Integer.parseInt(dataPorts[shard]));
+            }
+            joinMulticast(joined.get("group"), socket, transports);
+            return new WorkerClient(context, socket, transports, jobId, joined);
         }
         catch (final IOException | NumberFormatException ex)
         {
-            closeQuietly(socket, channels);
+            closeQuietly(socket, transports);
             throw new AllReduceException("cannot join job '" + context.jobName() + "' as rank " + context.rank() + " at " +
                 where + ": " + ex, ex);
         }
         catch (final RuntimeException ex)
         {
-            closeQuietly(socket, channels);
+            closeQuietly(socket, transports);
             throw ex;
         }
+    }
+
+    /**
+     * Open one shard's transport of the kind resolved from {@code --transport}, bound to the local address that
+     * reaches the appliance.
+     */
+    private static DatagramTransport openTransport(final TransportKind kind, final WorkerContext context,
+        final java.net.InetAddress local) throws IOException
+    {
+        final int maxDatagram = DataHeaderFlyweight.packetLength(context.lanes());
+        return kind == TransportKind.NATIVE ?
+            new NativeDatagramTransport(local, context.socketBufferBytes(), maxDatagram, context.gso()) :
+            new NioDatagramTransport(local, context.socketBufferBytes(), maxDatagram);
+    }
+
+    /**
+     * @return what the agents' packet I/O is, for the start-up report: the first shard's transport, and why it is
+     * NIO when {@code --transport auto} could not have the native one.
+     */
+    public String transportDescription()
+    {
+        final String description = transports[0].description();
+        final String fallback = TransportKind.fallbackReason();
+        return fallback != null && description.startsWith("nio") ? description + "; native unavailable: " + fallback :
+            description;
     }
 
     /**
      * When the appliance multicasts completed results ("group=A.B.C.D:port0,port1,..." in the join
      * reply), join that group on one socket per shard bound to the shard's multicast port, on the
      * interface that reaches the appliance. Shadow results for retransmissions still come by unicast.
-     *
-     * @return one channel per shard, or nulls when results come by unicast.
      */
-    private static DatagramChannel[] openMulticast(final String group, final Socket control) throws IOException
+    private static void joinMulticast(final String group, final Socket control, final DatagramTransport[] transports)
+        throws IOException
     {
         if (group == null)
         {
-            return new DatagramChannel[0];
+            return;
         }
         final int colon = group.indexOf(':');
         final java.net.InetAddress address = java.net.InetAddress.getByName(group.substring(0, colon));
         final String[] ports = group.substring(colon + 1).split(",");
-        java.net.NetworkInterface networkInterface = java.net.NetworkInterface.getByInetAddress(control.getLocalAddress());
-        if (networkInterface == null)
+        if (!(address instanceof java.net.Inet4Address group4) ||
+            !(control.getLocalAddress() instanceof java.net.Inet4Address local))
         {
-            throw new IOException("no network interface for " + control.getLocalAddress() + " to join multicast group " + group);
+            throw new IOException("multicast group " + group + " and the local address must be IPv4");
         }
-        final DatagramChannel[] channels = new DatagramChannel[ports.length];
-        for (int shard = 0; shard < ports.length; shard++)
+        for (int shard = 0; shard < ports.length && shard < transports.length; shard++)
         {
-            final DatagramChannel channel = DatagramChannel.open(java.net.StandardProtocolFamily.INET);
-            channels[shard] = channel;
-            channel.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            channel.setOption(StandardSocketOptions.SO_RCVBUF, 4 << 20);
-            channel.bind(new InetSocketAddress(Integer.parseInt(ports[shard])));
-            channel.join(address, networkInterface);
-            channel.configureBlocking(false);
+            transports[shard].joinGroup(group4, Integer.parseInt(ports[shard]), local);
         }
-        return channels;
     }
 
     private static void send(final OutputStream out, final String line) throws IOException
@@ -377,7 +398,7 @@ public final class WorkerClient implements AutoCloseable
         {
             submitLock.unlock();
         }
-        closeQuietly(controlSocket, channels);
+        closeQuietly(controlSocket, transports);
     }
 
     /**
@@ -787,7 +808,7 @@ public final class WorkerClient implements AutoCloseable
         return max;
     }
 
-    private static void closeQuietly(final Socket socket, final DatagramChannel[] channels)
+    private static void closeQuietly(final Socket socket, final DatagramTransport[] transports)
     {
         try
         {
@@ -800,18 +821,11 @@ public final class WorkerClient implements AutoCloseable
         {
             // closing anyway
         }
-        for (final DatagramChannel channel : channels)
+        for (final DatagramTransport transport : transports)
         {
-            try
+            if (transport != null)
             {
-                if (channel != null)
-                {
-                    channel.close();
-                }
-            }
-            catch (final IOException ignore)
-            {
-                // closing anyway
+                transport.close();
             }
         }
     }

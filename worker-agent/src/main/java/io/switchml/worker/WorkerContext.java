@@ -42,6 +42,8 @@ public final class WorkerContext
      * (rounded up to a power of two): the length of each I/O agent's queue and window.
      */
     public static final int MAX_PENDING_ALL_REDUCES_DEFAULT = 1024;
+    /** System property: the default of {@link #transport}: auto, native or nio. */
+    public static final String TRANSPORT_PROP = "switchml.worker.transport";
     /** System property: idle duty cycles an I/O agent spins (polling its sockets) before it yields. */
     public static final String IDLE_SPINS_PROP = "switchml.worker.idle.spins";
     public static final int IDLE_SPINS_DEFAULT = 4;
@@ -66,6 +68,11 @@ public final class WorkerContext
     private long maxRetransmitTimeoutMs = MAX_RETRANSMIT_TIMEOUT_MS_DEFAULT;
     private long progressTimeoutMs = PROGRESS_TIMEOUT_MS_DEFAULT;
     private boolean fastRetransmit = true;
+    private io.switchml.worker.transport.TransportKind transport =
+        io.switchml.worker.transport.TransportKind.parse(System.getProperty(TRANSPORT_PROP, "auto"));
+    private boolean gso = true;
+    private String credential;
+    private LossRecovery.Factory lossRecovery = AdaptiveLossRecovery::new;
     private long reorderWindowUs = REORDER_WINDOW_US_DEFAULT;
     private long probeTimeoutUs = PROBE_TIMEOUT_US_DEFAULT;
     private long joinTimeoutMs = JOIN_TIMEOUT_MS_DEFAULT;
@@ -333,6 +340,70 @@ public final class WorkerContext
     public WorkerContext maxRetransmitTimeoutMs(final long maxRetransmitTimeoutMs)
     {
         this.maxRetransmitTimeoutMs = maxRetransmitTimeoutMs;
+        return this;
+    }
+
+    public io.switchml.worker.transport.TransportKind transport()
+    {
+        return transport;
+    }
+
+    /**
+     * @param transport the agents' packet I/O: native, nio or auto (native where available).
+     */
+    public WorkerContext transport(final io.switchml.worker.transport.TransportKind transport)
+    {
+        this.transport = java.util.Objects.requireNonNull(transport, "transport");
+        return this;
+    }
+
+    public LossRecovery.Factory lossRecovery()
+    {
+        return lossRecovery;
+    }
+
+    /**
+     * @param lossRecovery the loss recovery policy of each I/O agent (default {@link AdaptiveLossRecovery}).
+     */
+    public WorkerContext lossRecovery(final LossRecovery.Factory lossRecovery)
+    {
+        this.lossRecovery = java.util.Objects.requireNonNull(lossRecovery, "lossRecovery");
+        return this;
+    }
+
+    /**
+     * @return the secret sent as {@code auth=} with the CREATE, or null.
+     */
+    public String credential()
+    {
+        return credential;
+    }
+
+    /**
+     * @param credential the tenant's (or an operator's) control-plane secret, needed to create a job on an appliance
+     *                   with authorization on; null for none.
+     */
+    public WorkerContext credential(final String credential)
+    {
+        if (credential != null && !io.switchml.protocol.ControlCredentials.isSecret(credential))
+        {
+            throw new IllegalArgumentException("a credential is 16 to 128 characters of [0-9A-Za-z_-]");
+        }
+        this.credential = credential;
+        return this;
+    }
+
+    public boolean gso()
+    {
+        return gso;
+    }
+
+    /**
+     * @param gso false to send every datagram on its own even with the native transport.
+     */
+    public WorkerContext gso(final boolean gso)
+    {
+        this.gso = gso;
         return this;
     }
 

@@ -26,6 +26,9 @@ public final class WorkerCounters
         volatile long allReduces;
         volatile long exponentOnlyPackets;
         volatile long lookaheadMisses;
+        volatile long spuriousProbes;
+        volatile long spuriousRetransmissions;
+        volatile long pausesNs;
     }
 
     private final Cells[] cells;
@@ -147,6 +150,32 @@ public final class WorkerCounters
      * @return float updates sent with an unknown look-ahead exponent because the next chunk on their
      * slot had not been submitted yet; each makes the slot's next chunk start with an exponent-only round.
      */
+    /**
+     * @return nanoseconds the I/O agents did not run beyond the waits they asked for (descheduled, GC): their timers
+     * did not count them.
+     */
+    public long pausesNs()
+    {
+        return sum(c -> c.pausesNs);
+    }
+
+    /**
+     * @return probes that were not needed: the probed slot's result came from its normal completion with no NACK in
+     * between (its update and its result were both on their way).
+     */
+    public long spuriousProbes()
+    {
+        return sum(c -> c.spuriousProbes);
+    }
+
+    /**
+     * @return timer resends shown to be unneeded (a lower bound: see {@link AdaptiveLossRecovery}).
+     */
+    public long spuriousRetransmissions()
+    {
+        return sum(c -> c.spuriousRetransmissions);
+    }
+
     public long lookaheadMisses()
     {
         return sum(c -> c.lookaheadMisses);
@@ -159,6 +188,8 @@ public final class WorkerCounters
             " (fast " + fastRetransmissions() + ") probes=" + probesSent() + " (tail " + tailProbes() + ") nacks=" +
             nacksReceived() +
             " staleResults=" + staleResults() + " malformed=" + malformedResults() + " sendFailures=" + sendFailures() +
+            " spuriousProbes=" + spuriousProbes() + " spuriousRetransmissions=" + spuriousRetransmissions() +
+            " pausedMs=" + pausesNs() / 1_000_000 +
             " lossInjected=" + lossInjected() + " allReduces=" + allReduces() + " exponentOnly=" + exponentOnlyPackets() +
             " lookaheadMisses=" + lookaheadMisses();
     }

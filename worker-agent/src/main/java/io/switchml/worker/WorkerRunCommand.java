@@ -83,6 +83,7 @@ public final class WorkerRunCommand implements Callable<Integer>
         final Histogram tatNs = new Histogram(3);
         try (WorkerClient client = WorkerClient.connect(context))
         {
+            System.err.println("switchml worker: rank " + rank + " transport " + client.transportDescription());
             final float[] floats = ElementType.isFloat(elementType) ? new float[elements] : null;
             final int[] ints = elementType == ElementType.INT32 ? new int[elements] : null;
             for (int round = 0; round < warmups + iterations; round++)

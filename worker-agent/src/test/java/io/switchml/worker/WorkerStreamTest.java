@@ -245,7 +245,11 @@ class WorkerStreamTest
         start(new ApplianceContext());
         final int world = 3;
         final int[] lengths = schedule(43, 40);
-        final List<WorkerClient> clients = connectAll(world, rank -> worker("float-stream", world, rank, ElementType.FLOAT32));
+        // rank 0 on the portable NIO transport, the others on the native one: the fallback works and the two mix
+        final List<WorkerClient> clients = connectAll(world, rank -> worker("float-stream", world, rank, ElementType.FLOAT32)
+            .transport(rank == 0 ? io.switchml.worker.transport.TransportKind.NIO : io.switchml.worker.transport.TransportKind.NATIVE));
+        assertTrue(clients.get(0).transportDescription().startsWith("nio"), clients.get(0).transportDescription());
+        assertTrue(clients.get(1).transportDescription().startsWith("native"), clients.get(1).transportDescription());
         try
         {
             final List<Future<List<String>>> ranks = new ArrayList<>();
@@ -589,7 +593,8 @@ class WorkerStreamTest
             final byte type = types[run];
             final double loss = losses[run];
             final List<WorkerClient> clients = connectAll(world, rank -> worker("alloc-" + ElementType.name(type) + "-" + job,
-                world, rank, type).retransmitTimeoutMs(200).lossRate(loss).lossSeed(3 + rank));
+                world, rank, type).retransmitTimeoutMs(200).lossRate(loss).lossSeed(3 + rank)
+                .transport(io.switchml.worker.transport.TransportKind.NATIVE));
             try
             {
                 final int length = LANES * SLOTS * 2 + 5;

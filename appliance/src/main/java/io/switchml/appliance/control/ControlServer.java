@@ -1,16 +1,23 @@
 package io.switchml.appliance.control;
 
+import io.switchml.protocol.ControlCredentials;
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.ElementType;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
@@ -18,6 +25,11 @@ import java.util.function.Supplier;
  * counters and abort jobs. Each connection is served by its own virtual thread. A member whose
  * connection drops without LEAVE while its job runs aborts the job, and the other members are told
  * which rank went away.
+ * <p>
+ * Everything a stranger can send is bounded: a line is at most {@link ControlConnection#MAX_LINE_BYTES} (a longer
+ * one gets ERR and the connection is closed), a connection that holds no job membership is closed after
+ * {@link Limits#idleTimeoutMs} without a complete line, connections are limited per client address and in total, and
+ * a message with a field its verb does not take is refused naming the field.
  */
 public final class ControlServer implements AutoCloseable
 {
@@ -34,6 +46,30 @@ public final class ControlServer implements AutoCloseable
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final Thread acceptThread;
     private volatile boolean running = true;
+
+    /**
+     * Bounds on what clients may hold: connections per client address and in total, and how long a connection that
+     * holds no job membership may stay without sending a complete line.
+     */
+    public record Limits(int maxConnections, int maxConnectionsPerAddress, long idleTimeoutMs)
+    {
+        public static final Limits DEFAULT = new Limits(1024, 256, 30_000);
+    }
+
+    /** The fields each verb takes; any other field is refused by name. */
+    private static final Map<String, Set<String>> FIELDS = Map.of(
+        ControlProtocol.CREATE, Set.of("", "name", "tenant", "world", "type", "k", "s", "mac", "token", "ifAbsent",
+            "slotTimeoutMs", "joinTimeoutMs", "backend", "auth"),
+        ControlProtocol.JOIN, Set.of("", "job", "rank", "token", "ports"),
+        ControlProtocol.HEALTH, Set.of(""),
+        ControlProtocol.JOBS, Set.of("", "auth"),
+        ControlProtocol.STATS, Set.of("", "auth"),
+        ControlProtocol.ABORT_JOB, Set.of("", "job", "reason", "auth", "token"));
+
+    private final Limits limits;
+    private volatile ControlCredentials credentials;
+    private final AtomicInteger connections = new AtomicInteger();
+    private final ConcurrentHashMap<InetAddress, AtomicInteger> connectionsByAddress = new ConcurrentHashMap<>();
 
     /**
      * Defaults the appliance applies to a CREATE that leaves a field out.
@@ -55,6 +91,25 @@ public final class ControlServer implements AutoCloseable
         final Runnable connectionOpened,
         final Runnable connectionClosed) throws IOException
     {
+        this(bindAddress, port, registry, defaults, dataPorts, counters, health, multicastGroup, joinsRefused,
+            connectionOpened, connectionClosed, Limits.DEFAULT);
+    }
+
+    public ControlServer(
+        final InetAddress bindAddress,
+        final int port,
+        final JobRegistry registry,
+        final ControlDefaults defaults,
+        final int[] dataPorts,
+        final Supplier<Map<String, Long>> counters,
+        final Supplier<String> health,
+        final java.util.function.IntFunction<String> multicastGroup,
+        final Runnable joinsRefused,
+        final Runnable connectionOpened,
+        final Runnable connectionClosed,
+        final Limits limits) throws IOException
+    {
+        this.limits = limits;
         this.joinsRefused = joinsRefused;
         this.multicastGroup = multicastGroup;
         this.connectionOpened = connectionOpened;
@@ -68,6 +123,16 @@ public final class ControlServer implements AutoCloseable
         this.counters = counters;
         this.health = health;
         this.acceptThread = Thread.ofPlatform().daemon().name("switchml-control-accept").start(this::acceptLoop);
+    }
+
+    /**
+     * Turn authorization on: CREATE, ABORTJOB, JOBS and STATS then need {@code auth=SECRET} of a credential (ABORTJOB
+     * also takes the job's {@code token=}); null turns it off (anyone who reaches the port may do anything but JOIN
+     * without the job's token).
+     */
+    public void credentials(final ControlCredentials credentials)
+    {
+        this.credentials = credentials;
     }
 
     public int port()
@@ -92,7 +157,30 @@ public final class ControlServer implements AutoCloseable
             try
             {
                 final Socket socket = serverSocket.accept();
-                executor.execute(() -> serve(socket));
+                final InetAddress address = socket.getInetAddress();
+                final AtomicInteger fromAddress = connectionsByAddress.computeIfAbsent(address, a -> new AtomicInteger());
+                final int total = connections.incrementAndGet();
+                final int own = fromAddress.incrementAndGet();
+                if (total > limits.maxConnections() || own > limits.maxConnectionsPerAddress())
+                {
+                    release(address, fromAddress);
+                    refuse(socket, total > limits.maxConnections() ?
+                        "too many control connections (limit " + limits.maxConnections() + ")" :
+                        "too many control connections from " + address.getHostAddress() + " (limit " +
+                            limits.maxConnectionsPerAddress() + ")");
+                    continue;
+                }
+                executor.execute(() ->
+                {
+                    try
+                    {
+                        serve(socket);
+                    }
+                    finally
+                    {
+                        release(address, fromAddress);
+                    }
+                });
             }
             catch (final IOException ex)
             {
@@ -104,13 +192,38 @@ public final class ControlServer implements AutoCloseable
         }
     }
 
+    private void release(final InetAddress address, final AtomicInteger fromAddress)
+    {
+        connections.decrementAndGet();
+        if (fromAddress.decrementAndGet() == 0)
+        {
+            connectionsByAddress.remove(address, fromAddress);
+        }
+    }
+
+    private static void refuse(final Socket socket, final String message)
+    {
+        try (socket)
+        {
+            socket.setSoTimeout(1000);
+            final OutputStream out = socket.getOutputStream();
+            out.write((ControlProtocol.ERR + " message=" + message + "\n").getBytes(StandardCharsets.UTF_8));
+            out.flush();
+        }
+        catch (final IOException ignore)
+        {
+            // refused either way
+        }
+    }
+
     private void serve(final Socket socket)
     {
         connectionOpened.run();
         try (ControlConnection connection = new ControlConnection(socket))
         {
+            socket.setSoTimeout((int)Math.min(Integer.MAX_VALUE, limits.idleTimeoutMs()));
             String line;
-            while ((line = connection.readLine()) != null)
+            while ((line = readLine(connection)) != null)
             {
                 if (line.isBlank())
                 {
@@ -119,6 +232,7 @@ public final class ControlServer implements AutoCloseable
                 try
                 {
                     final Map<String, String> message = ControlProtocol.parse(line);
+                    checkFields(message);
                     if (dispatch(connection, message))
                     {
                         return;
@@ -149,14 +263,82 @@ public final class ControlServer implements AutoCloseable
     }
 
     /**
+     * @return the next line, or null when the peer closed, sent an over-long line or stayed idle too long (it is told
+     * why first).
+     */
+    private String readLine(final ControlConnection connection) throws IOException
+    {
+        try
+        {
+            return connection.readLine();
+        }
+        catch (final ControlConnection.LineTooLongException ex)
+        {
+            connection.send(ControlProtocol.ERR + " message=" + ex.getMessage() + "; closing the connection");
+            return null;
+        }
+        catch (final SocketTimeoutException ex)
+        {
+            connection.send(ControlProtocol.ERR + " message=no complete line for " + limits.idleTimeoutMs() +
+                " ms; closing the connection");
+            return null;
+        }
+    }
+
+    /**
+     * @throws IllegalArgumentException naming a field the verb does not take.
+     */
+    private static void checkFields(final Map<String, String> message)
+    {
+        final Set<String> allowed = FIELDS.get(message.get(""));
+        if (allowed == null)
+        {
+            return;
+        }
+        for (final String field : message.keySet())
+        {
+            if (!allowed.contains(field))
+            {
+                throw new IllegalArgumentException("unknown field '" + field + "' for " + message.get("") +
+                    " (it takes " + String.join(", ", new java.util.TreeSet<>(allowed)).replaceFirst("^, ", "") + ")");
+            }
+        }
+    }
+
+    /**
      * @return true when the connection was handed over to a job membership and is done here.
      */
     private boolean dispatch(final ControlConnection connection, final Map<String, String> message)
         throws JobRegistry.RefusedException, InterruptedException, IOException
     {
-        switch (message.get(""))
+        final ControlCredentials known = credentials;
+        final ControlCredentials.Credential credential = known == null ? null : known.find(message.get("auth"));
+        final String verb = message.get("");
+        if (known != null && credential == null && (ControlProtocol.CREATE.equals(verb) ||
+            ControlProtocol.JOBS.equals(verb) || ControlProtocol.STATS.equals(verb) ||
+            (ControlProtocol.ABORT_JOB.equals(verb) && message.get("token") == null)))
         {
-            case ControlProtocol.CREATE -> onCreate(connection, message);
+            throw new JobRegistry.RefusedException(verb + " needs a credential: auth=SECRET of an operator or of the tenant" +
+                (message.containsKey("auth") ? " (the one given is not known)" : "") +
+                (ControlProtocol.ABORT_JOB.equals(verb) ? ", or the job's token=" : ""));
+        }
+        final String tenantScope = credential == null || credential.isOperator() ? null : credential.name();
+        switch (verb)
+        {
+            case ControlProtocol.CREATE ->
+            {
+                if (tenantScope != null)
+                {
+                    final String tenant = message.get("tenant");
+                    if (tenant != null && !tenant.equals(tenantScope))
+                    {
+                        throw new JobRegistry.RefusedException("the credential of tenant '" + tenantScope +
+                            "' cannot create jobs of tenant '" + tenant + "'");
+                    }
+                    message.put("tenant", tenantScope);
+                }
+                onCreate(connection, message);
+            }
             case ControlProtocol.JOIN ->
             {
                 onJoin(connection, message);
@@ -165,7 +347,7 @@ public final class ControlServer implements AutoCloseable
             case ControlProtocol.HEALTH -> connection.send(ControlProtocol.OK + " " + health.get());
             case ControlProtocol.JOBS ->
             {
-                for (final String job : registry.describeJobs())
+                for (final String job : registry.describeJobs(tenantScope))
                 {
                     connection.send("JOB " + job);
                 }
@@ -181,7 +363,15 @@ public final class ControlServer implements AutoCloseable
             {
                 final int jobId = ControlProtocol.intField(message, "job");
                 final String reason = message.getOrDefault("reason", "aborted by an operator");
-                if (registry.abort(jobId, "aborted by an operator: " + reason))
+                final Job target = registry.job(jobId);
+                if (known != null && !(credential != null && (tenantScope == null ||
+                    (target != null && tenantScope.equals(target.tenant())))) && !(target != null && target.hasToken(message.get("token"))))
+                {
+                    throw new JobRegistry.RefusedException("not authorized to abort job " + jobId + ": it takes an operator's " +
+                        "credential, the job's tenant's, or the job's token");
+                }
+                if (registry.abort(jobId, (known == null ? "aborted by an operator: " : credential == null ?
+                    "aborted by a holder of its token: " : "aborted by " + credential + ": ") + reason))
                 {
                     connection.send(ControlProtocol.OK + " job=" + jobId);
                 }
@@ -273,6 +463,8 @@ public final class ControlServer implements AutoCloseable
         }
 
         final Job job = registry.join(jobId, rank, message.get("token"), addresses, connection);
+        // a member's connection is quiet while its job runs: no idle timeout from here on
+        connection.socket().setSoTimeout(0);
         connection.send(ControlProtocol.OK + " job=" + job.jobId + " world=" + job.worldSize + " type=" +
             ElementType.name(job.elementType) + " k=" + job.lanes + " s=" + job.slots + " shards=" + dataPorts.length +
             " dataPorts=" + dataPortList() + " mac=" + (job.macEnabled ? "on" : "off") + " key=" +

@@ -107,6 +107,15 @@ public final class Job
         return SlotPool.memoryBytes(slots, lanes);
     }
 
+    /**
+     * @return true when this is the job's token (compared in constant time).
+     */
+    public boolean hasToken(final String candidate)
+    {
+        return candidate != null && java.security.MessageDigest.isEqual(
+            candidate.getBytes(java.nio.charset.StandardCharsets.UTF_8), token.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+
     public int jobId()
     {
         return jobId;

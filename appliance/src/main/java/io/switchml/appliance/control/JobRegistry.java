@@ -317,6 +317,10 @@ public final class JobRegistry
         return bytes;
     }
 
+    /** Shortest and longest slot and join timeouts a CREATE may ask for. */
+    public static final long MIN_TIMEOUT_MS = 10;
+    public static final long MAX_TIMEOUT_MS = 3_600_000;
+
     private static void validate(final JobSpec spec) throws RefusedException
     {
         if (!spec.tenant().matches("[0-9A-Za-z_.\\-]{1,64}") || !spec.name().matches("[0-9A-Za-z_.\\-]{1,128}"))
@@ -335,9 +339,15 @@ public final class JobRegistry
         {
             throw new RefusedException("s must be within 1.." + (1 << 20) + ": " + spec.slots());
         }
-        if (spec.slotTimeoutMs() < 10 || spec.joinTimeoutMs() < 10)
+        if (spec.slotTimeoutMs() < MIN_TIMEOUT_MS || spec.slotTimeoutMs() > MAX_TIMEOUT_MS)
         {
-            throw new RefusedException("slot and join timeouts must be at least 10 ms");
+            throw new RefusedException("slotTimeoutMs must be within " + MIN_TIMEOUT_MS + ".." + MAX_TIMEOUT_MS + ": " +
+                spec.slotTimeoutMs());
+        }
+        if (spec.joinTimeoutMs() < MIN_TIMEOUT_MS || spec.joinTimeoutMs() > MAX_TIMEOUT_MS)
+        {
+            throw new RefusedException("joinTimeoutMs must be within " + MIN_TIMEOUT_MS + ".." + MAX_TIMEOUT_MS + ": " +
+                spec.joinTimeoutMs());
         }
     }
 
@@ -430,6 +440,37 @@ public final class JobRegistry
     }
 
     /**
+     * End the jobs that no rank has joined by their join deadline, freeing the aggregator memory they reserved: a job
+     * that is created and never joined (a typo, a crashed launcher, or a stranger's CREATE) must not hold the budget.
+     * A job that some rank joined ends at the deadline through that rank's wait in {@link #join}.
+     *
+     * @return jobs ended.
+     */
+    public int reapUnjoined(final long nowMs)
+    {
+        synchronized (lock)
+        {
+            List<Job> expired = null;
+            for (final Job job : jobs.values())
+            {
+                if (job.state == Job.State.JOINING && job.joined == 0 && nowMs - job.joinDeadlineMs >= 0)
+                {
+                    (expired == null ? expired = new ArrayList<>() : expired).add(job);
+                }
+            }
+            if (expired == null)
+            {
+                return 0;
+            }
+            for (final Job job : expired)
+            {
+                endLocked(job, "join deadline passed; no rank joined");
+            }
+            return expired.size();
+        }
+    }
+
+    /**
      * A member left in an orderly way; the job ends and frees its slots when every member has left.
      */
     void leave(final Job job, final int rank)
@@ -475,6 +516,36 @@ public final class JobRegistry
                     connection.send("ABORT job=" + job.jobId + " reason=" + reason);
                 }
             }
+        }
+    }
+
+    /**
+     * @return the job with this id in any state but ended, or null.
+     */
+    public Job job(final int jobId)
+    {
+        synchronized (lock)
+        {
+            return jobs.get(jobId);
+        }
+    }
+
+    /**
+     * @return one line per job of this tenant, or of every tenant when null.
+     */
+    public List<String> describeJobs(final String tenant)
+    {
+        synchronized (lock)
+        {
+            final List<String> lines = new ArrayList<>();
+            for (final Job job : jobs.values())
+            {
+                if (tenant == null || tenant.equals(job.tenant))
+                {
+                    lines.add(job.describe());
+                }
+            }
+            return lines;
         }
     }
 

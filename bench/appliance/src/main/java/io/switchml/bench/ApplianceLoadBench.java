@@ -32,7 +32,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * protocol with pre-built int32 packets and keep s slots in flight, self-clocked like Algorithm 4)
  * drive an embedded appliance; the benchmark reports, per shard, packets/s in and out, aggregated
  * payload Gbit/s (update payload bits absorbed per second), and bytes allocated per packet on the
- * shard threads (ThreadMXBean). Senders and appliance share this machine's cores, so the figures
+ * shard threads, and each shard thread's CPU time (ThreadMXBean): updates absorbed per CPU-second of a shard thread
+ * is the appliance's cost figure, independent of how busy the senders keep the machine. Senders and appliance share this machine's cores, so the figures
  * are a floor on what a dedicated appliance host does.
  * <pre>
  * java ... io.switchml.bench.ApplianceLoadBench [--workers 4] [--shards 1] [--lanes 256,2233] [--slots 64]
@@ -67,8 +68,9 @@ public final class ApplianceLoadBench
         System.out.printf(Locale.ROOT, "# appliance load: %d senders, %d shard(s), s=%d, transport %s, MAC %s, %d cores, %s%n",
             workers, shards, slots, transport, mac ? "on" : "off", Runtime.getRuntime().availableProcessors(),
             java.time.LocalDate.now());
-        System.out.println("| k | payload bytes | shard | packets in/s | packets out/s | aggregated Gbit/s | bytes allocated/packet |");
-        System.out.println("|---|---|---|---|---|---|---|");
+        System.out.println("| k | payload bytes | shard | packets in/s | packets out/s | aggregated Gbit/s | bytes allocated/packet |" +
+            " shard thread CPU (cores) | updates per shard CPU-second |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|");
         for (final String lanesText : laneList)
         {
             run(workers, shards, slots, Integer.parseInt(lanesText.strip()), seconds, warmupSeconds, transport, mac);
@@ -143,14 +145,16 @@ public final class ApplianceLoadBench
             final long[] outBefore = new long[shards];
             final long[] allocBefore = new long[shards];
             final long[] slotsBefore = new long[shards];
-            snapshot(appliance, threadBean, shardThreads, inBefore, outBefore, allocBefore, slotsBefore);
+            final long[] cpuBefore = new long[shards];
+            snapshot(appliance, threadBean, shardThreads, inBefore, outBefore, allocBefore, slotsBefore, cpuBefore);
             final long startNs = System.nanoTime();
             Thread.sleep((long)(seconds * 1000));
             final long[] inAfter = new long[shards];
             final long[] outAfter = new long[shards];
             final long[] allocAfter = new long[shards];
             final long[] slotsAfter = new long[shards];
-            snapshot(appliance, threadBean, shardThreads, inAfter, outAfter, allocAfter, slotsAfter);
+            final long[] cpuAfter = new long[shards];
+            snapshot(appliance, threadBean, shardThreads, inAfter, outAfter, allocAfter, slotsAfter, cpuAfter);
             final double elapsed = (System.nanoTime() - startNs) / 1e9;
             running.set(false);
             for (final Thread thread : threads)
@@ -162,9 +166,11 @@ public final class ApplianceLoadBench
                 final long in = inAfter[shard] - inBefore[shard];
                 final long out = outAfter[shard] - outBefore[shard];
                 final double gbits = (slotsAfter[shard] - slotsBefore[shard]) * (double)workers * lanes * 4 * 8 / elapsed / 1e9;
-                System.out.printf(Locale.ROOT, "| %d | %d | %d | %.0f | %.0f | %.2f | %.1f |%n", lanes,
+                final double cpuSeconds = (cpuAfter[shard] - cpuBefore[shard]) / 1e9;
+                System.out.printf(Locale.ROOT, "| %d | %d | %d | %.0f | %.0f | %.2f | %.1f | %.2f | %.0f |%n", lanes,
                     DataHeaderFlyweight.packetLength(lanes), shard, in / elapsed, out / elapsed, gbits,
-                    in == 0 ? 0.0 : (allocAfter[shard] - allocBefore[shard]) / (double)in);
+                    in == 0 ? 0.0 : (allocAfter[shard] - allocBefore[shard]) / (double)in, cpuSeconds / elapsed,
+                    cpuSeconds <= 0 ? 0.0 : in / cpuSeconds);
             }
             for (final Sender sender : senders)
             {
@@ -175,7 +181,7 @@ public final class ApplianceLoadBench
 
     private static void snapshot(
         final Appliance appliance, final com.sun.management.ThreadMXBean threadBean, final long[] shardThreads,
-        final long[] in, final long[] out, final long[] alloc, final long[] slots)
+        final long[] in, final long[] out, final long[] alloc, final long[] slots, final long[] cpuNs)
     {
         final io.switchml.appliance.telemetry.Telemetry telemetry = appliance.telemetry();
         for (int shard = 0; shard < shardThreads.length; shard++)
@@ -184,6 +190,7 @@ public final class ApplianceLoadBench
             out[shard] = telemetry.shardCounters(shard).packetsOut().get();
             slots[shard] = telemetry.shardCounters(shard).slotsCompleted().get();
             alloc[shard] = shardThreads[shard] == 0 ? 0 : threadBean.getThreadAllocatedBytes(shardThreads[shard]);
+            cpuNs[shard] = shardThreads[shard] == 0 ? 0 : threadBean.getThreadCpuTime(shardThreads[shard]);
         }
     }
 

@@ -57,7 +57,10 @@ final class RankBenchmark
         long packetsSent;
         long packetsReceived;
         long staleResults;
+        long spuriousProbes;
+        long spuriousRetransmissions;
         long smoothedRttNs;
+        String transport = "";
         int roundsChecked;
         /** Non-null when a result was wrong: the round and the first bad element. */
         String wrongResult;
@@ -103,6 +106,7 @@ final class RankBenchmark
         try (WorkerClient client = WorkerClient.connect(context))
         {
             final WorkerCounters counters = client.counters();
+            result.transport = client.transportDescription();
             final float[] floats = isFloat ? new float[elements] : null;
             final int[] ints = isFloat ? null : new int[elements];
             final float[] barrierFloat = new float[1];
@@ -174,6 +178,8 @@ final class RankBenchmark
             result.packetsSent = counters.packetsSent();
             result.packetsReceived = counters.packetsReceived();
             result.staleResults = counters.staleResults();
+            result.spuriousProbes = counters.spuriousProbes();
+            result.spuriousRetransmissions = counters.spuriousRetransmissions();
             result.smoothedRttNs = client.smoothedRttNs();
         }
         catch (final AllReduceException | IllegalArgumentException ex)

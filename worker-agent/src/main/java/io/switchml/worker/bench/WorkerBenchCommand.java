@@ -381,6 +381,9 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 .field("packetsSent", sum(r -> r.packetsSent))
                 .field("packetsReceived", sum(r -> r.packetsReceived))
                 .field("staleResults", sum(r -> r.staleResults))
+                .field("spuriousProbesTotal", sum(r -> r.spuriousProbes))
+                .field("spuriousRetransmissionsTotal", sum(r -> r.spuriousRetransmissions))
+                .field("transport", results.length > 0 ? results[0].transport : "")
                 .beginArray("ranks");
             for (final RankBenchmark.Result result : results)
             {
@@ -417,6 +420,10 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 ElementType.name(elementType), tensorLength, tensorBytes() / 1e6, transport.lanes(), transport.slots(),
                 transport.macEnabled() ? "on" : "off", warmups, iterations,
                 barrier ? ", barrier before each" : "");
+            if (results.length > 0 && !results[0].transport.isEmpty())
+            {
+                out.println("transport: " + results[0].transport);
+            }
             for (final RankBenchmark.Result result : results)
             {
                 final Histogram h = result.tatNs;
@@ -439,9 +446,10 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 out.printf(Locale.ROOT, "aggregated tensor elements/s: %.4g at p50, %.4g at mean (%.2f Gbit/s of tensor per worker at p50)%n",
                     elementsPerSec(p50Ns), elementsPerSec(tatNs.getMean()), elementsPerSec(p50Ns) * ELEMENT_BYTES * 8 / 1e9);
                 out.printf(Locale.ROOT, "retransmissions: %d in timed all-reduces, %d in all (%d after a NACK); probes %d (%d " +
-                    "tail), NACKs %d%n", sum(r -> r.retransmissionsTimed), sum(r -> r.retransmissionsTotal),
-                    sum(r -> r.fastRetransmissionsTotal), sum(r -> r.probesTotal), sum(r -> r.tailProbesTotal),
-                    sum(r -> r.nacksTotal));
+                    "tail), NACKs %d; spurious: %d probes, %d resends (packets sent %d)%n", sum(r -> r.retransmissionsTimed),
+                    sum(r -> r.retransmissionsTotal), sum(r -> r.fastRetransmissionsTotal), sum(r -> r.probesTotal),
+                    sum(r -> r.tailProbesTotal), sum(r -> r.nacksTotal), sum(r -> r.spuriousProbes),
+                    sum(r -> r.spuriousRetransmissions), sum(r -> r.packetsSent));
                 out.println("PASSED");
             }
             else

@@ -131,6 +131,15 @@ public final class BridgeServer implements AutoCloseable
         return this;
     }
 
+    /**
+     * @return the joined client's packet I/O, for the start-up report; empty before {@link #join}.
+     */
+    public String transportDescription()
+    {
+        final WorkerClient joined = client;
+        return joined == null ? "" : joined.transportDescription();
+    }
+
     private static ServerSocketChannel bind(final Path socketPath) throws IOException
     {
         if (Files.exists(socketPath, LinkOption.NOFOLLOW_LINKS))

@@ -102,6 +102,7 @@ public final class WorkerServeCommand implements Callable<Integer>
             System.out.println("ERROR rank=" + rank + " " + ex.getMessage());
             return 3;
         }
+        System.out.println("switchml worker serve: transport " + server.transportDescription());
         System.out.println("switchml worker serve ready: socket=" + context.socketPath() + " shm=" + context.shmPath() +
             " shmBytes=" + context.shmBytes() + " rank=" + rank + " world=" + worldSize + " job=" + jobName);
         System.out.flush();

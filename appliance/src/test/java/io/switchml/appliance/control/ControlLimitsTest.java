@@ -1,0 +1,214 @@
+package io.switchml.appliance.control;
+
+import io.switchml.appliance.Appliance;
+import io.switchml.appliance.ApplianceContext;
+import io.switchml.appliance.engine.SlotPool;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The control endpoint against a client that misbehaves on purpose, over real TCP: every input a stranger can send
+ * is bounded (line length, idle connections, connections per address), every CREATE field is range-checked and
+ * unknown fields are refused by name, and a job nobody joins gives its memory back at its join deadline.
+ */
+@Timeout(60)
+class ControlLimitsTest
+{
+    @TempDir
+    Path tempDir;
+
+    private Appliance appliance;
+
+    private void start(final ApplianceContext context) throws Exception
+    {
+        appliance = Appliance.launch(context.dataPort(0).controlPort(0).httpPort(0).dir(tempDir.toString()));
+    }
+
+    @AfterEach
+    void stop()
+    {
+        if (appliance != null)
+        {
+            appliance.close();
+        }
+    }
+
+    private final class Client implements AutoCloseable
+    {
+        final Socket socket;
+        final BufferedReader reader;
+        final OutputStream out;
+
+        Client() throws IOException
+        {
+            socket = new Socket("127.0.0.1", appliance.controlPort());
+            socket.setSoTimeout(10_000);
+            reader = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+            out = socket.getOutputStream();
+        }
+
+        String request(final String line) throws IOException
+        {
+            out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+            out.flush();
+            return reader.readLine();
+        }
+
+        public void close() throws IOException
+        {
+            socket.close();
+        }
+    }
+
+    @Test
+    void anOverlongLineIsRefusedAndTheConnectionClosedWithoutHoldingIt() throws Exception
+    {
+        start(new ApplianceContext());
+        try (Client client = new Client())
+        {
+            final byte[] junk = new byte[1 << 20];
+            Arrays.fill(junk, (byte)'a');
+            try
+            {
+                client.out.write(junk);
+                client.out.flush();
+            }
+            catch (final IOException ignore)
+            {
+                // the appliance may close before it has read all of it
+            }
+            final String reply = client.reader.readLine();
+            assertTrue(reply != null && reply.startsWith("ERR message=control line longer than 65536 bytes"), reply);
+            assertNull(client.reader.readLine(), "then the connection is closed");
+        }
+        try (Client client = new Client())
+        {
+            assertTrue(client.request("HEALTH").startsWith("OK"), "the appliance still serves");
+        }
+    }
+
+    @Test
+    void aConnectionWithoutACompleteLineIsClosedAfterTheIdleTimeout() throws Exception
+    {
+        start(new ApplianceContext().controlLimits(16, 8, 300));
+        try (Client silent = new Client(); Client partial = new Client())
+        {
+            partial.out.write("HEAL".getBytes(StandardCharsets.UTF_8));
+            partial.out.flush();
+            final long startNs = System.nanoTime();
+            for (final Client client : List.of(silent, partial))
+            {
+                final String reply = client.reader.readLine();
+                assertEquals("ERR message=no complete line for 300 ms; closing the connection", reply);
+                assertNull(client.reader.readLine());
+            }
+            assertTrue(System.nanoTime() - startNs < 5_000_000_000L);
+        }
+    }
+
+    @Test
+    void connectionsAreLimitedPerAddressAndFreedWhenClosed() throws Exception
+    {
+        start(new ApplianceContext().controlLimits(16, 3, 30_000));
+        final List<Client> held = new ArrayList<>();
+        try
+        {
+            for (int i = 0; i < 3; i++)
+            {
+                final Client client = new Client();
+                held.add(client);
+                assertTrue(client.request("HEALTH").startsWith("OK"));
+            }
+            try (Client fourth = new Client())
+            {
+                assertEquals("ERR message=too many control connections from 127.0.0.1 (limit 3)", fourth.reader.readLine());
+                assertNull(fourth.reader.readLine());
+            }
+            held.remove(0).close();
+            final long deadline = System.nanoTime() + 5_000_000_000L;
+            String reply = null;
+            while (System.nanoTime() < deadline)
+            {
+                try (Client again = new Client())
+                {
+                    reply = again.request("HEALTH");
+                }
+                if (reply != null && reply.startsWith("OK"))
+                {
+                    break;
+                }
+                Thread.sleep(50);
+            }
+            assertTrue(reply != null && reply.startsWith("OK"), "a closed connection frees its place: " + reply);
+        }
+        finally
+        {
+            for (final Client client : held)
+            {
+                client.close();
+            }
+        }
+    }
+
+    @Test
+    void createFieldsAreRangeCheckedAndUnknownFieldsRefusedByName() throws Exception
+    {
+        start(new ApplianceContext());
+        try (Client client = new Client())
+        {
+            final String base = "CREATE name=strict world=2 type=int32 k=64 s=4 mac=off";
+            assertEquals("ERR message=unknown field 'colour' for CREATE (it takes auth, backend, ifAbsent, joinTimeoutMs, k, mac, " +
+                "name, s, slotTimeoutMs, tenant, token, type, world)", client.request(base + " colour=blue"));
+            assertTrue(client.request(base + " unknownField=1").startsWith("ERR message=unknown field 'unknownField'"));
+            assertEquals("ERR message=slotTimeoutMs must be within 10..3600000: 99999999999",
+                client.request(base + " slotTimeoutMs=99999999999"));
+            assertEquals("ERR message=joinTimeoutMs must be within 10..3600000: 9223372036854775807",
+                client.request(base + " joinTimeoutMs=" + Long.MAX_VALUE));
+            assertTrue(client.request("HEALTH extra=1").startsWith("ERR message=unknown field 'extra' for HEALTH"));
+            assertTrue(client.request("ABORTJOB job=1 colour=x").startsWith("ERR message=unknown field 'colour' for ABORTJOB"));
+            assertEquals(0, appliance.registry().jobCount(), "nothing refused was created");
+            assertTrue(client.request(base).startsWith("OK job="), "the same CREATE without the bad fields is taken");
+        }
+    }
+
+    @Test
+    void aJobNobodyJoinsIsEndedAtItsJoinDeadlineAndItsMemoryFreed() throws Exception
+    {
+        final long jobBytes = SlotPool.memoryBytes(512, 1024);
+        start(new ApplianceContext().memoryBudgetBytes(jobBytes + jobBytes / 2).joinTimeoutMs(500));
+        try (Client client = new Client())
+        {
+            final String create = "CREATE name=NAME world=2 type=int32 k=1024 s=512 mac=off";
+            assertTrue(client.request(create.replace("NAME", "abandoned")).startsWith("OK job="));
+            assertEquals(jobBytes, appliance.registry().memoryUsedBytes());
+            final String refused = client.request(create.replace("NAME", "real"));
+            assertTrue(refused.startsWith("ERR message=job 'real' needs " + jobBytes + " bytes of aggregator memory"), refused);
+
+            final long deadline = System.nanoTime() + 10_000_000_000L;
+            while (appliance.registry().jobCount() > 0 && System.nanoTime() < deadline)
+            {
+                Thread.sleep(20);
+            }
+            assertEquals(0, appliance.registry().jobCount(), "the never-joined job ended at its deadline");
+            assertEquals(0, appliance.registry().memoryUsedBytes(), "and gave its memory back");
+            assertTrue(client.request(create.replace("NAME", "real")).startsWith("OK job="), "a real job now fits");
+        }
+    }
+}

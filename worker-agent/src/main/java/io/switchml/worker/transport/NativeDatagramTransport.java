@@ -1,0 +1,533 @@
+package io.switchml.worker.transport;
+
+import io.switchml.protocol.udp.NativeUdp;
+import io.switchml.protocol.udp.UdpSocket;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+
+/**
+ * The Linux {@link DatagramTransport}: a connected UDP socket driven through the FFM bindings the appliance's shards
+ * use ({@link NativeUdp}), so a worker moves its datagrams in batches instead of one system call each.
+ * <ul>
+ * <li><b>Send</b>: {@link #send} copies a datagram into a send queue; {@link #flush} hands the queue to one
+ * sendmmsg(2). Consecutive datagrams of equal length (a burst of full updates: the agent queues one per result it
+ * handles) become one message with a UDP_SEGMENT control message (UDP GSO), up to 64 segments and 65,507 bytes:
+ * the kernel builds the datagrams, the wire sees the same packets. A GSO message the kernel refuses (EINVAL or EIO:
+ * a segment larger than the route's MTU allows, or a device without the offload) is resent as single datagrams and
+ * GSO stays off for that length and above. EAGAIN or ENOBUFS leave the rest queued for the next flush (the agent
+ * waits for POLLOUT); an ICMP error reported on the socket is counted and the send retried.</li>
+ * <li><b>Receive</b>: recvmmsg(2) in batches of 32 on the unicast socket and on the multicast socket, a datagram
+ * flagged MSG_TRUNC counted and dropped. UDP_GRO is not used: with recvmmsg it misbehaved here (../shared/FACTS.md)
+ * and results arrive at a tenth of the update rate per socket.</li>
+ * <li><b>Wait</b>: poll(2) on the sockets and an eventfd that {@link #wakeup} writes only while the agent waits or is
+ * about to (a Dekker handshake of two volatiles), so a busy submitter costs no system call per submission.</li>
+ * </ul>
+ * The packet path allocates nothing: every buffer, message header and control message is laid out once in native
+ * memory. errno of the packet-path calls is read from the agent thread's errno variable, whose address
+ * {@link #onStart} takes on that thread.
+ */
+public final class NativeDatagramTransport implements DatagramTransport
+{
+    /** Datagrams one recvmmsg call takes. */
+    public static final int RECEIVE_BATCH = 32;
+    /** Datagrams the send queue holds before {@link #send} flushes on its own. */
+    public static final int SEND_QUEUE = 128;
+    private static final int MAX_QUEUE_BYTES = 2 << 20;
+    private static final int EINVAL = 22;
+    private static final int EIO = 5;
+    private static final int EMSGSIZE = 90;
+    private static final int ECONNREFUSED = 111;
+    private static final int MAX_SEND_ATTEMPTS = 4;
+
+    private final Arena arena = Arena.ofShared();
+    private final UdpSocket socket;
+    private UdpSocket multicast;
+    private final int eventFd;
+    private final InetAddress bindAddress;
+    private final int socketBufferBytes;
+    private final int maxDatagram;
+
+    private final long queueBytesAddress;
+    private final int queueBytesCapacity;
+    private final UnsafeBuffer queueBytes;
+    private final int[] queueOffset = new int[SEND_QUEUE];
+    private final int[] queueLength = new int[SEND_QUEUE];
+    private int queueHead;
+    private int queueTail;
+    private int queueEndOffset;
+
+    private final long sendVecAddress;
+    private final long sendIovAddress;
+    private final long sendControlAddress;
+    private final UnsafeBuffer sendVec;
+    private final UnsafeBuffer sendIov;
+    private final UnsafeBuffer sendControl;
+    private final int[] messageDatagrams = new int[SEND_QUEUE];
+    private int gsoLimit;
+    private final boolean gsoRequested;
+    private String gsoNote = "";
+
+    private final long receiveVecAddress;
+    private final UnsafeBuffer receiveVec;
+    private final UnsafeBuffer[] receiveViews = new UnsafeBuffer[RECEIVE_BATCH];
+
+    private final long pollAddress;
+    private final UnsafeBuffer pollFds;
+    private final long eventAddress;
+    private final UnsafeBuffer eventWord;
+    private final long oneAddress;
+    private UnsafeBuffer errno;
+
+    private volatile boolean waiting;
+    private volatile boolean wakeupPending;
+    private boolean drained = true;
+    private boolean lastEmpty;
+    private boolean closed;
+    private long sendCalls;
+    private long receiveCalls;
+    private long truncated;
+    private long sendErrors;
+    private long gsoMessages;
+
+    /**
+     * @param bindAddress       local address (the one that reaches the appliance).
+     * @param socketBufferBytes SO_RCVBUF and SO_SNDBUF.
+     * @param maxDatagram       longest datagram sent or received.
+     * @param gso               coalesce bursts of equal-length datagrams with UDP GSO where the kernel takes it.
+     */
+    public NativeDatagramTransport(
+        final InetAddress bindAddress, final int socketBufferBytes, final int maxDatagram, final boolean gso)
+        throws IOException
+    {
+        if (!(bindAddress instanceof Inet4Address))
+        {
+            throw new IOException("the native transport is IPv4 only: " + bindAddress);
+        }
+        this.bindAddress = bindAddress;
+        this.socketBufferBytes = socketBufferBytes;
+        this.maxDatagram = maxDatagram;
+        socket = UdpSocket.open();
+        try
+        {
+            socket.bufferSizes(socketBufferBytes);
+            socket.bind((Inet4Address)bindAddress, 0);
+            final MemorySegment callState = NativeUdp.allocateCallState(arena);
+            eventFd = NativeUdp.eventfd(callState, 0, NativeUdp.EFD_NONBLOCK | NativeUdp.EFD_CLOEXEC);
+            if (eventFd < 0)
+            {
+                throw new IOException("eventfd failed: " + NativeUdp.describeErrno(NativeUdp.errno(callState)));
+            }
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            socket.close();
+            arena.close();
+            throw ex;
+        }
+
+        gsoRequested = gso;
+        if (gso && !socket.option(NativeUdp.SOL_UDP, NativeUdp.UDP_SEGMENT, 0))
+        {
+            gsoNote = ", UDP GSO unavailable (" + socket.lastError() + ")";
+            gsoLimit = 0;
+        }
+        else
+        {
+            gsoLimit = gso ? Math.min(maxDatagram, NativeUdp.MAX_UDP_PAYLOAD / 2) : 0;
+        }
+
+        queueBytesCapacity = Math.max(4 * align(maxDatagram), Math.min(SEND_QUEUE * align(maxDatagram), MAX_QUEUE_BYTES));
+        queueBytesAddress = arena.allocate(queueBytesCapacity, 64).address();
+        queueBytes = new UnsafeBuffer(queueBytesAddress, queueBytesCapacity);
+
+        sendVecAddress = arena.allocate((long)SEND_QUEUE * NativeUdp.MMSGHDR_SIZE, 64).address();
+        sendVec = new UnsafeBuffer(sendVecAddress, SEND_QUEUE * NativeUdp.MMSGHDR_SIZE);
+        sendVec.setMemory(0, sendVec.capacity(), (byte)0);
+        sendIovAddress = arena.allocate((long)SEND_QUEUE * NativeUdp.IOVEC_SIZE, 64).address();
+        sendIov = new UnsafeBuffer(sendIovAddress, SEND_QUEUE * NativeUdp.IOVEC_SIZE);
+        sendControlAddress = arena.allocate((long)SEND_QUEUE * NativeUdp.CMSG_SPACE_SMALL, 64).address();
+        sendControl = new UnsafeBuffer(sendControlAddress, SEND_QUEUE * NativeUdp.CMSG_SPACE_SMALL);
+        sendControl.setMemory(0, sendControl.capacity(), (byte)0);
+        for (int m = 0; m < SEND_QUEUE; m++)
+        {
+            final int h = m * NativeUdp.MMSGHDR_SIZE;
+            sendVec.putLong(h + NativeUdp.MSG_IOV_OFFSET, sendIovAddress + (long)m * NativeUdp.IOVEC_SIZE);
+            sendVec.putLong(h + NativeUdp.MSG_IOVLEN_OFFSET, 1);
+            final int c = m * NativeUdp.CMSG_SPACE_SMALL;
+            sendControl.putLong(c + NativeUdp.CMSG_LEN_OFFSET, NativeUdp.CMSG_DATA_OFFSET + 2);
+            sendControl.putInt(c + NativeUdp.CMSG_LEVEL_OFFSET, NativeUdp.SOL_UDP);
+            sendControl.putInt(c + NativeUdp.CMSG_TYPE_OFFSET, NativeUdp.UDP_SEGMENT);
+        }
+
+        final int slot = align(maxDatagram);
+        final long receiveBuffers = arena.allocate((long)RECEIVE_BATCH * slot, 64).address();
+        final long receiveIov = arena.allocate((long)RECEIVE_BATCH * NativeUdp.IOVEC_SIZE, 64).address();
+        final UnsafeBuffer iov = new UnsafeBuffer(receiveIov, RECEIVE_BATCH * NativeUdp.IOVEC_SIZE);
+        receiveVecAddress = arena.allocate((long)RECEIVE_BATCH * NativeUdp.MMSGHDR_SIZE, 64).address();
+        receiveVec = new UnsafeBuffer(receiveVecAddress, RECEIVE_BATCH * NativeUdp.MMSGHDR_SIZE);
+        receiveVec.setMemory(0, receiveVec.capacity(), (byte)0);
+        for (int i = 0; i < RECEIVE_BATCH; i++)
+        {
+            final long buffer = receiveBuffers + (long)i * slot;
+            iov.putLong(i * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_BASE_OFFSET, buffer);
+            iov.putLong(i * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_LEN_OFFSET, maxDatagram);
+            receiveVec.putLong(i * NativeUdp.MMSGHDR_SIZE + NativeUdp.MSG_IOV_OFFSET, receiveIov + (long)i * NativeUdp.IOVEC_SIZE);
+            receiveVec.putLong(i * NativeUdp.MMSGHDR_SIZE + NativeUdp.MSG_IOVLEN_OFFSET, 1);
+            receiveViews[i] = new UnsafeBuffer(buffer, maxDatagram);
+        }
+
+        pollAddress = arena.allocate(3L * NativeUdp.POLLFD_SIZE, 8).address();
+        pollFds = new UnsafeBuffer(pollAddress, 3 * NativeUdp.POLLFD_SIZE);
+        eventAddress = arena.allocate(16, 8).address();
+        eventWord = new UnsafeBuffer(eventAddress, 16);
+        eventWord.putLong(8, 1L);
+        oneAddress = eventAddress + 8;
+    }
+
+    private static int align(final int length)
+    {
+        return (length + 7) & ~7;
+    }
+
+    public int localPort()
+    {
+        try
+        {
+            return socket.localPort();
+        }
+        catch (final IOException ex)
+        {
+            throw new IllegalStateException(ex.getMessage(), ex);
+        }
+    }
+
+    public void connect(final Inet4Address address, final int port) throws IOException
+    {
+        socket.connect(address, port);
+    }
+
+    public void joinGroup(final Inet4Address group, final int port, final Inet4Address interfaceAddress) throws IOException
+    {
+        final UdpSocket socket = UdpSocket.open();
+        try
+        {
+            if (!socket.option(NativeUdp.SOL_SOCKET, NativeUdp.SO_REUSEADDR, 1))
+            {
+                throw new IOException("setsockopt(SO_REUSEADDR) failed: " + socket.lastError());
+            }
+            socket.bufferSizes(socketBufferBytes);
+            socket.bind((Inet4Address)InetAddress.getByAddress(new byte[4]), port);
+            socket.joinGroup(group, interfaceAddress);
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            socket.close();
+            throw ex;
+        }
+        multicast = socket;
+    }
+
+    public void onStart()
+    {
+        errno = new UnsafeBuffer(NativeUdp.errnoAddress(), 4);
+    }
+
+    private int errno()
+    {
+        return errno.getInt(0);
+    }
+
+    public boolean send(final UnsafeBuffer datagram, final int length)
+    {
+        if (queueTail - queueHead == SEND_QUEUE || queueEndOffset + length > queueBytesCapacity)
+        {
+            flush();
+            if (queueTail - queueHead == SEND_QUEUE || queueEndOffset + length > queueBytesCapacity)
+            {
+                return false;
+            }
+        }
+        final int offset = queueEndOffset;
+        queueBytes.putBytes(offset, datagram, 0, length);
+        final int index = queueTail++ & (SEND_QUEUE - 1);
+        queueOffset[index] = offset;
+        queueLength[index] = length;
+        queueEndOffset = offset + length;
+        return true;
+    }
+
+    public boolean hasQueued()
+    {
+        return queueTail != queueHead;
+    }
+
+    public int flush()
+    {
+        int sent = 0;
+        int attempts = 0;
+        while (queueHead != queueTail && attempts++ < MAX_SEND_ATTEMPTS)
+        {
+            final int messages = buildMessages();
+            sendCalls++;
+            final int result = NativeUdp.sendmmsg(socket.fd(), sendVecAddress, messages, NativeUdp.MSG_DONTWAIT);
+            if (result > 0)
+            {
+                for (int m = 0; m < result; m++)
+                {
+                    sent += messageDatagrams[m];
+                    if (messageDatagrams[m] > 1)
+                    {
+                        gsoMessages++;
+                    }
+                    queueHead += messageDatagrams[m];
+                }
+                if (result < messages)
+                {
+                    continue;
+                }
+                break;
+            }
+            final int error = errno();
+            if (error == NativeUdp.EAGAIN || error == NativeUdp.ENOBUFS || error == NativeUdp.EINTR)
+            {
+                break;
+            }
+            final int first = messageDatagrams[0];
+            if (first > 1 && (error == EINVAL || error == EIO || error == EMSGSIZE))
+            {
+                // the kernel refuses this GSO message: no GSO for datagrams this long from now on
+                gsoLimit = Math.min(gsoLimit, queueLength[queueHead & (SEND_QUEUE - 1)] - 1);
+                gsoNote = ", UDP GSO off above " + gsoLimit + " bytes (" + NativeUdp.describeErrno(error) + ")";
+                continue;
+            }
+            sendErrors++;
+            if (error != ECONNREFUSED)
+            {
+                // this datagram is lost; the retransmission timers recover it
+                queueHead += first;
+            }
+        }
+        if (queueHead == queueTail)
+        {
+            queueHead = 0;
+            queueTail = 0;
+            queueEndOffset = 0;
+        }
+        return sent;
+    }
+
+    /**
+     * Lay the queue out as sendmmsg messages, coalescing runs of equal-length datagrams into GSO messages.
+     *
+     * @return messages laid out.
+     */
+    private int buildMessages()
+    {
+        int messages = 0;
+        int q = queueHead;
+        while (q != queueTail)
+        {
+            final int index = q & (SEND_QUEUE - 1);
+            final int length = queueLength[index];
+            final int offset = queueOffset[index];
+            int segments = 1;
+            int bytes = length;
+            if (length <= gsoLimit)
+            {
+                while (q + segments != queueTail && segments < NativeUdp.UDP_MAX_SEGMENTS &&
+                    queueLength[(q + segments) & (SEND_QUEUE - 1)] == length && bytes + length <= NativeUdp.MAX_UDP_PAYLOAD)
+                {
+                    bytes += length;
+                    segments++;
+                }
+            }
+            final int h = messages * NativeUdp.MMSGHDR_SIZE;
+            final int iov = messages * NativeUdp.IOVEC_SIZE;
+            sendIov.putLong(iov + NativeUdp.IOV_BASE_OFFSET, queueBytesAddress + offset);
+            sendIov.putLong(iov + NativeUdp.IOV_LEN_OFFSET, bytes);
+            if (segments > 1)
+            {
+                final int c = messages * NativeUdp.CMSG_SPACE_SMALL;
+                sendControl.putShort(c + NativeUdp.CMSG_DATA_OFFSET, (short)length);
+                sendVec.putLong(h + NativeUdp.MSG_CONTROL_OFFSET, sendControlAddress + c);
+                sendVec.putLong(h + NativeUdp.MSG_CONTROLLEN_OFFSET, NativeUdp.CMSG_SPACE_SMALL);
+            }
+            else
+            {
+                sendVec.putLong(h + NativeUdp.MSG_CONTROL_OFFSET, 0);
+                sendVec.putLong(h + NativeUdp.MSG_CONTROLLEN_OFFSET, 0);
+            }
+            sendVec.putInt(h + NativeUdp.MSG_FLAGS_OFFSET, 0);
+            messageDatagrams[messages++] = segments;
+            q += segments;
+        }
+        return messages;
+    }
+
+    public int receive(final Receiver receiver, final int limit)
+    {
+        int received = receiveFrom(socket.fd(), receiver, limit);
+        boolean empty = lastEmpty;
+        if (multicast != null)
+        {
+            received += receiveFrom(multicast.fd(), receiver, limit - received);
+            empty &= lastEmpty;
+        }
+        drained = empty;
+        return received;
+    }
+
+    private int receiveFrom(final int fd, final Receiver receiver, final int limit)
+    {
+        int received = 0;
+        lastEmpty = false;
+        while (received < limit)
+        {
+            final int batch = Math.min(RECEIVE_BATCH, limit - received);
+            receiveCalls++;
+            final int count = NativeUdp.recvmmsg(fd, receiveVecAddress, batch, NativeUdp.MSG_DONTWAIT);
+            if (count <= 0)
+            {
+                final int error = count < 0 ? errno() : NativeUdp.EAGAIN;
+                if (error == NativeUdp.EAGAIN)
+                {
+                    lastEmpty = true;
+                    break;
+                }
+                if (error == NativeUdp.EINTR || error == ECONNREFUSED)
+                {
+                    // an ICMP error queued on the connected socket (the appliance was briefly gone): consumed
+                    sendErrors++;
+                    continue;
+                }
+                sendErrors++;
+                break;
+            }
+            for (int i = 0; i < count; i++)
+            {
+                final int h = i * NativeUdp.MMSGHDR_SIZE;
+                final int length = receiveVec.getInt(h + NativeUdp.MSG_LEN_OFFSET);
+                if ((receiveVec.getInt(h + NativeUdp.MSG_FLAGS_OFFSET) & NativeUdp.MSG_TRUNC) != 0 || length > maxDatagram)
+                {
+                    truncated++;
+                    continue;
+                }
+                receiver.onDatagram(receiveViews[i], length);
+            }
+            received += count;
+            if (count < batch)
+            {
+                lastEmpty = true;
+                break;
+            }
+        }
+        return received;
+    }
+
+    public boolean drained()
+    {
+        return drained;
+    }
+
+    public void await(final long timeoutMs)
+    {
+        waiting = true;
+        if (wakeupPending)
+        {
+            waiting = false;
+            wakeupPending = false;
+            return;
+        }
+        int count = 0;
+        pollFds.putInt(NativeUdp.POLLFD_FD_OFFSET, socket.fd());
+        pollFds.putShort(NativeUdp.POLLFD_EVENTS_OFFSET,
+            hasQueued() ? (short)(NativeUdp.POLLIN | NativeUdp.POLLOUT) : NativeUdp.POLLIN);
+        pollFds.putShort(NativeUdp.POLLFD_REVENTS_OFFSET, (short)0);
+        count++;
+        pollFds.putInt(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_FD_OFFSET, eventFd);
+        pollFds.putShort(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_EVENTS_OFFSET, NativeUdp.POLLIN);
+        pollFds.putShort(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_REVENTS_OFFSET, (short)0);
+        count++;
+        if (multicast != null)
+        {
+            pollFds.putInt(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_FD_OFFSET, multicast.fd());
+            pollFds.putShort(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_EVENTS_OFFSET, NativeUdp.POLLIN);
+            pollFds.putShort(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_REVENTS_OFFSET, (short)0);
+            count++;
+        }
+        NativeUdp.poll(pollAddress, count, (int)Math.max(1, Math.min(Integer.MAX_VALUE, timeoutMs)));
+        waiting = false;
+        if (pollFds.getShort(NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_REVENTS_OFFSET) != 0)
+        {
+            NativeUdp.read(eventFd, eventAddress, 8);
+        }
+        wakeupPending = false;
+    }
+
+    public void wakeup()
+    {
+        wakeupPending = true;
+        if (waiting)
+        {
+            NativeUdp.write(eventFd, oneAddress, 8);
+        }
+    }
+
+    public long sendCalls()
+    {
+        return sendCalls;
+    }
+
+    public long receiveCalls()
+    {
+        return receiveCalls;
+    }
+
+    public long truncated()
+    {
+        return truncated;
+    }
+
+    public long sendErrors()
+    {
+        return sendErrors;
+    }
+
+    /**
+     * @return GSO messages sent (each carried two or more datagrams).
+     */
+    public long gsoMessages()
+    {
+        return gsoMessages;
+    }
+
+    public String description()
+    {
+        final String gso = gsoRequested ? (gsoLimit > 0 ? "UDP GSO up to " + NativeUdp.UDP_MAX_SEGMENTS +
+            " segments" : "UDP GSO off") : "UDP GSO off (--gso off)";
+        return "native (sendmmsg, " + gso + gsoNote + ", recvmmsg batches of " + RECEIVE_BATCH + ", poll + eventfd; bound to " +
+            bindAddress.getHostAddress() + ")";
+    }
+
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        socket.close();
+        if (multicast != null)
+        {
+            multicast.close();
+        }
+        final MemorySegment callState = NativeUdp.allocateCallState(arena);
+        NativeUdp.close(callState, eventFd);
+        arena.close();
+    }
+}

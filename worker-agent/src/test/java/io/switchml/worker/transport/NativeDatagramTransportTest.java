@@ -1,0 +1,259 @@
+package io.switchml.worker.transport;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.IOException;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * The native transport on real sockets: loopback for GSO segment boundaries and truncation, and a veth whose
+ * token-bucket qdisc holds the sender's buffer full for EAGAIN in the middle of a sendmmsg batch. The veth test needs
+ * root (CAP_NET_ADMIN), as CI has; without it, it fails saying so.
+ */
+class NativeDatagramTransportTest
+{
+    private static final Inet4Address LOOPBACK = (Inet4Address)InetAddress.getLoopbackAddress();
+
+    private static UnsafeBuffer datagram(final int index, final int length)
+    {
+        final UnsafeBuffer buffer = new UnsafeBuffer(ByteBuffer.allocateDirect(length));
+        for (int j = 0; j < length; j++)
+        {
+            buffer.putByte(j, (byte)(index * 31 + j));
+        }
+        if (length >= 4)
+        {
+            buffer.putInt(0, index);
+        }
+        return buffer;
+    }
+
+    private static void assertDatagram(final ByteBuffer received, final int index, final int length)
+    {
+        assertEquals(length, received.remaining(), "length of datagram " + index);
+        assertEquals(index, received.getInt(received.position()), "order: datagram " + index);
+        for (int j = 4; j < length; j++)
+        {
+            if (received.get(received.position() + j) != (byte)(index * 31 + j))
+            {
+                fail("datagram " + index + " byte " + j + " differs: a segment boundary moved");
+            }
+        }
+    }
+
+    /**
+     * 150 datagrams queued at once: runs of 1,064-byte updates (61 fit one 65,507-byte GSO message), a 40-byte probe
+     * in the middle and a shorter last one. The receiver must see exactly the datagrams sent, in order, whether or
+     * not GSO coalesced them; with GSO on, a few system calls carry them all.
+     */
+    @ParameterizedTest(name = "gso {0}")
+    @ValueSource(booleans = {true, false})
+    void burstsArriveAsTheSameDatagramsInOrder(final boolean gso) throws Exception
+    {
+        final int count = 150;
+        final int[] lengths = new int[count];
+        for (int i = 0; i < count; i++)
+        {
+            lengths[i] = i == 70 ? 40 : i == count - 1 ? 500 : 1064;
+        }
+        try (DatagramChannel peer = DatagramChannel.open(StandardProtocolFamily.INET);
+            NativeDatagramTransport transport = new NativeDatagramTransport(LOOPBACK, 4 << 20, 1064, gso))
+        {
+            peer.setOption(java.net.StandardSocketOptions.SO_RCVBUF, 8 << 20);
+            peer.bind(new InetSocketAddress(LOOPBACK, 0));
+            transport.connect(LOOPBACK, ((InetSocketAddress)peer.getLocalAddress()).getPort());
+            transport.onStart();
+            for (int i = 0; i < count; i++)
+            {
+                assertTrue(transport.send(datagram(i, lengths[i]), lengths[i]));
+            }
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (transport.hasQueued() && System.nanoTime() < deadline)
+            {
+                transport.flush();
+            }
+            assertFalse(transport.hasQueued(), "the queue drained");
+
+            peer.configureBlocking(true);
+            peer.socket().setSoTimeout(5_000);
+            final ByteBuffer buffer = ByteBuffer.allocateDirect(70_000).order(java.nio.ByteOrder.nativeOrder());
+            for (int i = 0; i < count; i++)
+            {
+                buffer.clear();
+                peer.receive(buffer);
+                buffer.flip();
+                assertDatagram(buffer, i, lengths[i]);
+            }
+            if (gso)
+            {
+                // 0-69 (61 + 9), 70 alone, 71-148 (61 + 17), 149 alone; the queue of 128 flushes once on its own
+                assertTrue(transport.gsoMessages() >= 4, "GSO used: " + transport.gsoMessages() + " messages");
+                assertTrue(transport.sendCalls() <= 4, "system calls: " + transport.sendCalls());
+                assertTrue(transport.description().contains("UDP GSO up to 64"), transport.description());
+            }
+            else
+            {
+                assertEquals(0, transport.gsoMessages());
+                assertTrue(transport.description().contains("GSO off"), transport.description());
+            }
+            assertEquals(0, transport.sendErrors());
+        }
+    }
+
+    /**
+     * A datagram longer than the receive buffer is dropped and counted, not handed over cut short; the ones around
+     * it arrive whole.
+     */
+    @Test
+    void aTruncatedDatagramIsDroppedAndCounted() throws Exception
+    {
+        try (DatagramChannel peer = DatagramChannel.open(StandardProtocolFamily.INET);
+            NativeDatagramTransport transport = new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, true))
+        {
+            peer.bind(new InetSocketAddress(LOOPBACK, 0));
+            transport.connect(LOOPBACK, ((InetSocketAddress)peer.getLocalAddress()).getPort());
+            transport.onStart();
+            final InetSocketAddress to = new InetSocketAddress(LOOPBACK, transport.localPort());
+            peer.send(ByteBuffer.allocate(50), to);
+            peer.send(ByteBuffer.allocate(200), to);
+            peer.send(ByteBuffer.allocate(100), to);
+            final List<Integer> lengths = new ArrayList<>();
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (lengths.size() < 2 && System.nanoTime() < deadline)
+            {
+                transport.await(100);
+                transport.receive((buffer, length) -> lengths.add(length), 32);
+            }
+            assertEquals(List.of(50, 100), lengths);
+            assertEquals(1, transport.truncated());
+            assertTrue(transport.drained());
+        }
+    }
+
+    /**
+     * wakeup() from another thread ends an await at once, and one that comes before the await makes it return
+     * without blocking.
+     */
+    @Test
+    void wakeupEndsAnAwait() throws Exception
+    {
+        try (NativeDatagramTransport transport = new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, true))
+        {
+            transport.onStart();
+            final Thread waker = Thread.ofPlatform().start(() ->
+            {
+                try
+                {
+                    Thread.sleep(100);
+                }
+                catch (final InterruptedException ignore)
+                {
+                    Thread.currentThread().interrupt();
+                }
+                transport.wakeup();
+            });
+            long start = System.nanoTime();
+            transport.await(10_000);
+            assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(5), "woken long before the timeout");
+            waker.join();
+
+            transport.wakeup();
+            start = System.nanoTime();
+            transport.await(10_000);
+            assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(5), "a wake-up before the wait counts");
+        }
+    }
+
+    /**
+     * A veth whose token-bucket qdisc (1 Mbit/s) holds the datagrams keeps the socket's small send buffer full, so
+     * sendmmsg takes part of a batch and then fails with EAGAIN. What is not taken stays queued, later flushes send
+     * it as the qdisc drains, and the interface transmits every datagram exactly once, none counted as an error.
+     */
+    @ParameterizedTest(name = "gso {0}")
+    @ValueSource(booleans = {false, true})
+    void aFullSendBufferLeavesTheRestQueuedAndLosesNothing(final boolean gso) throws Exception
+    {
+        final String device = "smlq" + ProcessHandle.current().pid() % 100_000 + (gso ? "g" : "n");
+        final int net = (int)(ProcessHandle.current().pid() % 200) + (gso ? 1 : 0);
+        final String local = "10.252." + net + ".1";
+        final String peer = "10.252." + net + ".2";
+        // IPv6 off on both ends: its router solicitations would add packets to the count
+        sh("ip link add " + device + " type veth peer name " + device + "p && sysctl -qw net.ipv6.conf." + device +
+            ".disable_ipv6=1 net.ipv6.conf." + device + "p.disable_ipv6=1 && ip addr add " + local + "/30 dev " + device +
+            " && ip link set " + device + " up && ip link set " + device + "p up && ip neigh replace " + peer +
+            " lladdr 02:00:00:00:00:02 dev " + device + " && tc qdisc add dev " + device +
+            " root tbf rate 1mbit burst 4kb latency 5s");
+        try (NativeDatagramTransport transport =
+            new NativeDatagramTransport(InetAddress.getByName(local), 16 << 10, 1000, gso))
+        {
+            transport.connect((Inet4Address)InetAddress.getByName(peer), 9);
+            transport.onStart();
+            final long txBefore = txPackets(device);
+            final int count = 100;
+            int sent = 0;
+            final int firstFlush;
+            for (int i = 0; i < count; i++)
+            {
+                assertTrue(transport.send(datagram(i, 1000), 1000), "queued " + i);
+            }
+            sent += transport.flush();
+            firstFlush = sent;
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (transport.hasQueued() && System.nanoTime() < deadline)
+            {
+                transport.await(20);
+                sent += transport.flush();
+            }
+            assertTrue(firstFlush < count, "the first flush stopped at EAGAIN: " + firstFlush + " of " + count);
+            assertFalse(transport.hasQueued(), "everything was sent in the end");
+            assertEquals(count, sent);
+            assertEquals(0, transport.sendErrors(), "EAGAIN is not an error");
+            if (!gso)
+            {
+                long tx = 0;
+                while (System.nanoTime() < deadline && (tx = txPackets(device) - txBefore) < count)
+                {
+                    Thread.sleep(50);
+                }
+                assertEquals(count, tx, "the veth transmitted each datagram once");
+            }
+        }
+        finally
+        {
+            sh("ip link del " + device);
+        }
+    }
+
+    private static long txPackets(final String device) throws IOException
+    {
+        return Long.parseLong(Files.readString(Path.of("/sys/class/net/" + device + "/statistics/tx_packets")).trim());
+    }
+
+    private static void sh(final String command) throws IOException, InterruptedException
+    {
+        final Process process = new ProcessBuilder("sh", "-c", command).redirectErrorStream(true).start();
+        final String output = new String(process.getInputStream().readAllBytes());
+        if (process.waitFor() != 0)
+        {
+            fail("'" + command + "' failed (this test needs root, CAP_NET_ADMIN and veth): " + output);
+        }
+    }
+}
