@@ -224,6 +224,19 @@ check "$STATE_DIR is switchml:switchml 750" test "$(stat -c '%U:%G %a' "$STATE_D
 version=$(setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin /usr/bin/switchml --version 2>&1) ||
   fail "switchml --version as switchml, without JAVA_HOME: $version"
 ok "launcher finds a JDK without JAVA_HOME: switchml --version -> $version"
+# The AOT cache (packaging/README.md, "Start-up: the AOT cache"): shipped, and used by the installed launcher when
+# this JDK made it; a cache the JVM refuses would show as [error][aot] lines (it goes on without it).
+check "AOT cache installed: /usr/lib/switchml/switchml.aot and switchml.aot.jdk" \
+  test -s /usr/lib/switchml/switchml.aot -a -s /usr/lib/switchml/switchml.aot.jdk
+aot_log=$(setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin \
+  SWITCHML_JAVA_OPTS="-Xmx256m -Xlog:aot=info" /usr/bin/switchml --version 2>&1) || fail "switchml --version with -Xlog:aot: $aot_log"
+if grep -q "Using AOT-linked classes: true" <<<"$aot_log"; then
+  ok "the installed launcher starts the JVM from the AOT cache (made by $(cat /usr/lib/switchml/switchml.aot.jdk))"
+elif grep -q "trying to map" <<<"$aot_log"; then
+  fail "the JVM refused the installed AOT cache: $(grep -E '\[(error|warning) *\]\[aot\]' <<<"$aot_log" | head -n 3)"
+else
+  note "the AOT cache was made by another JDK ($(cat /usr/lib/switchml/switchml.aot.jdk)): the launcher starts without it"
+fi
 if unshare -m true 2>/dev/null; then
   set +e
   nojdk=$(unshare -m bash -c 'mount -t tmpfs none /usr/lib/jvm && env -i PATH=/usr/bin:/bin JAVA_HOME=/nonexistent /usr/bin/switchml --version' 2>&1)
@@ -327,6 +340,7 @@ check "it runs as switchml with no capabilities" \
   bash -c "[ \"\$(stat -c %U /proc/$APP_PID)\" = switchml ] && grep -q '^CapEff:[[:space:]]*0*\$' /proc/$APP_PID/status && grep -q '^CapBnd:[[:space:]]*0*\$' /proc/$APP_PID/status"
 wait_for_line "$WORK/notify.log" '(^|\\n)WATCHDOG=1(\\n|$)' 10 "$APP_PID" || fail "WATCHDOG=1 within 10s (WATCHDOG_USEC=2 s)"
 ok "WATCHDOG=1 pings arrive"
+check "no AOT cache errors in the appliance's output" bash -c "! grep -q '\[error *\]\[aot\]' '$WORK/appliance.log'"
 
 http_code=$(curl -sS -o "$WORK/health.body" -w '%{http_code}' --max-time 5 "http://$BIND:$HTTP_PORT/health") ||
   fail "GET http://$BIND:$HTTP_PORT/health"

@@ -127,8 +127,9 @@ public final class DemoCommand implements Callable<Integer>
                         System.out.printf(Locale.ROOT, "  rank %d: smoothed RTT %.2f ms, retransmission timeout %.2f ms, %s%n",
                             r, client.smoothedRttNs() / 1e6, client.retransmitTimeoutNs() / 1e6, client.counters());
                     }
-                    catch (final Exception ex)
+                    catch (final Exception | Error ex)
                     {
+                        // an Error too (OutOfMemoryError with a small -Xmx): the run fails, the other ranks leave the barrier
                         failure.compareAndSet(null, "rank " + r + ": " + ex);
                         barrier.reset();
                     }

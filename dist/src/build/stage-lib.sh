@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# stage-lib.sh TARGET JAVA_HOME EPOCH SKIP_AOT: run by the dist build (package phase, after copy-dependencies).
+#
+# 1. Copies switchml.jar into TARGET/package-lib, which then holds the whole class path, laid out as the package
+#    installs it (/usr/lib/switchml, lib/ of the archive) and as both launchers run it.
+# 2. Sets every jar's modification time to EPOCH, the time the .deb gives its entries (jdeb outputTimestamp): an
+#    AOT cache records the size and modification time of each jar of its class path and the JVM refuses it
+#    ("timestamp has changed") when an installed jar differs. The archive keeps these times as they are.
+# 3. Unless SKIP_AOT is true (-Dswitchml.aot.skip=true), trains the AOT cache TARGET/package-lib/switchml.aot
+#    with the installed launcher itself (SWITCHML_AOT=train), so that JVM options and class path order are
+#    the ones it will be used with. The run is `switchml aot-train` (AotTrainCommand): every command's usage,
+#    `worker serve` agents all-reducing for a client through their socket and shared memory, then a short demo
+#    (appliance and 4 workers in one JVM). JEP 514: the JVM writes the cache when it exits; JEP 515: with the
+#    method profiles of the data path. About 10 s.
+set -euo pipefail
+target=$1 java_home=$2 epoch=$3 skip=$4
+root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../../.." && pwd)
+lib=$target/package-lib
+
+cp -p "$target/switchml.jar" "$lib/switchml.jar"
+touch -d "@$epoch" "$lib"/*.jar
+rm -f "$lib/switchml.aot" "$lib/switchml.aot.jdk"
+
+if [ "$skip" = true ]; then
+  echo "[aot] switchml.aot: skipped (switchml.aot.skip)"
+  exit 0
+fi
+log=$target/aot-train.log
+start=$SECONDS
+# The heap default is the launcher's; the run checks every result, so a wrong one fails the build.
+if ! JAVA_HOME=$java_home SWITCHML_LIB=$lib SWITCHML_AOT=train SWITCHML_JAVA_OPTS= \
+    "$root/packaging/bin/switchml" aot-train --size-mb 16 --iterations 10 >"$log" 2>&1 ||
+    ! [ -s "$lib/switchml.aot" ]; then
+  tail -n 40 "$log" >&2
+  rm -f "$lib/switchml.aot" "$lib/switchml.aot.jdk"
+  echo "[aot] training the AOT cache failed (log: $log); -Dswitchml.aot.skip=true builds without one" >&2
+  exit 1
+fi
+echo "[aot] $(grep -o 'AOTCache creation is complete.*' "$log") in $((SECONDS - start)) s (log: $log)"
