@@ -37,7 +37,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * are a floor on what a dedicated appliance host does.
  * <pre>
  * java ... io.switchml.bench.ApplianceLoadBench [--workers 4] [--shards 1] [--lanes 256,2233] [--slots 64]
- *     [--seconds 5] [--warmup-seconds 2] [--transport auto] [--mac off]
+ *     [--seconds 5] [--warmup-seconds 2] [--transport auto] [--mac off] [--sender-transport native|nio] [--gso on|off]
  * </pre>
  */
 public final class ApplianceLoadBench
@@ -54,6 +54,11 @@ public final class ApplianceLoadBench
         return defaultValue;
     }
 
+    private static final java.util.concurrent.atomic.AtomicLong SENDER_CALLS = new java.util.concurrent.atomic.AtomicLong();
+    private static final java.util.concurrent.atomic.AtomicLong SENDER_GSO_MESSAGES = new java.util.concurrent.atomic.AtomicLong();
+    private static String senderTransport = "native";
+    private static boolean senderGso = true;
+
     public static void main(final String[] args) throws Exception
     {
         final int workers = Integer.parseInt(option(args, "--workers", "4"));
@@ -64,10 +69,13 @@ public final class ApplianceLoadBench
         final String transport = option(args, "--transport", "auto");
         final boolean mac = option(args, "--mac", "off").equals("on");
         final String[] laneList = option(args, "--lanes", "256,2233").split(",");
+        senderTransport = option(args, "--sender-transport", "native");
+        senderGso = option(args, "--gso", "on").equals("on");
 
-        System.out.printf(Locale.ROOT, "# appliance load: %d senders, %d shard(s), s=%d, transport %s, MAC %s, %d cores, %s%n",
-            workers, shards, slots, transport, mac ? "on" : "off", Runtime.getRuntime().availableProcessors(),
-            java.time.LocalDate.now());
+        System.out.printf(Locale.ROOT, "# appliance load: %d senders (%s transport, GSO %s), %d shard(s), s=%d, transport %s, " +
+                "MAC %s, %d cores, %s%n",
+            workers, senderTransport, senderGso ? "on" : "off", shards, slots, transport, mac ? "on" : "off",
+            Runtime.getRuntime().availableProcessors(), java.time.LocalDate.now());
         System.out.println("| k | payload bytes | shard | packets in/s | packets out/s | aggregated Gbit/s | bytes allocated/packet |" +
             " shard thread CPU (cores) | updates per shard CPU-second |");
         System.out.println("|---|---|---|---|---|---|---|---|---|");
@@ -75,6 +83,8 @@ public final class ApplianceLoadBench
         {
             run(workers, shards, slots, Integer.parseInt(lanesText.strip()), seconds, warmupSeconds, transport, mac);
         }
+        System.out.printf(Locale.ROOT, "# senders: %d send system calls, %d of their messages were GSO (2+ datagrams)%n",
+            SENDER_CALLS.get(), SENDER_GSO_MESSAGES.get());
     }
 
     private static void run(
@@ -207,7 +217,7 @@ public final class ApplianceLoadBench
         final int shards;
         final String token;
         final Socket control;
-        final DatagramChannel[] channels;
+        final io.switchml.worker.transport.DatagramTransport[] channels;
         final ByteBuffer[] packets;
         final UnsafeBuffer[] views;
         final int[] version;
@@ -228,12 +238,14 @@ public final class ApplianceLoadBench
             this.shards = shards;
             this.token = token;
             control = new Socket("127.0.0.1", appliance.controlPort());
-            channels = new DatagramChannel[shards];
+            channels = new io.switchml.worker.transport.DatagramTransport[shards];
+            final java.net.InetAddress loopback = java.net.InetAddress.getLoopbackAddress();
             for (int shard = 0; shard < shards; shard++)
             {
-                channels[shard] = DatagramChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
-                channels[shard].setOption(java.net.StandardSocketOptions.SO_RCVBUF, 4 << 20);
-                channels[shard].setOption(java.net.StandardSocketOptions.SO_SNDBUF, 4 << 20);
+                channels[shard] = "nio".equals(senderTransport) ?
+                    new io.switchml.worker.transport.NioDatagramTransport(loopback, 4 << 20, DataHeaderFlyweight.packetLength(lanes)) :
+                    new io.switchml.worker.transport.NativeDatagramTransport(loopback, 4 << 20,
+                        DataHeaderFlyweight.packetLength(lanes), senderGso);
             }
             packets = new ByteBuffer[slots];
             views = new UnsafeBuffer[slots];
@@ -247,7 +259,7 @@ public final class ApplianceLoadBench
             final StringBuilder ports = new StringBuilder();
             for (int shard = 0; shard < shards; shard++)
             {
-                ports.append(shard == 0 ? "" : ",").append(((InetSocketAddress)channels[shard].getLocalAddress()).getPort());
+                ports.append(shard == 0 ? "" : ",").append(channels[shard].localPort());
             }
             control.getOutputStream().write(("JOIN job=" + jobId + " rank=" + rank + " token=" + token + " ports=" + ports +
                 "\n").getBytes(StandardCharsets.UTF_8));
@@ -263,8 +275,7 @@ public final class ApplianceLoadBench
             final int[] dataPorts = appliance.dataPorts();
             for (int shard = 0; shard < shards; shard++)
             {
-                channels[shard].connect(new InetSocketAddress("127.0.0.1", dataPorts[shard]));
-                channels[shard].configureBlocking(false);
+                channels[shard].connect((java.net.Inet4Address)java.net.InetAddress.getLoopbackAddress(), dataPorts[shard]);
             }
             for (int slot = 0; slot < slots; slot++)
             {
@@ -274,7 +285,7 @@ public final class ApplianceLoadBench
             }
         }
 
-        private void send(final int slot) throws IOException
+        private void send(final int slot)
         {
             final DataHeaderFlyweight header = new DataHeaderFlyweight().wrap(views[slot], 0);
             header.writeHeader(DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, version[slot], ElementType.INT32, slot,
@@ -283,69 +294,70 @@ public final class ApplianceLoadBench
             {
                 PacketMac.sign(k0, k1, views[slot], 0, DataHeaderFlyweight.packetLength(lanes));
             }
-            packets[slot].clear();
-            channels[slot % shards].write(packets[slot]);
+            channels[slot % shards].send(views[slot], DataHeaderFlyweight.packetLength(lanes));
             sentNs[slot] = System.nanoTime();
         }
 
         void loop(final AtomicBoolean running)
         {
-            final ByteBuffer receive = ByteBuffer.allocateDirect(65_536);
-            final UnsafeBuffer receiveView = new UnsafeBuffer(receive);
             final DataHeaderFlyweight header = new DataHeaderFlyweight();
-            try (Selector selector = Selector.open())
+            final io.switchml.worker.transport.DatagramTransport.Receiver onResult = (buffer, length) ->
             {
-                for (final DatagramChannel channel : channels)
+                header.wrap(buffer, 0);
+                final int slot = header.slotIndex();
+                if (slot < slots && header.chunkSequence() == sequence[slot] && header.poolVersion() == version[slot])
                 {
-                    channel.register(selector, SelectionKey.OP_READ);
-                }
-                for (int slot = 0; slot < slots; slot++)
-                {
+                    version[slot] ^= 1;
+                    sequence[slot] += slots;
                     send(slot);
                 }
-                while (running.get())
+            };
+            for (final io.switchml.worker.transport.DatagramTransport channel : channels)
+            {
+                channel.onStart();
+            }
+            for (int slot = 0; slot < slots; slot++)
+            {
+                send(slot);
+            }
+            while (running.get())
+            {
+                int received = 0;
+                for (final io.switchml.worker.transport.DatagramTransport channel : channels)
                 {
-                    boolean any = false;
-                    for (final DatagramChannel channel : channels)
+                    received += channel.receive(onResult, 1024);
+                }
+                final long nowNs = System.nanoTime();
+                for (int slot = 0; slot < slots; slot++)
+                {
+                    if (nowNs - sentNs[slot] > 50_000_000L)
                     {
-                        while (channel.read(receive.clear()) > 0)
-                        {
-                            any = true;
-                            header.wrap(receiveView, 0);
-                            final int slot = header.slotIndex();
-                            if (header.chunkSequence() == sequence[slot] && header.poolVersion() == version[slot])
-                            {
-                                version[slot] ^= 1;
-                                sequence[slot] += slots;
-                                send(slot);
-                            }
-                        }
-                    }
-                    final long nowNs = System.nanoTime();
-                    for (int slot = 0; slot < slots; slot++)
-                    {
-                        if (nowNs - sentNs[slot] > 50_000_000L)
-                        {
-                            send(slot);
-                        }
-                    }
-                    if (!any)
-                    {
-                        selector.select(5);
-                        selector.selectedKeys().clear();
+                        send(slot);
                     }
                 }
-            }
-            catch (final IOException ex)
-            {
-                throw new RuntimeException(ex);
+                for (final io.switchml.worker.transport.DatagramTransport channel : channels)
+                {
+                    channel.flush();
+                }
+                if (received == 0)
+                {
+                    channels[0].await(channels.length == 1 ? 5 : 1);
+                }
             }
         }
 
         public void close() throws IOException
         {
+            for (final io.switchml.worker.transport.DatagramTransport channel : channels)
+            {
+                SENDER_CALLS.addAndGet(channel.sendCalls());
+                if (channel instanceof io.switchml.worker.transport.NativeDatagramTransport n)
+                {
+                    SENDER_GSO_MESSAGES.addAndGet(n.gsoMessages());
+                }
+            }
             control.close();
-            for (final DatagramChannel channel : channels)
+            for (final io.switchml.worker.transport.DatagramTransport channel : channels)
             {
                 channel.close();
             }
