@@ -222,11 +222,24 @@ public final class WorkerClient implements AutoCloseable
                 ports.append(shard == 0 ? "" : ",").append(transports[shard].localPort());
             }
 
+            final Thread warmUp = DataPathWarmUp.maybeStart(context);
             send(out, ControlProtocol.JOIN + " job=" + jobId + " rank=" + context.rank() + " token=" + context.token() +
                 " ports=" + ports);
             socket.setSoTimeout((int)Math.min(Integer.MAX_VALUE, context.joinTimeoutMs()));
             final Map<String, String> joined = expectOk(readLine(socket), context, where, "join");
             socket.setSoTimeout(0);
+            if (warmUp != null)
+            {
+                // it ran while the join waited for the other ranks; what is left of its budget is waited for here
+                try
+                {
+                    warmUp.join(java.time.Duration.ofNanos(DataPathWarmUp.BUDGET_NS));
+                }
+                catch (final InterruptedException ex)
+                {
+                    Thread.currentThread().interrupt();
+                }
+            }
             if (!(socket.getInetAddress() instanceof java.net.Inet4Address appliance))
             {
                 throw new IOException("the data plane is IPv4 only; the appliance is at " + socket.getInetAddress());
