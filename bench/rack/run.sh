@@ -205,9 +205,12 @@ snapshot_build() {
     fi
   fi
   [ -f "$ROOT/dist/target/switchml.jar" ] || die "no build at dist/target (run ./switchml build)"
-  mkdir -p "$WORK/snap/dist/target"
+  mkdir -p "$WORK/snap/dist/target" "$WORK/snap/packaging/bin"
   cp "$ROOT/switchml" "$WORK/snap/switchml"
-  cp -r "$ROOT/dist/target/switchml.jar" "$ROOT/dist/target/lib" "$WORK/snap/dist/target/"
+  # the launcher runs packaging/bin/switchml over the staged class path and AOT cache in dist/target/package-lib;
+  # -a keeps the jars' times, which the cache checks
+  cp -a "$ROOT/packaging/bin/switchml" "$WORK/snap/packaging/bin/"
+  cp -a "$ROOT/dist/target/switchml.jar" "$ROOT/dist/target/lib" "$ROOT/dist/target/package-lib" "$WORK/snap/dist/target/"
   SWITCHML="$WORK/snap/switchml"
   "$SWITCHML" worker bench --help >/dev/null 2>&1 || die "this build has no 'switchml worker bench'"
   BUILD_COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
