@@ -77,8 +77,8 @@ public final class ApplianceLoadBench
             workers, senderTransport, senderGso ? "on" : "off", shards, slots, transport, mac ? "on" : "off",
             Runtime.getRuntime().availableProcessors(), java.time.LocalDate.now());
         System.out.println("| k | payload bytes | shard | packets in/s | packets out/s | aggregated Gbit/s | bytes allocated/packet |" +
-            " shard thread CPU (cores) | updates per shard CPU-second |");
-        System.out.println("|---|---|---|---|---|---|---|---|---|");
+            " shard thread CPU (cores) | updates per shard CPU-second | shard CPU-s per million updates |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|---|");
         for (final String lanesText : laneList)
         {
             run(workers, shards, slots, Integer.parseInt(lanesText.strip()), seconds, warmupSeconds, transport, mac);
@@ -177,10 +177,10 @@ public final class ApplianceLoadBench
                 final long out = outAfter[shard] - outBefore[shard];
                 final double gbits = (slotsAfter[shard] - slotsBefore[shard]) * (double)workers * lanes * 4 * 8 / elapsed / 1e9;
                 final double cpuSeconds = (cpuAfter[shard] - cpuBefore[shard]) / 1e9;
-                System.out.printf(Locale.ROOT, "| %d | %d | %d | %.0f | %.0f | %.2f | %.1f | %.2f | %.0f |%n", lanes,
+                System.out.printf(Locale.ROOT, "| %d | %d | %d | %.0f | %.0f | %.2f | %.1f | %.2f | %.0f | %.2f |%n", lanes,
                     DataHeaderFlyweight.packetLength(lanes), shard, in / elapsed, out / elapsed, gbits,
                     in == 0 ? 0.0 : (allocAfter[shard] - allocBefore[shard]) / (double)in, cpuSeconds / elapsed,
-                    cpuSeconds <= 0 ? 0.0 : in / cpuSeconds);
+                    cpuSeconds <= 0 ? 0.0 : in / cpuSeconds, in == 0 ? 0.0 : cpuSeconds * 1e6 / in);
             }
             for (final Sender sender : senders)
             {
