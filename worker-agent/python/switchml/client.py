@@ -134,8 +134,9 @@ class Client:
     def all_reduce(self, tensor, op="sum"):
         """All-reduce ``tensor`` in place across the job's ranks and return it.
 
-        The tensor must live on the CPU and hold floating-point values; float32 is the native
-        format (other float dtypes are converted on the way through shared memory). It may have any
+        The tensor must live on the CPU and hold float32, float16 or bfloat16 values; float32 is the
+        native format (the 16-bit types pass through it exactly). float64 is refused rather than
+        narrowed to float32 without a word. It may have any
         shape and need not be contiguous. Tensors larger than the shared memory are reduced in
         pieces of ``piece_elements``, one request each. Every rank must make the same calls with
         the same element counts in the same order.
@@ -157,6 +158,12 @@ class Client:
             raise TypeError("all_reduce needs a CPU tensor, got one on %s" % tensor.device)
         if not tensor.is_floating_point():
             raise TypeError("all_reduce needs a floating-point tensor, got %s" % tensor.dtype)
+        if tensor.dtype == torch.float64:
+            # the agent sums float32 through block floating point: passing float64 through it would narrow every
+            # element to float32 without saying so
+            raise TypeError("all_reduce does not take float64: SwitchML sums float32 (float16 and bfloat16 pass "
+                            "through float32 exactly) and would narrow it silently; convert it yourself "
+                            "(tensor.float()) if float32 precision is enough")
         total = tensor.numel()
         if total == 0:
             return tensor

@@ -129,7 +129,7 @@ class ClientTest(unittest.TestCase):
         counts = [_parse(r)["count"] for r in agent.requests if r.startswith("ALLREDUCE")]
         self.assertEqual(counts, ["64", "64", "22"])
 
-    def test_non_contiguous_and_float64_tensors(self):
+    def test_non_contiguous_16_bit_and_refused_float64_tensors(self):
         agent = self.agent()
         with switchml.Client(agent.socket_path) as client:
             base = torch.arange(20, dtype=torch.float32).reshape(4, 5)
@@ -138,10 +138,14 @@ class ClientTest(unittest.TestCase):
             expected = t * 2 + 1
             client.all_reduce(t)
             self.assertTrue(torch.equal(t, expected))
-            d = torch.arange(6, dtype=torch.float64)
-            client.all_reduce(d, op="average")
-            self.assertEqual(d.dtype, torch.float64)
-            self.assertTrue(torch.equal(d, torch.arange(6, dtype=torch.float64) + 0.5))
+            d = torch.arange(6, dtype=torch.float64) + 1e-12
+            with self.assertRaisesRegex(TypeError, "does not take float64.*narrow"):
+                client.all_reduce(d, op="average")
+            self.assertTrue(torch.equal(d, torch.arange(6, dtype=torch.float64) + 1e-12), "left untouched")
+            h = torch.arange(6, dtype=torch.float16)
+            client.all_reduce(h, op="average")
+            self.assertEqual(h.dtype, torch.float16)
+            self.assertTrue(torch.equal(h, torch.arange(6, dtype=torch.float16) + 0.5))
 
     def test_leaf_tensor_requiring_grad(self):
         agent = self.agent()
