@@ -17,7 +17,7 @@ import java.util.concurrent.CountDownLatch;
 /**
  * {@code switchml appliance}: run the aggregation service until SIGTERM.
  */
-@Command(name = "appliance", mixinStandardHelpOptions = true,
+@Command(name = "appliance", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = "Run the SwitchML aggregation appliance (UDP data plane, TCP control endpoint) until SIGTERM.")
 public final class ApplianceCommand implements Callable<Integer>
 {

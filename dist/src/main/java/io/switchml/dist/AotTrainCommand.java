@@ -38,7 +38,7 @@ import java.util.concurrent.TimeUnit;
  * for a client, as a training process would (MAC on, the packaged default), and the demo (MAC off). The JVM writes
  * the cache when it exits (JEP 514), with the classes loaded and linked and the method profiles (JEP 515) of this run.
  */
-@Command(name = "aot-train", hidden = true, mixinStandardHelpOptions = true,
+@Command(name = "aot-train", hidden = true, mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = "Training run of the AOT cache (the build runs it with SWITCHML_AOT=train).")
 public final class AotTrainCommand implements Callable<Integer>
 {

@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * {@code switchml demo}: an appliance and n workers on this host over real UDP sockets, all-reducing
  * a float32 tensor whose sum is known, checking every element of every result.
  */
-@Command(name = "demo", mixinStandardHelpOptions = true,
+@Command(name = "demo", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = "Start an appliance and workers on this host, all-reduce a float32 tensor repeatedly, check "
         + "every result against the exact sum, and print tensor aggregation time (TAT) and throughput.")
 public final class DemoCommand implements Callable<Integer>

@@ -12,7 +12,7 @@ import java.util.function.Supplier;
  * The {@code switchml} command: one entry point for the demo, the appliance, a worker, and the
  * operator CLI.
  */
-@Command(name = "switchml", mixinStandardHelpOptions = true, version = "switchml 0.1.0",
+@Command(name = "switchml", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = "SwitchML software aggregation appliance and worker agent.",
     subcommands = {DemoCommand.class, ApplianceCommand.class, WorkerCommand.class, OpsCommand.class, AotTrainCommand.class})
 public final class SwitchMl implements Runnable
@@ -53,7 +53,7 @@ public final class SwitchMl implements Runnable
     }
 
     /** {@link SwitchMl} without its subcommands, for {@link #commandLine}. */
-    @Command(name = "switchml", mixinStandardHelpOptions = true, version = "switchml 0.1.0",
+    @Command(name = "switchml", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
         description = "SwitchML software aggregation appliance and worker agent.")
     static final class Root implements Runnable
     {

@@ -23,7 +23,7 @@ final class Version implements CommandLine.IVersionProvider
 
     public String[] getVersion()
     {
-        return new String[] {"switchml ops " + VERSION};
+        return new String[] {io.switchml.protocol.BuildInfo.describe()};
     }
 
     private static String load()

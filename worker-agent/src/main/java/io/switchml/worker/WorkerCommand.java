@@ -6,7 +6,7 @@ import picocli.CommandLine.Command;
 /**
  * {@code switchml worker}: the worker agent's commands.
  */
-@Command(name = "worker", mixinStandardHelpOptions = true,
+@Command(name = "worker", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = "Worker agent: run a checked all-reduce job, benchmark, or serve the local bridge for PyTorch.",
     subcommands = {WorkerRunCommand.class, io.switchml.worker.bench.WorkerBenchCommand.class,
         io.switchml.worker.bridge.WorkerServeCommand.class})

@@ -15,7 +15,7 @@ import java.util.concurrent.Callable;
  * result. Exit code 0 when every result is right, 1 when one is wrong, 2 for bad arguments, 3 when
  * the job failed.
  */
-@Command(name = "run", mixinStandardHelpOptions = true,
+@Command(name = "run", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = "Join a job as one rank and all-reduce tensors whose sum is known, checking every result.")
 public final class WorkerRunCommand implements Callable<Integer>
 {

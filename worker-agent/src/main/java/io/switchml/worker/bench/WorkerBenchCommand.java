@@ -27,7 +27,7 @@ import java.util.function.ToLongFunction;
  * Exit codes: {@value #EXIT_OK} all results right, {@value #EXIT_WRONG_RESULT} a result was wrong,
  * {@value #EXIT_BAD_ARGUMENTS} bad arguments, {@value #EXIT_JOB_FAILED} the job failed.
  */
-@Command(name = "bench", mixinStandardHelpOptions = true,
+@Command(name = "bench", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = {
         "Tensor aggregation microbenchmark (SwitchML paper, section 6.1): warm-ups, then timed all-reduces of a " +
             "tensor whose sum is known, every result checked; TAT p50/p99/max, aggregated elements/s, retransmissions.",

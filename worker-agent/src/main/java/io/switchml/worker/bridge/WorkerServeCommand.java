@@ -21,7 +21,7 @@ import java.util.concurrent.Callable;
  * stop, 2 for bad arguments, 3 when the job cannot be joined or the socket or shared memory cannot
  * be set up.
  */
-@Command(name = "serve", mixinStandardHelpOptions = true,
+@Command(name = "serve", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = {"Serve one training process (one rank) as a local bridge for PyTorch.",
         "All-reduces float32 tensors that the process places in shared memory, on request over a Unix-domain " +
             "socket (Python package 'switchml', worker-agent/python). Joins the job at start-up: start every rank's " +
