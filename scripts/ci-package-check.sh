@@ -151,14 +151,14 @@ port_in_use() {
 step "prerequisites"
 [ "$(id -u)" -eq 0 ] || fail "must run as root (dpkg -i, a system user); CI runs as root"
 missing=()
-for tool in systemd-analyze curl setpriv taskset ss; do
+for tool in systemd-analyze curl setpriv taskset ss openssl; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   note "installing what provides: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends systemd curl util-linux iproute2 >/dev/null
+  apt-get install -y -q --no-install-recommends systemd curl util-linux iproute2 openssl >/dev/null
 fi
 ok "systemd-analyze ($(systemd-analyze --version | head -n 1)), curl, setpriv, taskset, ss"
 JAVA=$(find_java) || fail "no Java 25 or newer in JAVA_HOME or /usr/lib/jvm"
@@ -257,6 +257,8 @@ check "credentials file /etc/switchml/credentials is switchml:switchml 600 with 
 grep -qx "switchml.appliance.control.credentials.file=/etc/switchml/credentials" <<<"$resolved" ||
   fail "packaged configuration turns control authorization on"
 ok "packaged configuration turns control authorization on"
+check "control-channel TLS: /etc/switchml/tls/appliance.p12 and password switchml:switchml 600, ca.pem readable by all" \
+  bash -c "[ \"\$(stat -c '%U:%G %a' /etc/switchml/tls/appliance.p12)\" = 'switchml:switchml 600' ] && [ \"\$(stat -c '%U:%G %a' /etc/switchml/tls/password)\" = 'switchml:switchml 600' ] && [ \"\$(stat -c '%a' /etc/switchml/tls/ca.pem)\" = 644 ] && openssl x509 -in /etc/switchml/tls/ca.pem -noout -ext subjectAltName | grep -q 'IP Address:127.0.0.1'"
 
 # ---------------------------------------------------------------------------------------------------------
 step "systemd-analyze verify"
@@ -385,6 +387,9 @@ note "notifications received: $(wc -l <"$WORK/notify.log") ($(grep -c 'WATCHDOG=
 grep -q "control authorization on: 2 credential(s) from /etc/switchml/credentials" "$WORK/appliance.log" ||
   fail "the packaged appliance starts with control authorization on"
 ok "the packaged appliance starts with control authorization on"
+grep -q "control channel TLS on (/etc/switchml/tls/appliance.p12)" "$WORK/appliance.log" ||
+  fail "the packaged appliance serves its control channel over TLS"
+ok "the packaged appliance serves its control channel over TLS"
 note "appliance output: $(tr '\n' ' ' <"$WORK/appliance.log" | head -c 600)"
 rm -rf "$WORK/run"
 

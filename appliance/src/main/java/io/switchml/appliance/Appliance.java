@@ -87,7 +87,7 @@ public final class Appliance implements AutoCloseable
                 () -> telemetry.system(SystemCounter.JOINS_REFUSED).increment(),
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).increment(),
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).decrement(),
-                context.controlLimits());
+                context.controlLimits(), context.controlTlsContext());
             control.credentials(context.controlCredentials());
             if (context.httpPort() >= 0)
             {
@@ -282,7 +282,8 @@ public final class Appliance implements AutoCloseable
             " memoryUsedBytes=" + registry.memoryUsedBytes() + " memoryBudgetBytes=" + registry.memoryBudgetBytes() +
             " shards=" + context.shards() + " transport=" + dataPlane.transportName() + " backends=" +
             String.join(",", backends.stream().map(Backend::name).toList()) + " auth=" +
-            (context.controlCredentials() != null ? "on" : "off") + " pid=" + ProcessHandle.current().pid();
+            (context.controlCredentials() != null ? "on" : "off") + " tls=" + (context.controlTlsContext() != null ? "on" : "off") +
+            " pid=" + ProcessHandle.current().pid();
     }
 
     private String healthJson()

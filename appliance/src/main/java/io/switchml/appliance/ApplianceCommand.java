@@ -120,6 +120,11 @@ public final class ApplianceCommand implements Callable<Integer>
                 context.controlCredentialsFile() :
             "switchml appliance: WARNING control authorization OFF: anyone who reaches the control port may create, list and " +
                 "abort jobs; set " + ApplianceContext.CONTROL_CREDENTIALS_FILE_PROP);
+        System.out.println(context.controlTlsContext() != null ?
+            "switchml appliance: control channel TLS on (" + context.controlTlsKeystore() + ")" :
+            "switchml appliance: WARNING control channel is plain TCP: JOIN replies carry jobs' MAC keys and clients' " +
+                "auth= secrets in clear text; set " + ApplianceContext.CONTROL_TLS_KEYSTORE_PROP + " and " +
+                ApplianceContext.CONTROL_TLS_PASSWORD_FILE_PROP);
         System.out.flush();
         if (notifier.isEnabled())
         {

@@ -130,6 +130,12 @@ public final class ApplianceContext
      * ABORTJOB, JOBS and STATS need an operator's or a tenant's credential; empty: authorization off.
      */
     public static final String CONTROL_CREDENTIALS_FILE_PROP = "switchml.appliance.control.credentials.file";
+    /**
+     * TLS for the control channel: a PKCS12 keystore with the appliance's certificate and key, and a file holding its
+     * password; both empty: plain TCP (the start-up log warns: the JOIN reply carries the job's MAC key).
+     */
+    public static final String CONTROL_TLS_KEYSTORE_PROP = "switchml.appliance.control.tls.keystore";
+    public static final String CONTROL_TLS_PASSWORD_FILE_PROP = "switchml.appliance.control.tls.password.file";
 
     /** Aggregator memory all jobs together may hold (lanes of both pool versions plus bitmaps). */
     public static final String MEMORY_BUDGET_BYTES_PROP = "switchml.appliance.memory.budget.bytes";
@@ -177,6 +183,9 @@ public final class ApplianceContext
         io.switchml.appliance.control.ControlServer.Limits.DEFAULT.maxConnectionsPerAddress();
     private long controlIdleTimeoutMs = io.switchml.appliance.control.ControlServer.Limits.DEFAULT.idleTimeoutMs();
     private String controlCredentialsFile = "";
+    private String controlTlsKeystore = "";
+    private String controlTlsPasswordFile = "";
+    private javax.net.ssl.SSLContext controlTls;
     private io.switchml.protocol.ControlCredentials controlCredentials;
     private long memoryBudgetBytes = MEMORY_BUDGET_BYTES_DEFAULT;
     private int socketBufferBytes = SOCKET_BUFFER_BYTES_DEFAULT;
@@ -219,6 +228,8 @@ public final class ApplianceContext
                     case CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP -> controlMaxConnectionsPerAddress = Integer.parseInt(value);
                     case CONTROL_IDLE_TIMEOUT_MS_PROP -> controlIdleTimeoutMs = Long.parseLong(value);
                     case CONTROL_CREDENTIALS_FILE_PROP -> controlCredentialsFile = value;
+                    case CONTROL_TLS_KEYSTORE_PROP -> controlTlsKeystore = value;
+                    case CONTROL_TLS_PASSWORD_FILE_PROP -> controlTlsPasswordFile = value;
                     case MEMORY_BUDGET_BYTES_PROP -> memoryBudgetBytes = Long.parseLong(value);
                     case SOCKET_BUFFER_BYTES_PROP -> socketBufferBytes = Integer.parseInt(value);
                     case LOSS_RATE_PROP -> lossRate = Double.parseDouble(value);
@@ -395,6 +406,23 @@ public final class ApplianceContext
                 throw new IllegalArgumentException(CONTROL_CREDENTIALS_FILE_PROP + ": " + ex.getMessage(), ex);
             }
         }
+        if (controlTlsKeystore.isEmpty() != controlTlsPasswordFile.isEmpty())
+        {
+            throw new IllegalArgumentException(CONTROL_TLS_KEYSTORE_PROP + " and " + CONTROL_TLS_PASSWORD_FILE_PROP +
+                " go together: set both for TLS on the control channel, or neither");
+        }
+        if (!controlTlsKeystore.isEmpty())
+        {
+            try
+            {
+                controlTls = io.switchml.protocol.ControlTls.serverContext(java.nio.file.Path.of(controlTlsKeystore),
+                    java.nio.file.Path.of(controlTlsPasswordFile));
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                throw new IllegalArgumentException(CONTROL_TLS_KEYSTORE_PROP + ": " + ex.getMessage(), ex);
+            }
+        }
         if (controlIdleTimeoutMs < 100 || controlIdleTimeoutMs > Integer.MAX_VALUE)
         {
             throw new IllegalArgumentException(CONTROL_IDLE_TIMEOUT_MS_PROP + " must be within 100.." + Integer.MAX_VALUE + ": " +
@@ -470,6 +498,8 @@ public final class ApplianceContext
         out.println(CONTROL_MAX_CONNECTIONS_PER_ADDRESS_PROP + "=" + controlMaxConnectionsPerAddress);
         out.println(CONTROL_IDLE_TIMEOUT_MS_PROP + "=" + controlIdleTimeoutMs);
         out.println(CONTROL_CREDENTIALS_FILE_PROP + "=" + controlCredentialsFile);
+        out.println(CONTROL_TLS_KEYSTORE_PROP + "=" + controlTlsKeystore);
+        out.println(CONTROL_TLS_PASSWORD_FILE_PROP + "=" + controlTlsPasswordFile);
         out.println(MEMORY_BUDGET_BYTES_PROP + "=" + memoryBudgetBytes);
         out.println(SOCKET_BUFFER_BYTES_PROP + "=" + socketBufferBytes);
         out.println(LOSS_RATE_PROP + "=" + lossRate);
@@ -797,6 +827,30 @@ public final class ApplianceContext
     public String controlCredentialsFile()
     {
         return controlCredentialsFile;
+    }
+
+    /**
+     * @param keystore     PKCS12 keystore of the control endpoint's certificate and key; null or empty: plain TCP.
+     * @param passwordFile file holding the keystore's password.
+     */
+    public ApplianceContext controlTls(final String keystore, final String passwordFile)
+    {
+        this.controlTlsKeystore = keystore == null ? "" : keystore;
+        this.controlTlsPasswordFile = passwordFile == null ? "" : passwordFile;
+        return this;
+    }
+
+    public String controlTlsKeystore()
+    {
+        return controlTlsKeystore;
+    }
+
+    /**
+     * @return the control endpoint's TLS context made at {@code conclude()}, or null for plain TCP.
+     */
+    public javax.net.ssl.SSLContext controlTlsContext()
+    {
+        return controlTls;
     }
 
     /**

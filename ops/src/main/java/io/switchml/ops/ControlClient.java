@@ -6,7 +6,6 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
-import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -29,18 +28,17 @@ final class ControlClient implements AutoCloseable
 
     ControlClient(final String host, final int port, final int timeoutMs) throws IOException
     {
-        this(host, port, timeoutMs, () -> null);
+        this(host, port, timeoutMs, () -> null, () -> null);
     }
 
-    ControlClient(final String host, final int port, final int timeoutMs, final java.util.function.Supplier<String> credential)
-        throws IOException
+    ControlClient(final String host, final int port, final int timeoutMs, final java.util.function.Supplier<String> credential,
+        final java.util.function.Supplier<java.nio.file.Path> tlsCa) throws IOException
     {
         this.credential = credential;
         address = host + ":" + port;
-        socket = new Socket();
+        socket = io.switchml.protocol.ControlTls.connect(host, port, timeoutMs, tlsCa.get());
         try
         {
-            socket.connect(new InetSocketAddress(host, port), timeoutMs);
             socket.setSoTimeout(timeoutMs);
             reader = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
             out = socket.getOutputStream();

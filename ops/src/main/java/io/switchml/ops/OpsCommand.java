@@ -44,6 +44,28 @@ public final class OpsCommand implements Runnable
     /** Control port when neither --control-port nor the journal says otherwise. */
     static final int CONTROL_PORT_DEFAULT = ApplianceContext.CONTROL_PORT_DEFAULT;
 
+    /** Where the package puts the appliance's control-channel certificate. */
+    static final String DEFAULT_TLS_CA = "/etc/switchml/tls/ca.pem";
+
+    @Option(names = "--tls-ca", paramLabel = "FILE", scope = CommandLine.ScopeType.INHERIT,
+        defaultValue = "${env:SWITCHML_TLS_CA}",
+        description = "PEM file of the appliance's certificate (or its CA): the control connection uses TLS and verifies " +
+            "it (default: $SWITCHML_TLS_CA, else " + DEFAULT_TLS_CA + " when it exists; none: plain TCP).")
+    String tlsCa;
+
+    /**
+     * @return the certificate file to verify the control endpoint with, or null for plain TCP.
+     */
+    java.nio.file.Path tlsCa()
+    {
+        if (tlsCa != null && !tlsCa.isEmpty())
+        {
+            return java.nio.file.Path.of(tlsCa);
+        }
+        final java.nio.file.Path packaged = java.nio.file.Path.of(DEFAULT_TLS_CA);
+        return java.nio.file.Files.isReadable(packaged) ? packaged : null;
+    }
+
     /** Where the package puts the control plane's credentials. */
     static final String DEFAULT_CREDENTIALS_FILE = "/etc/switchml/credentials";
 
@@ -160,7 +182,7 @@ public final class OpsCommand implements Runnable
                     "--url must be http://HOST:PORT (the appliance's HTTP endpoint): '" + url + "'");
             }
         }
-        return new Target(resolvedDir(), uri, host, controlPort, timeoutMs).credential(this::credential);
+        return new Target(resolvedDir(), uri, host, controlPort, timeoutMs).credential(this::credential).tlsCa(this::tlsCa);
     }
 
     Path resolvedDir()

@@ -77,6 +77,17 @@ final class Target
         return this;
     }
 
+    private java.util.function.Supplier<java.nio.file.Path> tlsCa = () -> null;
+
+    /**
+     * @param tlsCa supplies the PEM file to verify the control endpoint with (TLS), or null for plain TCP.
+     */
+    Target tlsCa(final java.util.function.Supplier<java.nio.file.Path> tlsCa)
+    {
+        this.tlsCa = tlsCa;
+        return this;
+    }
+
     int timeoutMs()
     {
         return timeoutMs;
@@ -221,7 +232,7 @@ final class Target
         final int port = controlPort();
         try
         {
-            return new ControlClient(controlHost(), port, timeoutMs, credential);
+            return new ControlClient(controlHost(), port, timeoutMs, credential, tlsCa);
         }
         catch (final IOException ex)
         {

@@ -65,6 +65,11 @@ public final class TransportOptions
         "itself instead).", defaultValue = "${env:SWITCHML_CREDENTIAL_FILE}")
     private String credentialFile;
 
+    @Option(names = "--tls-ca", description = "PEM file of the appliance's certificate (or its CA): the control " +
+        "connection uses TLS and verifies the appliance (default: $SWITCHML_TLS_CA; none: plain TCP).",
+        defaultValue = "${env:SWITCHML_TLS_CA}")
+    private String tlsCa;
+
     @Option(names = "--progress-timeout-ms", description = "Fail an all-reduce when no result arrives for this long " +
         "(default ${DEFAULT-VALUE}).", defaultValue = "10000")
     private long progressTimeoutMs;
@@ -122,7 +127,7 @@ public final class TransportOptions
             .fastRetransmit(fastRetransmit()).reorderWindowUs(reorderWindowUs)
             .probeTimeoutUs(probeTimeoutUs).progressTimeoutMs(progressTimeoutMs)
             .transport(io.switchml.worker.transport.TransportKind.parse(transport)).gso(onOff("--gso", gso))
-            .credential(credential());
+            .credential(credential()).tlsCa(tlsCa);
     }
 
     private static boolean onOff(final String option, final String value)

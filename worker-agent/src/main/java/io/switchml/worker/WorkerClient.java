@@ -197,10 +197,9 @@ public final class WorkerClient implements AutoCloseable
         final String where = "appliance " + context.applianceHost() + ":" + context.controlPort();
         try
         {
-            socket = new Socket();
-            socket.setTcpNoDelay(true);
+            socket = io.switchml.protocol.ControlTls.connect(context.applianceHost(), context.controlPort(), 5_000,
+                context.tlsCa() == null ? null : java.nio.file.Path.of(context.tlsCa()));
             socket.setKeepAlive(true);
-            socket.connect(new InetSocketAddress(context.applianceHost(), context.controlPort()), 5_000);
             final OutputStream out = socket.getOutputStream();
 
             send(out, ControlProtocol.CREATE + " name=" + context.jobName() + " tenant=" + context.tenant() +
@@ -328,6 +327,13 @@ public final class WorkerClient implements AutoCloseable
         {
             throw new AllReduceException(where + " closed the control connection during the " + step + " of job '" +
                 context.jobName() + "'");
+        }
+        if (line.chars().anyMatch(c -> c < 0x20 && c != '\t'))
+        {
+            // a TLS record (an alert: 0x15) or anything else that is not a line of the control protocol
+            throw new AllReduceException(where + " did not answer the " + step + " of job '" + context.jobName() +
+                "' in the control protocol" + (context.tlsCa() == null ? "; if its control endpoint uses TLS, give its " +
+                "certificate with --tls-ca (or $SWITCHML_TLS_CA)" : ""));
         }
         final Map<String, String> reply = ControlProtocol.parse(line);
         if (!ControlProtocol.OK.equals(reply.get("")))

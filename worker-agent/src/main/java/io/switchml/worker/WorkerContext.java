@@ -72,6 +72,7 @@ public final class WorkerContext
         io.switchml.worker.transport.TransportKind.parse(System.getProperty(TRANSPORT_PROP, "auto"));
     private boolean gso = true;
     private String credential;
+    private String tlsCa;
     private LossRecovery.Factory lossRecovery = AdaptiveLossRecovery::new;
     private long reorderWindowUs = REORDER_WINDOW_US_DEFAULT;
     private long probeTimeoutUs = PROBE_TIMEOUT_US_DEFAULT;
@@ -368,6 +369,25 @@ public final class WorkerContext
     public WorkerContext lossRecovery(final LossRecovery.Factory lossRecovery)
     {
         this.lossRecovery = java.util.Objects.requireNonNull(lossRecovery, "lossRecovery");
+        return this;
+    }
+
+    /**
+     * @return the PEM file of certificates the appliance's control endpoint is verified against (TLS), or null for
+     * plain TCP.
+     */
+    public String tlsCa()
+    {
+        return tlsCa;
+    }
+
+    /**
+     * @param tlsCa PEM file of the appliance's certificate or its CA: the control connection uses TLS and checks the
+     *              appliance's name; null or empty for plain TCP.
+     */
+    public WorkerContext tlsCa(final String tlsCa)
+    {
+        this.tlsCa = tlsCa == null || tlsCa.isEmpty() ? null : tlsCa;
         return this;
     }
 

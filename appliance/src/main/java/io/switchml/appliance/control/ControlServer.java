@@ -109,12 +109,44 @@ public final class ControlServer implements AutoCloseable
         final Runnable connectionClosed,
         final Limits limits) throws IOException
     {
+        this(bindAddress, port, registry, defaults, dataPorts, counters, health, multicastGroup, joinsRefused,
+            connectionOpened, connectionClosed, limits, null);
+    }
+
+    /**
+     * @param tls the TLS context of the endpoint, or null for plain TCP.
+     */
+    public ControlServer(
+        final InetAddress bindAddress,
+        final int port,
+        final JobRegistry registry,
+        final ControlDefaults defaults,
+        final int[] dataPorts,
+        final Supplier<Map<String, Long>> counters,
+        final Supplier<String> health,
+        final java.util.function.IntFunction<String> multicastGroup,
+        final Runnable joinsRefused,
+        final Runnable connectionOpened,
+        final Runnable connectionClosed,
+        final Limits limits,
+        final javax.net.ssl.SSLContext tls) throws IOException
+    {
         this.limits = limits;
         this.joinsRefused = joinsRefused;
         this.multicastGroup = multicastGroup;
         this.connectionOpened = connectionOpened;
         this.connectionClosed = connectionClosed;
-        this.serverSocket = new ServerSocket();
+        if (tls != null)
+        {
+            final javax.net.ssl.SSLServerSocket secure =
+                (javax.net.ssl.SSLServerSocket)tls.getServerSocketFactory().createServerSocket();
+            secure.setEnabledProtocols(io.switchml.protocol.ControlTls.protocols());
+            this.serverSocket = secure;
+        }
+        else
+        {
+            this.serverSocket = new ServerSocket();
+        }
         serverSocket.setReuseAddress(true);
         serverSocket.bind(new InetSocketAddress(bindAddress, port), 128);
         this.registry = registry;
