@@ -160,7 +160,7 @@ def one_rep(args, rep, aot):
     try:
         logs["appliance"] = []
         app, t0 = start([launcher, "appliance", "--bind", "127.0.0.1", "--control-port", str(port), "--data-port", "0",
-                         "--http-port", "-1", "--dir", work + "/appliance-%d" % rep], env, "appliance")
+                         "--http-port", "-1", "--dir", work + "/appliance-%d" % rep, "--insecure-control"], env, "appliance")
         procs.append(("appliance", app))
         ours.add(app.pid)
         appliance_ms = wait_line(app, t0, "switchml appliance ready", 60, logs["appliance"])

@@ -436,7 +436,7 @@ run_switchml() {
   mkdir -p "$CELL/appliance"
   SWITCHML_JAVA_OPTS="-Xmx1g ${SWITCHML_BENCH_JAVA_OPTS:-}" in_ns "$(rack_ns_ap)" "$PY" "$HERE/cpuwrap.py" --out "$CELL/appliance.cpu.json" -- \
     "$SWITCHML" appliance --bind "$appliance_addr" --data-port "$data_port" --control-port "$ctl_port" \
-    --http-port -1 --dir "$CELL/appliance" --mac "$MAC" --shards "$SHARDS" ${MULTICAST_GROUP:+--multicast "$MULTICAST_GROUP"} \
+    --http-port -1 --dir "$CELL/appliance" --insecure-control --mac "$MAC" --shards "$SHARDS" ${MULTICAST_GROUP:+--multicast "$MULTICAST_GROUP"} \
     > "$CELL/appliance.log" 2>&1 &
   ap_pid=$!
   for _ in $(seq 300); do

@@ -87,7 +87,7 @@ run_one() {
   } > "$dir/appliance.properties"
   ip netns exec "$(rack_ns_ap)" "$JAVA" "${JVM_FLAGS[@]}" -Xmx1g -cp "$CP" io.switchml.dist.SwitchMl appliance \
     --config "$dir/appliance.properties" --bind "$RACK_APPLIANCE_ADDR" --data-port 7471 --control-port 7470 --http-port -1 \
-    --dir "$dir/state" --multicast 239.192.0.0 > "$dir/appliance.log" 2>&1 &
+    --dir "$dir/state" --insecure-control --multicast 239.192.0.0 > "$dir/appliance.log" 2>&1 &
   ap_pid=$!
   PIDS+=("$ap_pid")
   for _ in $(seq 300); do grep -qs 'appliance ready' "$dir/appliance.log" && break; sleep 0.1; done

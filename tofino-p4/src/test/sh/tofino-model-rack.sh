@@ -55,7 +55,7 @@ switchml.appliance.mac=off
 EOF
   ip netns exec "$(rack_ns_ap)" "$JAVA" "${JVM_FLAGS[@]}" -Xmx512m -cp "$SWITCHML_CP" io.switchml.dist.SwitchMl appliance \
     --config "$dir/appliance.properties" --bind "$RACK_APPLIANCE_ADDR" --data-port 7471 --control-port 7470 --http-port 7472 \
-    --dir "$dir/state" > "$dir/appliance.log" 2>&1 &
+    --dir "$dir/state" --insecure-control > "$dir/appliance.log" 2>&1 &
   ap_pid=$!
   PIDS+=("$ap_pid")
   for _ in $(seq 300); do

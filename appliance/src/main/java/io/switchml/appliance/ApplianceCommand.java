@@ -77,6 +77,11 @@ public final class ApplianceCommand implements Callable<Integer>
         ApplianceContext.HTTP_PORT_DEFAULT + ").")
     private Integer httpPort;
 
+    @Option(names = "--insecure-control", description = "Serve the control channel over plain TCP when no TLS keystore " +
+        "is configured (" + ApplianceContext.CONTROL_INSECURE_PROP + "=true); without it the appliance refuses to start " +
+        "without TLS. The start-up log and `ops status` say so.")
+    private boolean insecureControl;
+
     @Option(names = "--print-config", description = "Print the resolved configuration and exit.")
     private boolean printConfig;
 
@@ -93,10 +98,22 @@ public final class ApplianceCommand implements Callable<Integer>
             System.err.println("switchml appliance: bad configuration: " + ex.getMessage());
             return 2;
         }
+        if (insecureControl)
+        {
+            context.controlInsecure(true);
+        }
         if (printConfig)
         {
             context.print(System.out);
             return 0;
+        }
+        if (context.controlTlsContext() == null && !context.controlInsecure())
+        {
+            System.err.println("switchml appliance: bad configuration: the control channel has no TLS (JOIN replies carry " +
+                "jobs' MAC keys): set " + ApplianceContext.CONTROL_TLS_KEYSTORE_PROP + " and " +
+                ApplianceContext.CONTROL_TLS_PASSWORD_FILE_PROP + ", or pass --insecure-control (" +
+                ApplianceContext.CONTROL_INSECURE_PROP + "=true) to serve plain TCP");
+            return 2;
         }
 
         final SystemdNotifier notifier = SystemdNotifier.fromEnvironment();

@@ -136,6 +136,11 @@ public final class ApplianceContext
      */
     public static final String CONTROL_TLS_KEYSTORE_PROP = "switchml.appliance.control.tls.keystore";
     public static final String CONTROL_TLS_PASSWORD_FILE_PROP = "switchml.appliance.control.tls.password.file";
+    /**
+     * true: {@code switchml appliance} may serve the control channel over plain TCP (no keystore). The command refuses
+     * to start without TLS unless this (or {@code --insecure-control}) says so; the embedded API does not check it.
+     */
+    public static final String CONTROL_INSECURE_PROP = "switchml.appliance.control.insecure";
 
     /** Aggregator memory all jobs together may hold (lanes of both pool versions plus bitmaps). */
     public static final String MEMORY_BUDGET_BYTES_PROP = "switchml.appliance.memory.budget.bytes";
@@ -185,6 +190,7 @@ public final class ApplianceContext
     private String controlCredentialsFile = "";
     private String controlTlsKeystore = "";
     private String controlTlsPasswordFile = "";
+    private boolean controlInsecure;
     private javax.net.ssl.SSLContext controlTls;
     private io.switchml.protocol.ControlCredentials controlCredentials;
     private long memoryBudgetBytes = MEMORY_BUDGET_BYTES_DEFAULT;
@@ -230,6 +236,7 @@ public final class ApplianceContext
                     case CONTROL_CREDENTIALS_FILE_PROP -> controlCredentialsFile = value;
                     case CONTROL_TLS_KEYSTORE_PROP -> controlTlsKeystore = value;
                     case CONTROL_TLS_PASSWORD_FILE_PROP -> controlTlsPasswordFile = value;
+                    case CONTROL_INSECURE_PROP -> controlInsecure = parseBoolean(CONTROL_INSECURE_PROP, value);
                     case MEMORY_BUDGET_BYTES_PROP -> memoryBudgetBytes = Long.parseLong(value);
                     case SOCKET_BUFFER_BYTES_PROP -> socketBufferBytes = Integer.parseInt(value);
                     case LOSS_RATE_PROP -> lossRate = Double.parseDouble(value);
@@ -500,6 +507,7 @@ public final class ApplianceContext
         out.println(CONTROL_CREDENTIALS_FILE_PROP + "=" + controlCredentialsFile);
         out.println(CONTROL_TLS_KEYSTORE_PROP + "=" + controlTlsKeystore);
         out.println(CONTROL_TLS_PASSWORD_FILE_PROP + "=" + controlTlsPasswordFile);
+        out.println(CONTROL_INSECURE_PROP + "=" + controlInsecure);
         out.println(MEMORY_BUDGET_BYTES_PROP + "=" + memoryBudgetBytes);
         out.println(SOCKET_BUFFER_BYTES_PROP + "=" + socketBufferBytes);
         out.println(LOSS_RATE_PROP + "=" + lossRate);
@@ -838,6 +846,30 @@ public final class ApplianceContext
         this.controlTlsKeystore = keystore == null ? "" : keystore;
         this.controlTlsPasswordFile = passwordFile == null ? "" : passwordFile;
         return this;
+    }
+
+    /**
+     * @param insecure true to allow {@code switchml appliance} a plain-TCP control channel.
+     */
+    public ApplianceContext controlInsecure(final boolean insecure)
+    {
+        this.controlInsecure = insecure;
+        return this;
+    }
+
+    public boolean controlInsecure()
+    {
+        return controlInsecure;
+    }
+
+    private static boolean parseBoolean(final String option, final String value)
+    {
+        return switch (value.strip())
+        {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalArgumentException(option + " must be true or false: " + value);
+        };
     }
 
     public String controlTlsKeystore()

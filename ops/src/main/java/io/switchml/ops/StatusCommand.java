@@ -66,6 +66,7 @@ final class StatusCommand extends OpsSubcommand
             status.put("uptimeMs", parseLong(health.get("uptimeMs")));
             status.put("version", version());
             status.put("transport", health.get("transport"));
+            status.put("controlSecurity", controlSecurity(health.get("tls"), health.get("auth")));
             final int shardCount = (int)parseLong(health.get("shards"));
             final List<Map<String, Object>> shards = new ArrayList<>();
             final List<ShardThreads.ShardThread> threads = ShardThreads.of(pid);
@@ -262,6 +263,10 @@ final class StatusCommand extends OpsSubcommand
             errors.get("distinct") + " distinct, " + errors.get("total") + " in all" +
                 (errors.containsKey("last") ? "; last at " + errors.get("lastAt") + ": " + errors.get("last") : "") :
             errors.get("total") + " in all (the error log is readable on the appliance host)");
+        if (status.get("controlSecurity") != null)
+        {
+            out.printf(row, "security", status.get("controlSecurity"));
+        }
         if (status.get("endpoints") instanceof Map<?, ?> endpoints)
         {
             out.printf(row, "control", endpoints.get("control"));
@@ -294,5 +299,19 @@ final class StatusCommand extends OpsSubcommand
     private static long number(final Object value)
     {
         return value instanceof Number number ? number.longValue() : 0;
+    }
+
+    /**
+     * @return what protects the control channel, flagging plain TCP and missing authorization, or null when the
+     * appliance does not say (an older one).
+     */
+    static String controlSecurity(final String tls, final String auth)
+    {
+        if (tls == null && auth == null)
+        {
+            return null;
+        }
+        return ("on".equals(tls) ? "control channel TLS" : "INSECURE: control channel is plain TCP (--insecure-control)") +
+            ", " + ("on".equals(auth) ? "authorization on" : "INSECURE: authorization off (no credentials file)");
     }
 }

@@ -107,6 +107,9 @@ class ControlTlsTest
             final OpsCli.Result listed = OpsCli.run("jobs", "list", base[0], base[1], base[2], "--tls-ca=" + trusted);
             assertEquals(0, listed.exitCode(), listed::toString);
             assertTrue(listed.out().contains("team-a/secure"), listed::toString);
+            final OpsCli.Result status = OpsCli.run("status", base[0], base[1], base[2], "--tls-ca=" + trusted);
+            assertEquals(0, status.exitCode(), status::toString);
+            assertTrue(status.out().contains("control channel TLS, authorization on"), status::toString);
             final OpsCli.Result wrongCa = OpsCli.run("jobs", "list", base[0], base[1], base[2], "--tls-ca=" + other);
             assertNotEquals(0, wrongCa.exitCode(), wrongCa::toString);
             assertTrue(wrongCa.err().contains("TLS handshake with the control endpoint 127.0.0.1:" + appliance.controlPort() +

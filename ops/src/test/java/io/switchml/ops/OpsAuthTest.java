@@ -72,6 +72,9 @@ class OpsAuthTest
             assertNotEquals(0, anonymous.exitCode(), anonymous::toString);
             assertTrue(anonymous.err().contains("needs a credential"), anonymous::toString);
             assertEquals(1, appliance.registry().jobCount(), "the job runs on");
+            final OpsCli.Result status = OpsCli.run("status", base[0], base[1], "--credential-file=" + credentials);
+            assertTrue(status.out().contains("INSECURE: control channel is plain TCP (--insecure-control), authorization on"),
+                status::toString);
 
             final OpsCli.Result aborted = OpsCli.run("jobs", "abort", "victim", "--reason", "maintenance", base[0], base[1],
                 "--credential-file=" + credentials);

@@ -39,7 +39,7 @@ class MultiProcessTest
     private int startAppliance(final String... extraArgs) throws Exception
     {
         final List<String> args = new ArrayList<>(List.of("--data-port", "0", "--control-port", "0", "--http-port", "0",
-            "--dir", tempDir.toString()));
+            "--dir", tempDir.toString(), "--insecure-control"));
         args.addAll(List.of(extraArgs));
         final ChildProcess appliance = ChildProcess.startJvm("appliance", ApplianceCommand.class, args);
         processes.add(appliance);

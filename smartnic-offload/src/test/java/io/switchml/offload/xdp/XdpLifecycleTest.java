@@ -81,7 +81,8 @@ final class XdpLifecycleTest
             "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED", "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
             "-Dchronicle.analytics.disable=true", "-Dchronicle.announcer.disable=true", "-Xmx256m", "-XX:TieredStopAtLevel=1",
             "-cp", System.getProperty("java.class.path"), "io.switchml.appliance.ApplianceCommand", "--config", config.toString(),
-            "--data-port", "0", "--control-port", "0", "--http-port", "-1", "--dir", dir.resolve(name).toString()));
+            "--data-port", "0", "--control-port", "0", "--http-port", "-1", "--dir", dir.resolve(name).toString(),
+            "--insecure-control"));
         final Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
         processes.add(process);
         final List<String> output = new CopyOnWriteArrayList<>();
