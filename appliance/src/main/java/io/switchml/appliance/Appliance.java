@@ -87,7 +87,7 @@ public final class Appliance implements AutoCloseable
                 () -> telemetry.system(SystemCounter.JOINS_REFUSED).increment(),
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).increment(),
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).decrement(),
-                context.controlLimits(), context.controlTlsContext());
+                context.controlLimits(), context.controlTlsContext(), context.controlTlsClientAuth());
             control.credentials(context.controlCredentials());
             if (context.httpPort() >= 0)
             {

@@ -138,7 +138,8 @@ public final class ApplianceCommand implements Callable<Integer>
             "switchml appliance: WARNING control authorization OFF: anyone who reaches the control port may create, list and " +
                 "abort jobs; set " + ApplianceContext.CONTROL_CREDENTIALS_FILE_PROP);
         System.out.println(context.controlTlsContext() != null ?
-            "switchml appliance: control channel TLS on (" + context.controlTlsKeystore() + ")" :
+            "switchml appliance: control channel TLS on (" + context.controlTlsKeystore() +
+                (context.controlTlsClientAuth() ? "; client certificates required" : "") + ")" :
             "switchml appliance: WARNING control channel is plain TCP: JOIN replies carry jobs' MAC keys and clients' " +
                 "auth= secrets in clear text; set " + ApplianceContext.CONTROL_TLS_KEYSTORE_PROP + " and " +
                 ApplianceContext.CONTROL_TLS_PASSWORD_FILE_PROP);

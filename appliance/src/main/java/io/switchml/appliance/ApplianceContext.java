@@ -141,6 +141,8 @@ public final class ApplianceContext
      * to start without TLS unless this (or {@code --insecure-control}) says so; the embedded API does not check it.
      */
     public static final String CONTROL_INSECURE_PROP = "switchml.appliance.control.insecure";
+    /** Mutual TLS: a PEM file of the CA (or certificates) that control clients' certificates must chain to; empty: none. */
+    public static final String CONTROL_TLS_CLIENT_CA_PROP = "switchml.appliance.control.tls.client.ca";
 
     /** Aggregator memory all jobs together may hold (lanes of both pool versions plus bitmaps). */
     public static final String MEMORY_BUDGET_BYTES_PROP = "switchml.appliance.memory.budget.bytes";
@@ -191,6 +193,7 @@ public final class ApplianceContext
     private String controlTlsKeystore = "";
     private String controlTlsPasswordFile = "";
     private boolean controlInsecure;
+    private String controlTlsClientCa = "";
     private javax.net.ssl.SSLContext controlTls;
     private io.switchml.protocol.ControlCredentials controlCredentials;
     private long memoryBudgetBytes = MEMORY_BUDGET_BYTES_DEFAULT;
@@ -237,6 +240,7 @@ public final class ApplianceContext
                     case CONTROL_TLS_KEYSTORE_PROP -> controlTlsKeystore = value;
                     case CONTROL_TLS_PASSWORD_FILE_PROP -> controlTlsPasswordFile = value;
                     case CONTROL_INSECURE_PROP -> controlInsecure = parseBoolean(CONTROL_INSECURE_PROP, value);
+                    case CONTROL_TLS_CLIENT_CA_PROP -> controlTlsClientCa = value;
                     case MEMORY_BUDGET_BYTES_PROP -> memoryBudgetBytes = Long.parseLong(value);
                     case SOCKET_BUFFER_BYTES_PROP -> socketBufferBytes = Integer.parseInt(value);
                     case LOSS_RATE_PROP -> lossRate = Double.parseDouble(value);
@@ -418,12 +422,18 @@ public final class ApplianceContext
             throw new IllegalArgumentException(CONTROL_TLS_KEYSTORE_PROP + " and " + CONTROL_TLS_PASSWORD_FILE_PROP +
                 " go together: set both for TLS on the control channel, or neither");
         }
+        if (!controlTlsClientCa.isEmpty() && controlTlsKeystore.isEmpty())
+        {
+            throw new IllegalArgumentException(CONTROL_TLS_CLIENT_CA_PROP + " needs " + CONTROL_TLS_KEYSTORE_PROP +
+                ": client certificates are part of TLS");
+        }
         if (!controlTlsKeystore.isEmpty())
         {
             try
             {
                 controlTls = io.switchml.protocol.ControlTls.serverContext(java.nio.file.Path.of(controlTlsKeystore),
-                    java.nio.file.Path.of(controlTlsPasswordFile));
+                    java.nio.file.Path.of(controlTlsPasswordFile),
+                    controlTlsClientCa.isEmpty() ? null : java.nio.file.Path.of(controlTlsClientCa));
             }
             catch (final IllegalArgumentException ex)
             {
@@ -508,6 +518,7 @@ public final class ApplianceContext
         out.println(CONTROL_TLS_KEYSTORE_PROP + "=" + controlTlsKeystore);
         out.println(CONTROL_TLS_PASSWORD_FILE_PROP + "=" + controlTlsPasswordFile);
         out.println(CONTROL_INSECURE_PROP + "=" + controlInsecure);
+        out.println(CONTROL_TLS_CLIENT_CA_PROP + "=" + controlTlsClientCa);
         out.println(MEMORY_BUDGET_BYTES_PROP + "=" + memoryBudgetBytes);
         out.println(SOCKET_BUFFER_BYTES_PROP + "=" + socketBufferBytes);
         out.println(LOSS_RATE_PROP + "=" + lossRate);
@@ -870,6 +881,20 @@ public final class ApplianceContext
             case "false" -> false;
             default -> throw new IllegalArgumentException(option + " must be true or false: " + value);
         };
+    }
+
+    /**
+     * @param clientCa PEM file that control clients' certificates must chain to (mutual TLS); null or empty: none.
+     */
+    public ApplianceContext controlTlsClientCa(final String clientCa)
+    {
+        this.controlTlsClientCa = clientCa == null ? "" : clientCa;
+        return this;
+    }
+
+    public boolean controlTlsClientAuth()
+    {
+        return !controlTlsClientCa.isEmpty();
     }
 
     public String controlTlsKeystore()

@@ -28,15 +28,16 @@ final class ControlClient implements AutoCloseable
 
     ControlClient(final String host, final int port, final int timeoutMs) throws IOException
     {
-        this(host, port, timeoutMs, () -> null, () -> null);
+        this(host, port, timeoutMs, () -> null, () -> null, null, null);
     }
 
     ControlClient(final String host, final int port, final int timeoutMs, final java.util.function.Supplier<String> credential,
-        final java.util.function.Supplier<java.nio.file.Path> tlsCa) throws IOException
+        final java.util.function.Supplier<java.nio.file.Path> tlsCa, final java.nio.file.Path tlsKeystore,
+        final java.nio.file.Path tlsPasswordFile) throws IOException
     {
         this.credential = credential;
         address = host + ":" + port;
-        socket = io.switchml.protocol.ControlTls.connect(host, port, timeoutMs, tlsCa.get());
+        socket = io.switchml.protocol.ControlTls.connect(host, port, timeoutMs, tlsCa.get(), tlsKeystore, tlsPasswordFile);
         try
         {
             socket.setSoTimeout(timeoutMs);

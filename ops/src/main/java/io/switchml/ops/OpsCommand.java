@@ -53,6 +53,17 @@ public final class OpsCommand implements Runnable
             "it (default: $SWITCHML_TLS_CA, else " + DEFAULT_TLS_CA + " when it exists; none: plain TCP).")
     String tlsCa;
 
+    @Option(names = "--tls-keystore", paramLabel = "FILE", scope = CommandLine.ScopeType.INHERIT,
+        defaultValue = "${env:SWITCHML_TLS_KEYSTORE}",
+        description = "PKCS12 keystore of the operator's client certificate, for an appliance that requires one " +
+            "(default: $SWITCHML_TLS_KEYSTORE).")
+    String tlsKeystore;
+
+    @Option(names = "--tls-password-file", paramLabel = "FILE", scope = CommandLine.ScopeType.INHERIT,
+        defaultValue = "${env:SWITCHML_TLS_PASSWORD_FILE}",
+        description = "File holding the --tls-keystore password (default: $SWITCHML_TLS_PASSWORD_FILE).")
+    String tlsPasswordFile;
+
     /**
      * @return the certificate file to verify the control endpoint with, or null for plain TCP.
      */
@@ -182,7 +193,9 @@ public final class OpsCommand implements Runnable
                     "--url must be http://HOST:PORT (the appliance's HTTP endpoint): '" + url + "'");
             }
         }
-        return new Target(resolvedDir(), uri, host, controlPort, timeoutMs).credential(this::credential).tlsCa(this::tlsCa);
+        return new Target(resolvedDir(), uri, host, controlPort, timeoutMs).credential(this::credential).tlsCa(this::tlsCa)
+            .tlsClient(tlsKeystore == null || tlsKeystore.isEmpty() ? null : java.nio.file.Path.of(tlsKeystore),
+                tlsPasswordFile == null || tlsPasswordFile.isEmpty() ? null : java.nio.file.Path.of(tlsPasswordFile));
     }
 
     Path resolvedDir()

@@ -88,6 +88,20 @@ final class Target
         return this;
     }
 
+    private java.nio.file.Path tlsKeystore;
+    private java.nio.file.Path tlsPasswordFile;
+
+    /**
+     * @param keystore     PKCS12 keystore of the client certificate (mutual TLS), or null.
+     * @param passwordFile its password file.
+     */
+    Target tlsClient(final java.nio.file.Path keystore, final java.nio.file.Path passwordFile)
+    {
+        this.tlsKeystore = keystore;
+        this.tlsPasswordFile = passwordFile;
+        return this;
+    }
+
     int timeoutMs()
     {
         return timeoutMs;
@@ -232,7 +246,7 @@ final class Target
         final int port = controlPort();
         try
         {
-            return new ControlClient(controlHost(), port, timeoutMs, credential, tlsCa);
+            return new ControlClient(controlHost(), port, timeoutMs, credential, tlsCa, tlsKeystore, tlsPasswordFile);
         }
         catch (final IOException ex)
         {

@@ -51,12 +51,26 @@ class ControlTlsTest
 
     private Path certificate(final String name) throws Exception
     {
+        return certificate(name, null);
+    }
+
+    /**
+     * @param startDate keytool's -startdate (e.g. "-3d" with a validity of 1 day: expired), or null for now.
+     */
+    private Path certificate(final String name, final String startDate) throws Exception
+    {
         final String keytool = Path.of(ProcessHandle.current().info().command().orElseThrow()).resolveSibling("keytool").toString();
         final Path keystore = dir.resolve(name + ".p12");
         final Path pem = dir.resolve(name + ".pem");
-        run(keytool, "-genkeypair", "-alias", name, "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=" + name,
-            "-ext", "SAN=ip:127.0.0.1,dns:localhost", "-validity", "2", "-storetype", "PKCS12", "-keystore", keystore.toString(),
-            "-storepass", "pass-" + name, "-keypass", "pass-" + name);
+        final java.util.List<String> generate = new java.util.ArrayList<>(java.util.List.of(keytool, "-genkeypair", "-alias",
+            name, "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=" + name, "-ext", "SAN=ip:127.0.0.1,dns:localhost",
+            "-validity", startDate == null ? "2" : "1", "-storetype", "PKCS12", "-keystore", keystore.toString(), "-storepass",
+            "pass-" + name, "-keypass", "pass-" + name));
+        if (startDate != null)
+        {
+            generate.addAll(java.util.List.of("-startdate", startDate));
+        }
+        run(generate.toArray(String[]::new));
         run(keytool, "-exportcert", "-rfc", "-alias", name, "-keystore", keystore.toString(), "-storepass", "pass-" + name,
             "-file", pem.toString());
         Files.writeString(dir.resolve(name + ".password"), "pass-" + name + "\n");
@@ -126,6 +140,81 @@ class ControlTlsTest
             "control endpoint uses TLS, give its certificate with --tls-ca") || plain.getMessage().contains("closed the control " +
             "connection") || plain.getMessage().contains("Connection reset"), plain.getMessage());
         assertEquals(0, appliance.registry().jobCount(), "neither the stranger's nor the plain client's job was created");
+    }
+
+    @Test
+    void withAClientCaOnlyClientsWithACertificateItAcceptsGetIn() throws Exception
+    {
+        final Path trusted = certificate("appliance");
+        final Path clientCertificate = certificate("client");
+        certificate("stranger");
+        final Path credentials = dir.resolve("credentials");
+        Files.writeString(credentials, "operator ops 0perator-secret-0000\ntenant team-a team-a-secret-000000\n");
+        Files.setPosixFilePermissions(credentials, PosixFilePermissions.fromString("rw-------"));
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
+            .dir(dir.resolve("state").toString()).controlCredentialsFile(credentials.toString())
+            .controlTls(dir.resolve("appliance.p12").toString(), dir.resolve("appliance.password").toString())
+            .controlTlsClientCa(clientCertificate.toString()));
+
+        try (WorkerClient client = WorkerClient.connect(worker("mutual", trusted.toString())
+            .tlsClientCertificate(dir.resolve("client.p12").toString(), dir.resolve("client.password").toString())))
+        {
+            final int[] tensor = {4, 5};
+            client.allReduce(tensor, tensor);
+            assertArrayEquals(new int[] {4, 5}, tensor);
+        }
+        final AllReduceException anonymous = assertThrows(AllReduceException.class,
+            () -> WorkerClient.connect(worker("anonymous", trusted.toString())));
+        assertTrue(anonymous.getMessage().contains("cannot join job 'anonymous'"), anonymous.getMessage());
+        final AllReduceException stranger = assertThrows(AllReduceException.class,
+            () -> WorkerClient.connect(worker("stranger", trusted.toString())
+                .tlsClientCertificate(dir.resolve("stranger.p12").toString(), dir.resolve("stranger.password").toString())));
+        assertTrue(stranger.getMessage().contains("cannot join job 'stranger'"), stranger.getMessage());
+
+        final String[] base = {"--dir=" + dir.resolve("state"), "--control-port=" + appliance.controlPort(),
+            "--credential-file=" + credentials, "--tls-ca=" + trusted};
+        final OpsCli.Result withCertificate = OpsCli.run("jobs", "list", "--all", base[0], base[1], base[2], base[3],
+            "--tls-keystore=" + dir.resolve("client.p12"), "--tls-password-file=" + dir.resolve("client.password"));
+        assertEquals(0, withCertificate.exitCode(), withCertificate::toString);
+        final OpsCli.Result without = OpsCli.run("jobs", "list", base[0], base[1], base[2], base[3]);
+        assertNotEquals(0, without.exitCode(), without::toString);
+        assertEquals(0, appliance.registry().jobCount(), "only the certified worker's job ran, and it ended");
+    }
+
+    /**
+     * A trust anchor's own dates are not checked (PKIX), so the expired certificate is one a trusted CA signed.
+     */
+    @Test
+    void anExpiredCertificateFailsTheHandshake() throws Exception
+    {
+        final String keytool = Path.of(ProcessHandle.current().info().command().orElseThrow()).resolveSibling("keytool").toString();
+        final String ca = dir.resolve("ca.p12").toString();
+        final String server = dir.resolve("server.p12").toString();
+        final Path caPem = dir.resolve("ca.pem");
+        run(keytool, "-genkeypair", "-alias", "ca", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=test-ca", "-ext",
+            "bc:c", "-validity", "2", "-storetype", "PKCS12", "-keystore", ca, "-storepass", "pass-ca");
+        run(keytool, "-exportcert", "-rfc", "-alias", "ca", "-keystore", ca, "-storepass", "pass-ca", "-file", caPem.toString());
+        run(keytool, "-genkeypair", "-alias", "server", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=server",
+            "-validity", "2", "-storetype", "PKCS12", "-keystore", server, "-storepass", "pass-server");
+        run(keytool, "-certreq", "-alias", "server", "-keystore", server, "-storepass", "pass-server", "-file",
+            dir.resolve("server.csr").toString());
+        run(keytool, "-gencert", "-alias", "ca", "-keystore", ca, "-storepass", "pass-ca", "-infile",
+            dir.resolve("server.csr").toString(), "-outfile", dir.resolve("server.pem").toString(), "-rfc", "-startdate", "-3d",
+            "-validity", "1", "-ext", "SAN=ip:127.0.0.1,dns:localhost");
+        run(keytool, "-importcert", "-noprompt", "-alias", "ca", "-keystore", server, "-storepass", "pass-server", "-file",
+            caPem.toString());
+        run(keytool, "-importcert", "-alias", "server", "-keystore", server, "-storepass", "pass-server", "-file",
+            dir.resolve("server.pem").toString());
+        Files.writeString(dir.resolve("server.password"), "pass-server\n");
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
+            .dir(dir.resolve("state").toString()).controlTls(server, dir.resolve("server.password").toString()));
+
+        final IOException refused = assertThrows(IOException.class,
+            () -> ControlTls.connect("127.0.0.1", appliance.controlPort(), 5_000, caPem).close());
+        assertTrue(refused.getMessage().startsWith("TLS handshake with the control endpoint 127.0.0.1:" + appliance.controlPort() +
+            " failed (trusting " + caPem + ")"), refused.getMessage());
+        final String cause = String.valueOf(refused.getMessage()).toLowerCase(java.util.Locale.ROOT);
+        assertTrue(cause.contains("expired") || cause.contains("validity") || cause.contains("notafter"), refused.getMessage());
     }
 
     @Test

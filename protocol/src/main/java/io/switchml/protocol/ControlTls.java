@@ -41,6 +41,31 @@ public final class ControlTls
      */
     public static SSLContext serverContext(final Path keystore, final Path passwordFile)
     {
+        return serverContext(keystore, passwordFile, null);
+    }
+
+    /**
+     * The appliance's TLS context; with {@code clientCaPem}, clients must present a certificate that it signed (or that
+     * it holds itself) — the server socket must then require client authentication.
+     *
+     * @throws IllegalArgumentException naming the file when the keystore, its password or the CA file cannot be read.
+     */
+    public static SSLContext serverContext(final Path keystore, final Path passwordFile, final Path clientCaPem)
+    {
+        try
+        {
+            final SSLContext context = SSLContext.getInstance("TLS");
+            context.init(keyManagers(keystore, passwordFile), clientCaPem == null ? null : trustManagers(clientCaPem), null);
+            return context;
+        }
+        catch (final GeneralSecurityException ex)
+        {
+            throw new IllegalArgumentException("cannot make a TLS context: " + ex.getMessage(), ex);
+        }
+    }
+
+    private static javax.net.ssl.KeyManager[] keyManagers(final Path keystore, final Path passwordFile)
+    {
         try
         {
             final char[] password = Files.readString(passwordFile, StandardCharsets.UTF_8).strip().toCharArray();
@@ -51,9 +76,7 @@ public final class ControlTls
             }
             final KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
             keys.init(store, password);
-            final SSLContext context = SSLContext.getInstance("TLS");
-            context.init(keys.getKeyManagers(), null, null);
-            return context;
+            return keys.getKeyManagers();
         }
         catch (final IOException | GeneralSecurityException ex)
         {
@@ -77,6 +100,28 @@ public final class ControlTls
      */
     public static SSLContext clientContext(final Path trustedPem)
     {
+        return clientContext(trustedPem, null, null);
+    }
+
+    /**
+     * A client context that trusts the certificates of a PEM file and, with a keystore, presents its certificate.
+     */
+    public static SSLContext clientContext(final Path trustedPem, final Path keystore, final Path passwordFile)
+    {
+        try
+        {
+            final SSLContext context = SSLContext.getInstance("TLS");
+            context.init(keystore == null ? null : keyManagers(keystore, passwordFile), trustManagers(trustedPem), null);
+            return context;
+        }
+        catch (final GeneralSecurityException ex)
+        {
+            throw new IllegalArgumentException("cannot make a TLS context: " + ex.getMessage(), ex);
+        }
+    }
+
+    private static javax.net.ssl.TrustManager[] trustManagers(final Path trustedPem)
+    {
         try (InputStream in = Files.newInputStream(trustedPem))
         {
             final Collection<? extends Certificate> certificates = CertificateFactory.getInstance("X.509").generateCertificates(in);
@@ -93,9 +138,7 @@ public final class ControlTls
             }
             final TrustManagerFactory trust = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
             trust.init(store);
-            final SSLContext context = SSLContext.getInstance("TLS");
-            context.init(null, trust.getTrustManagers(), null);
-            return context;
+            return trust.getTrustManagers();
         }
         catch (final IOException | GeneralSecurityException ex)
         {
@@ -112,6 +155,16 @@ public final class ControlTls
     public static Socket connect(final String host, final int port, final int timeoutMs, final Path trustedPem)
         throws IOException
     {
+        return connect(host, port, timeoutMs, trustedPem, null, null);
+    }
+
+    /**
+     * As {@link #connect(String, int, int, Path)}, presenting the certificate of {@code keystore} (PKCS12, password in
+     * {@code passwordFile}) when the appliance asks for one (mutual TLS); null for none.
+     */
+    public static Socket connect(final String host, final int port, final int timeoutMs, final Path trustedPem,
+        final Path keystore, final Path passwordFile) throws IOException
+    {
         final Socket plain = new Socket();
         try
         {
@@ -121,7 +174,8 @@ public final class ControlTls
             {
                 return plain;
             }
-            final SSLSocket socket = (SSLSocket)clientContext(trustedPem).getSocketFactory().createSocket(plain, host, port, true);
+            final SSLSocket socket = (SSLSocket)clientContext(trustedPem, keystore, passwordFile).getSocketFactory()
+                .createSocket(plain, host, port, true);
             final SSLParameters parameters = socket.getSSLParameters();
             parameters.setEndpointIdentificationAlgorithm("HTTPS");
             parameters.setProtocols(PROTOCOLS);
@@ -134,6 +188,8 @@ public final class ControlTls
             socket.setSoTimeout(timeoutMs);
             try
             {
+                // with TLS 1.3 a client certificate the appliance refuses is reported at the first read, as an
+                // SSLException naming the alert (certificate_required, bad_certificate)
                 socket.startHandshake();
             }
             catch (final IOException ex)

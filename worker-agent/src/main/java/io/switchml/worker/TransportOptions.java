@@ -70,6 +70,14 @@ public final class TransportOptions
         defaultValue = "${env:SWITCHML_TLS_CA}")
     private String tlsCa;
 
+    @Option(names = "--tls-keystore", description = "PKCS12 keystore of this worker's client certificate, for an appliance " +
+        "that requires one (default: $SWITCHML_TLS_KEYSTORE).", defaultValue = "${env:SWITCHML_TLS_KEYSTORE}")
+    private String tlsKeystore;
+
+    @Option(names = "--tls-password-file", description = "File holding the --tls-keystore password (default: " +
+        "$SWITCHML_TLS_PASSWORD_FILE).", defaultValue = "${env:SWITCHML_TLS_PASSWORD_FILE}")
+    private String tlsPasswordFile;
+
     @Option(names = "--progress-timeout-ms", description = "Fail an all-reduce when no result arrives for this long " +
         "(default ${DEFAULT-VALUE}).", defaultValue = "10000")
     private long progressTimeoutMs;
@@ -127,7 +135,7 @@ public final class TransportOptions
             .fastRetransmit(fastRetransmit()).reorderWindowUs(reorderWindowUs)
             .probeTimeoutUs(probeTimeoutUs).progressTimeoutMs(progressTimeoutMs)
             .transport(io.switchml.worker.transport.TransportKind.parse(transport)).gso(onOff("--gso", gso))
-            .credential(credential()).tlsCa(tlsCa);
+            .credential(credential()).tlsCa(tlsCa).tlsClientCertificate(tlsKeystore, tlsPasswordFile);
     }
 
     private static boolean onOff(final String option, final String value)

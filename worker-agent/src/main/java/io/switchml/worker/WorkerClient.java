@@ -198,7 +198,9 @@ public final class WorkerClient implements AutoCloseable
         try
         {
             socket = io.switchml.protocol.ControlTls.connect(context.applianceHost(), context.controlPort(), 5_000,
-                context.tlsCa() == null ? null : java.nio.file.Path.of(context.tlsCa()));
+                context.tlsCa() == null ? null : java.nio.file.Path.of(context.tlsCa()),
+                context.tlsKeystore() == null ? null : java.nio.file.Path.of(context.tlsKeystore()),
+                context.tlsPasswordFile() == null ? null : java.nio.file.Path.of(context.tlsPasswordFile()));
             socket.setKeepAlive(true);
             final OutputStream out = socket.getOutputStream();
 

@@ -73,6 +73,8 @@ public final class WorkerContext
     private boolean gso = true;
     private String credential;
     private String tlsCa;
+    private String tlsKeystore;
+    private String tlsPasswordFile;
     private LossRecovery.Factory lossRecovery = AdaptiveLossRecovery::new;
     private long reorderWindowUs = REORDER_WINDOW_US_DEFAULT;
     private long probeTimeoutUs = PROBE_TIMEOUT_US_DEFAULT;
@@ -379,6 +381,28 @@ public final class WorkerContext
     public String tlsCa()
     {
         return tlsCa;
+    }
+
+    /**
+     * @param keystore     PKCS12 keystore of this worker's client certificate, for an appliance that requires one
+     *                     (mutual TLS); null or empty: none.
+     * @param passwordFile file holding its password.
+     */
+    public WorkerContext tlsClientCertificate(final String keystore, final String passwordFile)
+    {
+        this.tlsKeystore = keystore == null || keystore.isEmpty() ? null : keystore;
+        this.tlsPasswordFile = passwordFile == null || passwordFile.isEmpty() ? null : passwordFile;
+        return this;
+    }
+
+    public String tlsKeystore()
+    {
+        return tlsKeystore;
+    }
+
+    public String tlsPasswordFile()
+    {
+        return tlsPasswordFile;
     }
 
     /**

@@ -131,6 +131,29 @@ public final class ControlServer implements AutoCloseable
         final Limits limits,
         final javax.net.ssl.SSLContext tls) throws IOException
     {
+        this(bindAddress, port, registry, defaults, dataPorts, counters, health, multicastGroup, joinsRefused,
+            connectionOpened, connectionClosed, limits, tls, false);
+    }
+
+    /**
+     * @param clientAuth with TLS: require a client certificate that the context's trust managers accept.
+     */
+    public ControlServer(
+        final InetAddress bindAddress,
+        final int port,
+        final JobRegistry registry,
+        final ControlDefaults defaults,
+        final int[] dataPorts,
+        final Supplier<Map<String, Long>> counters,
+        final Supplier<String> health,
+        final java.util.function.IntFunction<String> multicastGroup,
+        final Runnable joinsRefused,
+        final Runnable connectionOpened,
+        final Runnable connectionClosed,
+        final Limits limits,
+        final javax.net.ssl.SSLContext tls,
+        final boolean clientAuth) throws IOException
+    {
         this.limits = limits;
         this.joinsRefused = joinsRefused;
         this.multicastGroup = multicastGroup;
@@ -141,6 +164,7 @@ public final class ControlServer implements AutoCloseable
             final javax.net.ssl.SSLServerSocket secure =
                 (javax.net.ssl.SSLServerSocket)tls.getServerSocketFactory().createServerSocket();
             secure.setEnabledProtocols(io.switchml.protocol.ControlTls.protocols());
+            secure.setNeedClientAuth(clientAuth);
             this.serverSocket = secure;
         }
         else

@@ -81,6 +81,29 @@ class ControlLimitsTest
     void anOverlongLineIsRefusedAndTheConnectionClosedWithoutHoldingIt() throws Exception
     {
         start(new ApplianceContext());
+        final long heapBefore = usedHeapAfterGc();
+        // three connections that never end a line, 16 MB each: before the limit, one 10 MB line grew the heap by 34 MB
+        for (int c = 0; c < 3; c++)
+        {
+            try (Client flood = new Client())
+            {
+                final byte[] block = new byte[1 << 20];
+                Arrays.fill(block, (byte)'x');
+                try
+                {
+                    for (int i = 0; i < 16; i++)
+                    {
+                        flood.out.write(block);
+                    }
+                }
+                catch (final IOException closed)
+                {
+                    // the appliance closed the connection after 64 KiB
+                }
+            }
+        }
+        final long heapGrowth = usedHeapAfterGc() - heapBefore;
+        assertTrue(heapGrowth < 8L << 20, "heap grew by " + heapGrowth + " bytes");
         try (Client client = new Client())
         {
             final byte[] junk = new byte[1 << 20];
@@ -102,6 +125,19 @@ class ControlLimitsTest
         {
             assertTrue(client.request("HEALTH").startsWith("OK"), "the appliance still serves");
         }
+    }
+
+    private static long usedHeapAfterGc() throws InterruptedException
+    {
+        final Runtime runtime = Runtime.getRuntime();
+        long used = Long.MAX_VALUE;
+        for (int i = 0; i < 3; i++)
+        {
+            System.gc();
+            Thread.sleep(50);
+            used = Math.min(used, runtime.totalMemory() - runtime.freeMemory());
+        }
+        return used;
     }
 
     @Test
