@@ -6,7 +6,9 @@ import org.junit.jupiter.api.Test;
 import java.util.Map;
 import java.util.Random;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
@@ -61,6 +63,7 @@ class ParserFuzzTest
         final UnsafeBuffer packet = new UnsafeBuffer(new byte[valid.capacity() + 64]);
         final byte[] types = {ElementType.INT32, ElementType.FLOAT32, ElementType.FLOAT16, ElementType.BFLOAT16};
         final DataHeaderFlyweight header = new DataHeaderFlyweight();
+        final java.util.EnumMap<DropReason, Integer> byReason = new java.util.EnumMap<>(DropReason.class);
         for (int i = 0; i < ITERATIONS; i++)
         {
             final byte type = types[random.nextInt(types.length)];
@@ -85,13 +88,17 @@ class ParserFuzzTest
             }
             try
             {
-                assertNotNull(DataHeaderFlyweight.validate(packet, 0, length));
+                byReason.merge(DataHeaderFlyweight.validate(packet, 0, length), 1, Integer::sum);
             }
             catch (final RuntimeException ex)
             {
                 fail("validate threw " + ex + " on a " + length + "-byte packet; " + TestSeed.describe(seed), ex);
             }
         }
+        // every input is accounted for under one reason, and the mutations reach several of the validator's checks
+        assertEquals(ITERATIONS, byReason.values().stream().mapToInt(Integer::intValue).sum());
+        assertTrue(byReason.size() >= 5, "reasons reached: " + byReason + "; " + TestSeed.describe(seed));
+        assertTrue(byReason.getOrDefault(DropReason.NONE, 0) > 0, "some mutated packets stay valid: " + byReason);
     }
 
     private static String mutate(final String line, final Random random)
