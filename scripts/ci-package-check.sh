@@ -366,6 +366,13 @@ else
   note "shard pinning not checked (shard.cpus='$SHARD_CPUS', $(nproc) CPUs): $(grep -m1 'shard 0' "$WORK/appliance.log" || true)"
 fi
 
+# The operator's view with no options at all: ops finds the packaged state directory, the control port it
+# announced, the operator credential and the TLS certificate the package made.
+ops_out=$(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root /usr/bin/switchml ops status 2>&1) ||
+  fail "switchml ops status with no options finds the packaged appliance: $ops_out"
+grep -q 'control channel TLS, authorization on' <<<"$ops_out" || fail "ops status shows TLS and authorization on: $ops_out"
+ok "switchml ops status, no options: $(grep -m1 -E '^ *security' <<<"$ops_out" | tr -s ' ')"
+
 kill -TERM "$APP_PID"
 app_rc=0
 deadline=$((SECONDS + STOP_TIMEOUT_S))

@@ -113,7 +113,8 @@ public final class OpsCommand implements Runnable
 
     @Option(names = "--dir", paramLabel = "DIR", scope = CommandLine.ScopeType.INHERIT,
         description = "Appliance directory (counters.dat, journal/); default $" + DIR_ENV +
-            ", else the appliance's default ${java.io.tmpdir}/switchml.")
+            ", else the package's " + PACKAGED_DIR + " when it holds a counters file, else the appliance's default " +
+            "${java.io.tmpdir}/switchml.")
     Path dir;
 
     @Option(names = "--url", paramLabel = "URL", scope = CommandLine.ScopeType.INHERIT,
@@ -205,8 +206,18 @@ public final class OpsCommand implements Runnable
             return dir;
         }
         final String fromEnv = System.getenv(DIR_ENV);
-        return Path.of(fromEnv != null && !fromEnv.isBlank() ? fromEnv : ApplianceContext.DIR_DEFAULT);
+        if (fromEnv != null && !fromEnv.isBlank())
+        {
+            return Path.of(fromEnv);
+        }
+        // the packaged appliance's state directory when it holds a counters file, else the appliance's own default
+        final Path packaged = Path.of(PACKAGED_DIR);
+        return java.nio.file.Files.isReadable(packaged.resolve(io.switchml.protocol.telemetry.CountersFileDescriptor.FILENAME)) ?
+            packaged : Path.of(ApplianceContext.DIR_DEFAULT);
     }
+
+    /** Where the package's appliance keeps its counters file and journal. */
+    static final String PACKAGED_DIR = "/var/lib/switchml";
 
     /**
      * @return whether stdout is a terminal (and TERM is not "dumb"): only then are cursor escapes written.
