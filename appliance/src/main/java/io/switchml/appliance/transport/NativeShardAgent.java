@@ -75,6 +75,11 @@ final class NativeShardAgent implements Agent, ResultSender
     private final int recvBuffersOffset;
     private final int sendMsgsOffset;
     private final int sendIovOffset;
+    private final int gsoMsgsOffset;
+    private final int gsoControlOffset;
+    private final int[] gsoRun = new int[SEND_CAPACITY];
+    private boolean gsoSend = true;
+    private long gsoMessages;
     private final int sendNamesOffset;
     private final int arenaOffset;
     private final int arenaCapacity;
@@ -153,6 +158,10 @@ final class NativeShardAgent implements Agent, ResultSender
         offset = align(offset + SEND_CAPACITY * NativeUdp.MMSGHDR_SIZE);
         sendIovOffset = offset;
         offset = align(offset + SEND_CAPACITY * NativeUdp.IOVEC_SIZE);
+        gsoMsgsOffset = offset;
+        offset = align(offset + SEND_CAPACITY * NativeUdp.MMSGHDR_SIZE);
+        gsoControlOffset = offset;
+        offset = align(offset + SEND_CAPACITY * NativeUdp.CMSG_SPACE_SMALL);
         sendNamesOffset = offset;
         offset = align(offset + SEND_CAPACITY * NativeUdp.SOCKADDR_IN_SIZE);
         final int pollfdOffset = offset;
@@ -501,13 +510,17 @@ final class NativeShardAgent implements Agent, ResultSender
         int sent = 0;
         while (sendHead < sendCount)
         {
-            final int result = NativeUdp.sendmmsg(fd, base + sendMsgsOffset + (long)sendHead * NativeUdp.MMSGHDR_SIZE,
-                sendCount - sendHead, NativeUdp.MSG_DONTWAIT);
+            final int messages = gsoSend ? coalesce() : 0;
+            final int result = messages > 0 ?
+                NativeUdp.sendmmsg(fd, base + gsoMsgsOffset, messages, NativeUdp.MSG_DONTWAIT) :
+                NativeUdp.sendmmsg(fd, base + sendMsgsOffset + (long)sendHead * NativeUdp.MMSGHDR_SIZE,
+                    sendCount - sendHead, NativeUdp.MSG_DONTWAIT);
             sendCalls++;
             if (result > 0)
             {
-                sendHead += result;
-                sent += result;
+                final int datagrams = messages > 0 ? datagramsOf(result) : result;
+                sendHead += datagrams;
+                sent += datagrams;
                 continue;
             }
             final int sendErrno = result < 0 ? errno.getInt(0) : NativeUdp.EAGAIN;
@@ -515,10 +528,16 @@ final class NativeShardAgent implements Agent, ResultSender
             {
                 break;
             }
+            if (messages > 0 && gsoRun[0] > 1 && (sendErrno == EINVAL || sendErrno == EIO || sendErrno == EMSGSIZE))
+            {
+                // the kernel or the device refuses UDP GSO here (a segment above the route's MTU): one datagram each
+                gsoSend = false;
+                continue;
+            }
             // the first datagram failed for itself (EPERM from a firewall, an unroutable address): skip it
             sendErrors++;
             lastSendErrno = sendErrno;
-            sendHead++;
+            sendHead += messages > 0 ? gsoRun[0] : 1;
         }
         if (sendHead == sendCount)
         {
@@ -527,6 +546,79 @@ final class NativeShardAgent implements Agent, ResultSender
             arenaPosition = 0;
         }
         return sent;
+    }
+
+    private static final int EIO = 5;
+    private static final int EINVAL = 22;
+    private static final int EMSGSIZE = 90;
+
+    /**
+     * Lay the queued datagrams out as sendmmsg messages in the GSO vector: a run of consecutive datagrams to one
+     * destination with one length (the results of consecutive slots multicast to a job's group, or sent to one member)
+     * becomes one message over their consecutive iovecs with a UDP_SEGMENT control message, at most 64 segments and
+     * 65,507 bytes; the kernel makes the datagrams.
+     *
+     * @return messages laid out, or 0 when no run is longer than one datagram (then the batch goes out as queued).
+     */
+    private int coalesce()
+    {
+        int messages = 0;
+        boolean any = false;
+        int i = sendHead;
+        while (i < sendCount)
+        {
+            final int name = sendNamesOffset + i * NativeUdp.SOCKADDR_IN_SIZE;
+            final long destination = meta.getLong(name);
+            final long length = meta.getLong(sendIovOffset + i * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_LEN_OFFSET);
+            int run = 1;
+            while (i + run < sendCount && run < NativeUdp.UDP_MAX_SEGMENTS && (run + 1) * length <= NativeUdp.MAX_UDP_PAYLOAD &&
+                meta.getLong(sendNamesOffset + (i + run) * NativeUdp.SOCKADDR_IN_SIZE) == destination &&
+                meta.getLong(sendIovOffset + (i + run) * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_LEN_OFFSET) == length)
+            {
+                run++;
+            }
+            final int to = gsoMsgsOffset + messages * NativeUdp.MMSGHDR_SIZE;
+            meta.putBytes(to, meta, sendMsgsOffset + i * NativeUdp.MMSGHDR_SIZE, NativeUdp.MMSGHDR_SIZE);
+            meta.putInt(to + NativeUdp.MSG_FLAGS_OFFSET, 0);
+            if (run > 1)
+            {
+                any = true;
+                final int cmsg = gsoControlOffset + messages * NativeUdp.CMSG_SPACE_SMALL;
+                meta.putLong(cmsg + NativeUdp.CMSG_LEN_OFFSET, NativeUdp.CMSG_DATA_OFFSET + 2);
+                meta.putInt(cmsg + NativeUdp.CMSG_LEVEL_OFFSET, NativeUdp.SOL_UDP);
+                meta.putInt(cmsg + NativeUdp.CMSG_TYPE_OFFSET, NativeUdp.UDP_SEGMENT);
+                meta.putShort(cmsg + NativeUdp.CMSG_DATA_OFFSET, (short)length);
+                meta.putLong(to + NativeUdp.MSG_IOVLEN_OFFSET, run);
+                meta.putLong(to + NativeUdp.MSG_CONTROL_OFFSET, base + cmsg);
+                meta.putLong(to + NativeUdp.MSG_CONTROLLEN_OFFSET, NativeUdp.CMSG_SPACE_SMALL);
+            }
+            else
+            {
+                meta.putLong(to + NativeUdp.MSG_IOVLEN_OFFSET, 1);
+                meta.putLong(to + NativeUdp.MSG_CONTROL_OFFSET, 0);
+                meta.putLong(to + NativeUdp.MSG_CONTROLLEN_OFFSET, 0);
+            }
+            gsoRun[messages++] = run;
+            i += run;
+        }
+        return any ? messages : 0;
+    }
+
+    /**
+     * @return datagrams carried by the first {@code messages} messages of the GSO vector.
+     */
+    private int datagramsOf(final int messages)
+    {
+        int datagrams = 0;
+        for (int m = 0; m < messages; m++)
+        {
+            datagrams += gsoRun[m];
+            if (gsoRun[m] > 1)
+            {
+                gsoMessages++;
+            }
+        }
+        return datagrams;
     }
 
     public MutableDirectBuffer claim(final int capacityBytes)
