@@ -25,7 +25,7 @@ package io.switchml.worker;
  * for (the thread was descheduled, or the JVM stopped for a GC): every timer moves by the pause. Measured with
  * {@code ./switchml demo} and one spinning process on 2 cores (agents paused 1.6-3.0 s per rank in a 10 s run), this,
  * the drain and one packet per timer event took a rank's zero-loss resends and probes from 443-820 and 832-1,856 to
- * 8-30 in all, of ~40,100 packets sent.
+ * 10-18 in all (one run), of ~40,100 packets sent.
  * <p>
  * <b>Spurious events</b> are counted, not acted on. The appliance marks a result that answers a probe or a resend
  * (FLAG_RETRANSMIT) and clears the mark on a slot's normal completion. So a probed slot whose result comes unmarked

@@ -51,8 +51,7 @@ public final class TransportOptions
 
     @Option(names = "--transport", description = "Packet I/O of the worker's agents (default: the system property switchml.worker.transport, else auto): native (Linux: sendmmsg with UDP " +
         "GSO, recvmmsg, through FFM), nio (DatagramChannel, one datagram per system call, any platform) or auto " +
-        "(native where available; the choice and any reason for NIO are printed at start-up).",
-        defaultValue = "${sys:switchml.worker.transport:-auto}")
+        "(native where available; the choice and any reason for NIO are printed at start-up).")
     private String transport;
 
     @Option(names = "--gso", description = "on: the native transport sends a burst of equal-size updates as one UDP " +
@@ -130,11 +129,16 @@ public final class TransportOptions
      */
     public WorkerContext applyTo(final WorkerContext context)
     {
+        if (transport != null)
+        {
+            // else the context's default, which reads the system property
+            context.transport(io.switchml.worker.transport.TransportKind.parse(transport));
+        }
         return context.applianceHost(applianceHost).controlPort(controlPort).tenant(tenant).macEnabled(macEnabled())
             .slotTimeoutMs(slotTimeoutMs).lanes(lanes).slots(slots).retransmitTimeoutMs(rtoMs)
             .fastRetransmit(fastRetransmit()).reorderWindowUs(reorderWindowUs)
             .probeTimeoutUs(probeTimeoutUs).progressTimeoutMs(progressTimeoutMs)
-            .transport(io.switchml.worker.transport.TransportKind.parse(transport)).gso(onOff("--gso", gso))
+            .gso(onOff("--gso", gso))
             .credential(credential()).tlsCa(tlsCa).tlsClientCertificate(tlsKeystore, tlsPasswordFile);
     }
 

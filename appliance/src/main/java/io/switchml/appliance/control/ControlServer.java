@@ -78,64 +78,9 @@ public final class ControlServer implements AutoCloseable
     {
     }
 
-    public ControlServer(
-        final InetAddress bindAddress,
-        final int port,
-        final JobRegistry registry,
-        final ControlDefaults defaults,
-        final int[] dataPorts,
-        final Supplier<Map<String, Long>> counters,
-        final Supplier<String> health,
-        final java.util.function.IntFunction<String> multicastGroup,
-        final Runnable joinsRefused,
-        final Runnable connectionOpened,
-        final Runnable connectionClosed) throws IOException
-    {
-        this(bindAddress, port, registry, defaults, dataPorts, counters, health, multicastGroup, joinsRefused,
-            connectionOpened, connectionClosed, Limits.DEFAULT);
-    }
-
-    public ControlServer(
-        final InetAddress bindAddress,
-        final int port,
-        final JobRegistry registry,
-        final ControlDefaults defaults,
-        final int[] dataPorts,
-        final Supplier<Map<String, Long>> counters,
-        final Supplier<String> health,
-        final java.util.function.IntFunction<String> multicastGroup,
-        final Runnable joinsRefused,
-        final Runnable connectionOpened,
-        final Runnable connectionClosed,
-        final Limits limits) throws IOException
-    {
-        this(bindAddress, port, registry, defaults, dataPorts, counters, health, multicastGroup, joinsRefused,
-            connectionOpened, connectionClosed, limits, null);
-    }
-
     /**
-     * @param tls the TLS context of the endpoint, or null for plain TCP.
-     */
-    public ControlServer(
-        final InetAddress bindAddress,
-        final int port,
-        final JobRegistry registry,
-        final ControlDefaults defaults,
-        final int[] dataPorts,
-        final Supplier<Map<String, Long>> counters,
-        final Supplier<String> health,
-        final java.util.function.IntFunction<String> multicastGroup,
-        final Runnable joinsRefused,
-        final Runnable connectionOpened,
-        final Runnable connectionClosed,
-        final Limits limits,
-        final javax.net.ssl.SSLContext tls) throws IOException
-    {
-        this(bindAddress, port, registry, defaults, dataPorts, counters, health, multicastGroup, joinsRefused,
-            connectionOpened, connectionClosed, limits, tls, false);
-    }
-
-    /**
+     * @param limits     connections and idle time allowed to clients.
+     * @param tls        the TLS context of the endpoint, or null for plain TCP.
      * @param clientAuth with TLS: require a client certificate that the context's trust managers accept.
      */
     public ControlServer(

@@ -71,7 +71,6 @@ final class NativeShardAgent implements Agent, ResultSender
     private final int recvNamesOffset;
     private final int recvControlOffset;
     private final boolean gro;
-    private long groSegments;
     private final int recvBuffersOffset;
     private final int sendMsgsOffset;
     private final int sendIovOffset;
@@ -79,7 +78,6 @@ final class NativeShardAgent implements Agent, ResultSender
     private final int gsoControlOffset;
     private final int[] gsoRun = new int[SEND_CAPACITY];
     private boolean gsoSend = true;
-    private long gsoMessages;
     private final int sendNamesOffset;
     private final int arenaOffset;
     private final int arenaCapacity;
@@ -427,14 +425,6 @@ final class NativeShardAgent implements Agent, ResultSender
         return meta.getInt(cmsg + NativeUdp.CMSG_DATA_OFFSET);
     }
 
-    /**
-     * @return datagrams that arrived coalesced by UDP GRO and were split here.
-     */
-    long groSegments()
-    {
-        return groSegments;
-    }
-
     public int doWork()
     {
         int workCount = 0;
@@ -468,7 +458,6 @@ final class NativeShardAgent implements Agent, ResultSender
                         final int segmentLength = Math.min(segment, length - from);
                         inView.wrap(buffer + from, segmentLength);
                         processor.onPacket(inView, 0, segmentLength, senderKey, nowNs);
-                        groSegments++;
                     }
                 }
                 else
@@ -558,12 +547,17 @@ final class NativeShardAgent implements Agent, ResultSender
      * becomes one message over their consecutive iovecs with a UDP_SEGMENT control message, at most 64 segments and
      * 65,507 bytes; the kernel makes the datagrams.
      *
-     * @return messages laid out, or 0 when no run is longer than one datagram (then the batch goes out as queued).
+     * @return messages laid out, or 0 when no run is longer than one datagram (then the batch goes out as queued and
+     * nothing was copied).
      */
     private int coalesce()
     {
+        // most unicast batches alternate destinations: look for a run before copying any header
+        if (!hasRun())
+        {
+            return 0;
+        }
         int messages = 0;
-        boolean any = false;
         int i = sendHead;
         while (i < sendCount)
         {
@@ -582,7 +576,6 @@ final class NativeShardAgent implements Agent, ResultSender
             meta.putInt(to + NativeUdp.MSG_FLAGS_OFFSET, 0);
             if (run > 1)
             {
-                any = true;
                 final int cmsg = gsoControlOffset + messages * NativeUdp.CMSG_SPACE_SMALL;
                 meta.putLong(cmsg + NativeUdp.CMSG_LEN_OFFSET, NativeUdp.CMSG_DATA_OFFSET + 2);
                 meta.putInt(cmsg + NativeUdp.CMSG_LEVEL_OFFSET, NativeUdp.SOL_UDP);
@@ -601,7 +594,26 @@ final class NativeShardAgent implements Agent, ResultSender
             gsoRun[messages++] = run;
             i += run;
         }
-        return any ? messages : 0;
+        return messages;
+    }
+
+    /**
+     * @return true when two consecutive queued datagrams share destination and length.
+     */
+    private boolean hasRun()
+    {
+        for (int i = sendHead; i + 1 < sendCount; i++)
+        {
+            if (meta.getLong(sendNamesOffset + i * NativeUdp.SOCKADDR_IN_SIZE) ==
+                meta.getLong(sendNamesOffset + (i + 1) * NativeUdp.SOCKADDR_IN_SIZE) &&
+                meta.getLong(sendIovOffset + i * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_LEN_OFFSET) ==
+                meta.getLong(sendIovOffset + (i + 1) * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_LEN_OFFSET) &&
+                2 * meta.getLong(sendIovOffset + i * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_LEN_OFFSET) <= NativeUdp.MAX_UDP_PAYLOAD)
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -613,10 +625,6 @@ final class NativeShardAgent implements Agent, ResultSender
         for (int m = 0; m < messages; m++)
         {
             datagrams += gsoRun[m];
-            if (gsoRun[m] > 1)
-            {
-                gsoMessages++;
-            }
         }
         return datagrams;
     }

@@ -31,7 +31,7 @@ import java.net.InetAddress;
  * memory. errno of the packet-path calls is read from the agent thread's errno variable, whose address
  * {@link #onStart} takes on that thread.
  */
-public final class NativeDatagramTransport implements DatagramTransport
+public final class NativeDatagramTransport extends TransportCounters
 {
     /** Datagrams one recvmmsg call takes. */
     public static final int RECEIVE_BATCH = 32;
@@ -88,10 +88,6 @@ public final class NativeDatagramTransport implements DatagramTransport
     private boolean drained = true;
     private boolean lastEmpty;
     private boolean closed;
-    private long sendCalls;
-    private long receiveCalls;
-    private long truncated;
-    private long sendErrors;
     private long gsoMessages;
 
     /**
@@ -476,26 +472,6 @@ public final class NativeDatagramTransport implements DatagramTransport
         {
             NativeUdp.write(eventFd, oneAddress, 8);
         }
-    }
-
-    public long sendCalls()
-    {
-        return sendCalls;
-    }
-
-    public long receiveCalls()
-    {
-        return receiveCalls;
-    }
-
-    public long truncated()
-    {
-        return truncated;
-    }
-
-    public long sendErrors()
-    {
-        return sendErrors;
     }
 
     /**

@@ -20,7 +20,7 @@ import java.util.function.Consumer;
  * wait in, one datagram per system call. Used where the native transport is unavailable, or when asked for
  * ({@code --transport nio}).
  */
-public final class NioDatagramTransport implements DatagramTransport
+public final class NioDatagramTransport extends TransportCounters
 {
     private final DatagramChannel channel;
     private final Selector selector;
@@ -30,10 +30,6 @@ public final class NioDatagramTransport implements DatagramTransport
     private final UnsafeBuffer receiveView;
     private DatagramChannel multicastChannel;
     private boolean drained = true;
-    private long sendCalls;
-    private long receiveCalls;
-    private long truncated;
-    private long sendErrors;
 
     /**
      * @param bindAddress      local address (the one that reaches the appliance).
@@ -201,26 +197,6 @@ public final class NioDatagramTransport implements DatagramTransport
     public void wakeup()
     {
         selector.wakeup();
-    }
-
-    public long sendCalls()
-    {
-        return sendCalls;
-    }
-
-    public long receiveCalls()
-    {
-        return receiveCalls;
-    }
-
-    public long truncated()
-    {
-        return truncated;
-    }
-
-    public long sendErrors()
-    {
-        return sendErrors;
     }
 
     public String description()
