@@ -58,6 +58,11 @@ public final class TransportOptions
         "GSO message (default ${DEFAULT-VALUE}).", defaultValue = "on")
     private String gso;
 
+    @Option(names = "--gro", description = "on: the native transport takes a burst of results the appliance sent as " +
+        "one GSO message as one coalesced buffer (UDP GRO) and splits it itself (default ${DEFAULT-VALUE}).",
+        defaultValue = "on")
+    private String gro;
+
     @Option(names = "--credential-file", description = "Control-plane credentials file (lines 'tenant NAME SECRET' or " +
         "'operator NAME SECRET'): the line of --tenant, else an operator's, is sent with the CREATE; needed when the " +
         "appliance has authorization on (default: $SWITCHML_CREDENTIAL_FILE; $SWITCHML_CREDENTIAL may hold the secret " +
@@ -138,7 +143,7 @@ public final class TransportOptions
             .slotTimeoutMs(slotTimeoutMs).lanes(lanes).slots(slots).retransmitTimeoutMs(rtoMs)
             .fastRetransmit(fastRetransmit()).reorderWindowUs(reorderWindowUs)
             .probeTimeoutUs(probeTimeoutUs).progressTimeoutMs(progressTimeoutMs)
-            .gso(onOff("--gso", gso))
+            .gso(onOff("--gso", gso)).gro(onOff("--gro", gro))
             .credential(credential()).tlsCa(tlsCa).tlsClientCertificate(tlsKeystore, tlsPasswordFile);
     }
 

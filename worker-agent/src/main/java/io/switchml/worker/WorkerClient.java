@@ -274,7 +274,8 @@ public final class WorkerClient implements AutoCloseable
     {
         final int maxDatagram = DataHeaderFlyweight.packetLength(context.lanes());
         return kind == TransportKind.NATIVE ?
-            new NativeDatagramTransport(local, context.socketBufferBytes(), maxDatagram, context.gso()) :
+            new NativeDatagramTransport(local, context.socketBufferBytes(), maxDatagram, context.gso(),
+                context.gro()) :
             new NioDatagramTransport(local, context.socketBufferBytes(), maxDatagram);
     }
 

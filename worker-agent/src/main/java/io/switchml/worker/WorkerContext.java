@@ -71,6 +71,7 @@ public final class WorkerContext
     private io.switchml.worker.transport.TransportKind transport =
         io.switchml.worker.transport.TransportKind.parse(System.getProperty(TRANSPORT_PROP, "auto"));
     private boolean gso = true;
+    private boolean gro = true;
     private String credential;
     private String tlsCa;
     private String tlsKeystore;
@@ -448,6 +449,20 @@ public final class WorkerContext
     public WorkerContext gso(final boolean gso)
     {
         this.gso = gso;
+        return this;
+    }
+
+    public boolean gro()
+    {
+        return gro;
+    }
+
+    /**
+     * @param gro false to receive every datagram on its own even with the native transport.
+     */
+    public WorkerContext gro(final boolean gro)
+    {
+        this.gro = gro;
         return this;
     }
 

@@ -39,7 +39,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 final class NativeShardAgent implements Agent, ResultSender
 {
     /** Bytes of receive buffer per datagram: the largest IPv4 UDP payload, rounded up. */
-    static final int RECEIVE_STRIDE = 65_536;
+    static final int RECEIVE_STRIDE = NativeUdp.MAX_GRO_BUFFER;
     private static final int SEND_CAPACITY = NativeUdp.MAX_MMSG;
     private static final int ALIGNMENT = 64;
     private static final ByteOrder NETWORK = ByteOrder.BIG_ENDIAN;
@@ -77,6 +77,7 @@ final class NativeShardAgent implements Agent, ResultSender
     private final int gsoMsgsOffset;
     private final int gsoControlOffset;
     private final int[] gsoRun = new int[SEND_CAPACITY];
+    private final DestinationGrouper grouper = new DestinationGrouper(SEND_CAPACITY);
     private boolean gsoSend = true;
     private final int sendNamesOffset;
     private final int arenaOffset;
@@ -404,27 +405,6 @@ final class NativeShardAgent implements Agent, ResultSender
         started.countDown();
     }
 
-    /**
-     * @return the segment size of a coalesced (GRO) message from its UDP_GRO control message, or 0; and re-arms the
-     * message's control buffer for the next recvmmsg.
-     */
-    private int groSegmentSize(final int msg, final int i)
-    {
-        final long controlLength = meta.getLong(msg + NativeUdp.MSG_CONTROLLEN_OFFSET);
-        meta.putLong(msg + NativeUdp.MSG_CONTROLLEN_OFFSET, NativeUdp.CMSG_SPACE_SMALL);
-        if (controlLength < NativeUdp.CMSG_DATA_OFFSET + Integer.BYTES)
-        {
-            return 0;
-        }
-        final int cmsg = recvControlOffset + i * NativeUdp.CMSG_SPACE_SMALL;
-        if (meta.getInt(cmsg + NativeUdp.CMSG_LEVEL_OFFSET) != NativeUdp.SOL_UDP ||
-            meta.getInt(cmsg + NativeUdp.CMSG_TYPE_OFFSET) != NativeUdp.UDP_GRO)
-        {
-            return 0;
-        }
-        return meta.getInt(cmsg + NativeUdp.CMSG_DATA_OFFSET);
-    }
-
     public int doWork()
     {
         int workCount = 0;
@@ -450,7 +430,8 @@ final class NativeShardAgent implements Agent, ResultSender
                     AddressKey.NONE;
                 meta.putInt(msg + NativeUdp.MSG_NAMELEN_OFFSET, NativeUdp.SOCKADDR_IN_SIZE);
                 final long buffer = base + recvBuffersOffset + (long)i * RECEIVE_STRIDE;
-                final int segment = gro ? groSegmentSize(msg, i) : 0;
+                final int segment = gro ?
+                    NativeUdp.groSegmentSize(meta, msg, meta, recvControlOffset + i * NativeUdp.CMSG_SPACE_SMALL) : 0;
                 if (segment > 0 && segment < length)
                 {
                     for (int from = 0; from < length; from += segment)
@@ -542,18 +523,18 @@ final class NativeShardAgent implements Agent, ResultSender
     private static final int EMSGSIZE = 90;
 
     /**
-     * Lay the queued datagrams out as sendmmsg messages in the GSO vector: a run of consecutive datagrams to one
-     * destination with one length (the results of consecutive slots multicast to a job's group, or sent to one member)
-     * becomes one message over their consecutive iovecs with a UDP_SEGMENT control message, at most 64 segments and
-     * 65,507 bytes; the kernel makes the datagrams.
+     * Lay the queued datagrams out as sendmmsg messages in the GSO vector: the {@link DestinationGrouper} first brings
+     * the datagrams to one destination with one length together (the results of a batch's slots multicast to a job's
+     * group, or sent to one member); each run of them becomes one message over their consecutive iovecs with a
+     * UDP_SEGMENT control message, at most 64 segments and 65,507 bytes; the kernel makes the datagrams.
      *
-     * @return messages laid out, or 0 when no run is longer than one datagram (then the batch goes out as queued and
-     * nothing was copied).
+     * @return messages laid out, or 0 when no run can be longer than one datagram (then the batch goes out as queued
+     * and nothing was copied).
      */
     private int coalesce()
     {
-        // most unicast batches alternate destinations: look for a run before copying any header
-        if (!hasRun())
+        // unicast batches alternate destinations: bring each destination's datagrams together first
+        if (!grouper.group(meta, sendIovOffset, sendNamesOffset, sendHead, sendCount))
         {
             return 0;
         }
@@ -595,25 +576,6 @@ final class NativeShardAgent implements Agent, ResultSender
             i += run;
         }
         return messages;
-    }
-
-    /**
-     * @return true when two consecutive queued datagrams share destination and length.
-     */
-    private boolean hasRun()
-    {
-        for (int i = sendHead; i + 1 < sendCount; i++)
-        {
-            if (meta.getLong(sendNamesOffset + i * NativeUdp.SOCKADDR_IN_SIZE) ==
-                meta.getLong(sendNamesOffset + (i + 1) * NativeUdp.SOCKADDR_IN_SIZE) &&
-                meta.getLong(sendIovOffset + i * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_LEN_OFFSET) ==
-                meta.getLong(sendIovOffset + (i + 1) * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_LEN_OFFSET) &&
-                2 * meta.getLong(sendIovOffset + i * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_LEN_OFFSET) <= NativeUdp.MAX_UDP_PAYLOAD)
-            {
-                return true;
-            }
-        }
-        return false;
     }
 
     /**

@@ -38,6 +38,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <pre>
  * java ... io.switchml.bench.ApplianceLoadBench [--workers 4] [--shards 1] [--lanes 256,2233] [--slots 64]
  *     [--seconds 5] [--warmup-seconds 2] [--transport auto] [--mac off] [--sender-transport native|nio] [--gso on|off]
+ *     [--gro on|off]
  * </pre>
  */
 public final class ApplianceLoadBench
@@ -58,6 +59,9 @@ public final class ApplianceLoadBench
     private static final java.util.concurrent.atomic.AtomicLong SENDER_GSO_MESSAGES = new java.util.concurrent.atomic.AtomicLong();
     private static String senderTransport = "native";
     private static boolean senderGso = true;
+    private static boolean senderGro = true;
+    private static final java.util.concurrent.atomic.AtomicLong SENDER_GRO_BUFFERS = new java.util.concurrent.atomic.AtomicLong();
+    private static final java.util.concurrent.atomic.AtomicLong SENDER_GRO_SEGMENTS = new java.util.concurrent.atomic.AtomicLong();
 
     public static void main(final String[] args) throws Exception
     {
@@ -71,10 +75,11 @@ public final class ApplianceLoadBench
         final String[] laneList = option(args, "--lanes", "256,2233").split(",");
         senderTransport = option(args, "--sender-transport", "native");
         senderGso = option(args, "--gso", "on").equals("on");
+        senderGro = option(args, "--gro", "on").equals("on");
 
-        System.out.printf(Locale.ROOT, "# appliance load: %d senders (%s transport, GSO %s), %d shard(s), s=%d, transport %s, " +
+        System.out.printf(Locale.ROOT, "# appliance load: %d senders (%s transport, GSO %s, GRO %s), %d shard(s), s=%d, transport %s, " +
                 "MAC %s, %d cores, %s%n",
-            workers, senderTransport, senderGso ? "on" : "off", shards, slots, transport, mac ? "on" : "off",
+            workers, senderTransport, senderGso ? "on" : "off", senderGro ? "on" : "off", shards, slots, transport, mac ? "on" : "off",
             Runtime.getRuntime().availableProcessors(), java.time.LocalDate.now());
         System.out.println("| k | payload bytes | shard | packets in/s | packets out/s | aggregated Gbit/s | bytes allocated/packet |" +
             " shard thread CPU (cores) | updates per shard CPU-second | shard CPU-s per million updates |");
@@ -83,8 +88,9 @@ public final class ApplianceLoadBench
         {
             run(workers, shards, slots, Integer.parseInt(lanesText.strip()), seconds, warmupSeconds, transport, mac);
         }
-        System.out.printf(Locale.ROOT, "# senders: %d send system calls, %d of their messages were GSO (2+ datagrams)%n",
-            SENDER_CALLS.get(), SENDER_GSO_MESSAGES.get());
+        System.out.printf(Locale.ROOT, "# senders: %d send system calls, %d of their messages were GSO (2+ datagrams); " +
+                "%d results arrived in %d coalesced (GRO) buffers%n",
+            SENDER_CALLS.get(), SENDER_GSO_MESSAGES.get(), SENDER_GRO_SEGMENTS.get(), SENDER_GRO_BUFFERS.get());
     }
 
     private static void run(
@@ -245,7 +251,7 @@ public final class ApplianceLoadBench
                 channels[shard] = "nio".equals(senderTransport) ?
                     new io.switchml.worker.transport.NioDatagramTransport(loopback, 4 << 20, DataHeaderFlyweight.packetLength(lanes)) :
                     new io.switchml.worker.transport.NativeDatagramTransport(loopback, 4 << 20,
-                        DataHeaderFlyweight.packetLength(lanes), senderGso);
+                        DataHeaderFlyweight.packetLength(lanes), senderGso, senderGro);
             }
             packets = new ByteBuffer[slots];
             views = new UnsafeBuffer[slots];
@@ -354,6 +360,8 @@ public final class ApplianceLoadBench
                 if (channel instanceof io.switchml.worker.transport.NativeDatagramTransport n)
                 {
                     SENDER_GSO_MESSAGES.addAndGet(n.gsoMessages());
+                    SENDER_GRO_BUFFERS.addAndGet(n.groBuffers());
+                    SENDER_GRO_SEGMENTS.addAndGet(n.groSegments());
                 }
             }
             control.close();

@@ -63,6 +63,8 @@ public final class NativeUdp
     public static final int UDP_MAX_SEGMENTS = 64;
     /** Largest UDP payload of one (GSO) send: 65535 less the IPv4 and UDP headers. */
     public static final int MAX_UDP_PAYLOAD = 65_507;
+    /** Bytes of a receive buffer that holds any coalesced (UDP GRO) buffer, or any one datagram, untruncated. */
+    public static final int MAX_GRO_BUFFER = 65_536;
     public static final int EFD_NONBLOCK = 0x800;
     public static final int EFD_CLOEXEC = 0x80000;
     /** struct cmsghdr: cmsg_len (size_t), cmsg_level, cmsg_type, then the data, 8-byte aligned. */
@@ -518,5 +520,30 @@ public final class NativeUdp
         {
             return "errno " + errno;
         }
+    }
+
+    /**
+     * Read the segment size of a coalesced receive from its UDP_GRO control message and re-arm the message's control
+     * length for the next recvmmsg (the kernel overwrites it with the length used).
+     *
+     * @param vec          the buffer holding the mmsghdr.
+     * @param msgOffset    offset of the mmsghdr in {@code vec}.
+     * @param control      the buffer holding the message's control area of {@link #CMSG_SPACE_SMALL} bytes.
+     * @param cmsgOffset   offset of that area in {@code control}.
+     * @return the segment size, or 0 when the datagram came alone.
+     */
+    public static int groSegmentSize(
+        final org.agrona.concurrent.UnsafeBuffer vec, final int msgOffset,
+        final org.agrona.concurrent.UnsafeBuffer control, final int cmsgOffset)
+    {
+        final long controlLength = vec.getLong(msgOffset + MSG_CONTROLLEN_OFFSET);
+        vec.putLong(msgOffset + MSG_CONTROLLEN_OFFSET, CMSG_SPACE_SMALL);
+        if (controlLength < CMSG_DATA_OFFSET + Integer.BYTES ||
+            control.getInt(cmsgOffset + CMSG_LEVEL_OFFSET) != SOL_UDP ||
+            control.getInt(cmsgOffset + CMSG_TYPE_OFFSET) != UDP_GRO)
+        {
+            return 0;
+        }
+        return control.getInt(cmsgOffset + CMSG_DATA_OFFSET);
     }
 }

@@ -22,8 +22,12 @@ import java.net.InetAddress;
  * GSO stays off for that length and above. EAGAIN or ENOBUFS leave the rest queued for the next flush (the agent
  * waits for POLLOUT); an ICMP error reported on the socket is counted and the send retried.</li>
  * <li><b>Receive</b>: recvmmsg(2) in batches of 32 on the unicast socket and on the multicast socket, a datagram
- * flagged MSG_TRUNC counted and dropped. UDP_GRO is not used: with recvmmsg it misbehaved here (../shared/FACTS.md)
- * and results arrive at a tenth of the update rate per socket.</li>
+ * flagged MSG_TRUNC counted and dropped. With {@code gro}, both sockets set UDP_GRO: the appliance sends a batch's
+ * results for one destination as one GSO message, and the kernel then queues that burst to the socket as one buffer
+ * (on loopback without ever splitting it) whose UDP_GRO control message gives the segment size; the transport hands
+ * the segments to the receiver one by one, exactly as if they had come singly. Every receive buffer is then 64 KiB,
+ * the largest coalesced buffer, so none is truncated (FACTS.md's "recvmmsg with GRO misbehaved" was buffers sized
+ * for one datagram).</li>
  * <li><b>Wait</b>: poll(2) on the sockets and an eventfd that {@link #wakeup} writes only while the agent waits or is
  * about to (a Dekker handshake of two volatiles), so a busy submitter costs no system call per submission.</li>
  * </ul>
@@ -75,6 +79,15 @@ public final class NativeDatagramTransport extends TransportCounters
     private final long receiveVecAddress;
     private final UnsafeBuffer receiveVec;
     private final UnsafeBuffer[] receiveViews = new UnsafeBuffer[RECEIVE_BATCH];
+    private final long[] receiveBufferAddress = new long[RECEIVE_BATCH];
+    private final UnsafeBuffer segmentView = new UnsafeBuffer(0L, 0);
+    private final long receiveControlAddress;
+    private final UnsafeBuffer receiveControl;
+    private final boolean groRequested;
+    private boolean gro;
+    private String groNote = "";
+    private long groBuffers;
+    private long groSegments;
 
     private final long pollAddress;
     private final UnsafeBuffer pollFds;
@@ -95,9 +108,11 @@ public final class NativeDatagramTransport extends TransportCounters
      * @param socketBufferBytes SO_RCVBUF and SO_SNDBUF.
      * @param maxDatagram       longest datagram sent or received.
      * @param gso               coalesce bursts of equal-length datagrams with UDP GSO where the kernel takes it.
+     * @param gro               receive bursts of equal-length datagrams coalesced (UDP GRO) where the kernel offers it.
      */
     public NativeDatagramTransport(
-        final InetAddress bindAddress, final int socketBufferBytes, final int maxDatagram, final boolean gso)
+        final InetAddress bindAddress, final int socketBufferBytes, final int maxDatagram, final boolean gso,
+        final boolean gro)
         throws IOException
     {
         if (!(bindAddress instanceof Inet4Address))
@@ -160,7 +175,19 @@ public final class NativeDatagramTransport extends TransportCounters
             sendControl.putInt(c + NativeUdp.CMSG_TYPE_OFFSET, NativeUdp.UDP_SEGMENT);
         }
 
-        final int slot = align(maxDatagram);
+        groRequested = gro;
+        if (gro && !socket.option(NativeUdp.SOL_UDP, NativeUdp.UDP_GRO, 1))
+        {
+            groNote = ", UDP GRO unavailable (" + socket.lastError() + ")";
+        }
+        else
+        {
+            this.gro = gro;
+        }
+        final int receiveLength = this.gro ? NativeUdp.MAX_GRO_BUFFER : maxDatagram;
+        final int slot = align(receiveLength);
+        receiveControlAddress = arena.allocate((long)RECEIVE_BATCH * NativeUdp.CMSG_SPACE_SMALL, 64).address();
+        receiveControl = new UnsafeBuffer(receiveControlAddress, RECEIVE_BATCH * NativeUdp.CMSG_SPACE_SMALL);
         final long receiveBuffers = arena.allocate((long)RECEIVE_BATCH * slot, 64).address();
         final long receiveIov = arena.allocate((long)RECEIVE_BATCH * NativeUdp.IOVEC_SIZE, 64).address();
         final UnsafeBuffer iov = new UnsafeBuffer(receiveIov, RECEIVE_BATCH * NativeUdp.IOVEC_SIZE);
@@ -171,10 +198,17 @@ public final class NativeDatagramTransport extends TransportCounters
         {
             final long buffer = receiveBuffers + (long)i * slot;
             iov.putLong(i * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_BASE_OFFSET, buffer);
-            iov.putLong(i * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_LEN_OFFSET, maxDatagram);
+            iov.putLong(i * NativeUdp.IOVEC_SIZE + NativeUdp.IOV_LEN_OFFSET, receiveLength);
             receiveVec.putLong(i * NativeUdp.MMSGHDR_SIZE + NativeUdp.MSG_IOV_OFFSET, receiveIov + (long)i * NativeUdp.IOVEC_SIZE);
             receiveVec.putLong(i * NativeUdp.MMSGHDR_SIZE + NativeUdp.MSG_IOVLEN_OFFSET, 1);
-            receiveViews[i] = new UnsafeBuffer(buffer, maxDatagram);
+            if (this.gro)
+            {
+                receiveVec.putLong(i * NativeUdp.MMSGHDR_SIZE + NativeUdp.MSG_CONTROL_OFFSET,
+                    receiveControlAddress + (long)i * NativeUdp.CMSG_SPACE_SMALL);
+                receiveVec.putLong(i * NativeUdp.MMSGHDR_SIZE + NativeUdp.MSG_CONTROLLEN_OFFSET, NativeUdp.CMSG_SPACE_SMALL);
+            }
+            receiveViews[i] = new UnsafeBuffer(buffer, receiveLength);
+            receiveBufferAddress[i] = buffer;
         }
 
         pollAddress = arena.allocate(3L * NativeUdp.POLLFD_SIZE, 8).address();
@@ -408,12 +442,29 @@ public final class NativeDatagramTransport extends TransportCounters
             {
                 final int h = i * NativeUdp.MMSGHDR_SIZE;
                 final int length = receiveVec.getInt(h + NativeUdp.MSG_LEN_OFFSET);
-                if ((receiveVec.getInt(h + NativeUdp.MSG_FLAGS_OFFSET) & NativeUdp.MSG_TRUNC) != 0 || length > maxDatagram)
+                final int segment = gro ?
+                    NativeUdp.groSegmentSize(receiveVec, h, receiveControl, i * NativeUdp.CMSG_SPACE_SMALL) : 0;
+                if ((receiveVec.getInt(h + NativeUdp.MSG_FLAGS_OFFSET) & NativeUdp.MSG_TRUNC) != 0 ||
+                    (segment > 0 ? segment : length) > maxDatagram)
                 {
-                    truncated++;
+                    truncated += segment > 0 ? (length + segment - 1) / segment : 1;
                     continue;
                 }
-                receiver.onDatagram(receiveViews[i], length);
+                if (segment > 0 && segment < length)
+                {
+                    groBuffers++;
+                    for (int from = 0; from < length; from += segment)
+                    {
+                        final int segmentLength = Math.min(segment, length - from);
+                        segmentView.wrap(receiveBufferAddress[i] + from, segmentLength);
+                        receiver.onDatagram(segmentView, segmentLength);
+                        groSegments++;
+                    }
+                }
+                else
+                {
+                    receiver.onDatagram(receiveViews[i], length);
+                }
             }
             received += count;
             if (count < batch)
@@ -482,11 +533,25 @@ public final class NativeDatagramTransport extends TransportCounters
         return gsoMessages;
     }
 
+    /**
+     * @return receive buffers that held two or more coalesced (GRO) datagrams, and the datagrams they held.
+     */
+    public long groBuffers()
+    {
+        return groBuffers;
+    }
+
+    public long groSegments()
+    {
+        return groSegments;
+    }
+
     public String description()
     {
         final String gso = gsoRequested ? (gsoLimit > 0 ? "UDP GSO up to " + NativeUdp.UDP_MAX_SEGMENTS +
             " segments" : "UDP GSO off") : "UDP GSO off (--gso off)";
-        return "native (sendmmsg, " + gso + gsoNote + ", recvmmsg batches of " + RECEIVE_BATCH + ", poll + eventfd; bound to " +
+        return "native (sendmmsg, " + gso + gsoNote + ", recvmmsg batches of " + RECEIVE_BATCH +
+            (groRequested ? (gro ? " with UDP GRO" : groNote) : " (UDP GRO off)") + ", poll + eventfd; bound to " +
             bindAddress.getHostAddress() + ")";
     }
 

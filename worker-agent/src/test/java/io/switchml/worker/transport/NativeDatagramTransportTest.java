@@ -75,7 +75,7 @@ class NativeDatagramTransportTest
             lengths[i] = i == 70 ? 40 : i == count - 1 ? 500 : 1064;
         }
         try (DatagramChannel peer = DatagramChannel.open(StandardProtocolFamily.INET);
-            NativeDatagramTransport transport = new NativeDatagramTransport(LOOPBACK, 4 << 20, 1064, gso))
+            NativeDatagramTransport transport = new NativeDatagramTransport(LOOPBACK, 4 << 20, 1064, gso, true))
         {
             peer.setOption(java.net.StandardSocketOptions.SO_RCVBUF, 8 << 20);
             peer.bind(new InetSocketAddress(LOOPBACK, 0));
@@ -119,6 +119,100 @@ class NativeDatagramTransportTest
     }
 
     /**
+     * A GSO burst between two transports: with GRO on, the receiver takes runs as coalesced buffers and splits them at
+     * the segment size; either way it hands over exactly the datagrams sent, in order, each with its own length
+     * (runs of 1,064 bytes, a 40-byte probe between them, a shorter last one that ends its run).
+     */
+    @ParameterizedTest(name = "gro {0}")
+    @ValueSource(booleans = {true, false})
+    void coalescedReceiveSplitsAtSegmentBoundaries(final boolean gro) throws Exception
+    {
+        final int count = 200;
+        final int[] lengths = new int[count];
+        for (int i = 0; i < count; i++)
+        {
+            lengths[i] = i == 70 ? 40 : i == 130 ? 500 : 1064;
+        }
+        try (NativeDatagramTransport sender = new NativeDatagramTransport(LOOPBACK, 4 << 20, 1064, true, false);
+            NativeDatagramTransport receiver = new NativeDatagramTransport(LOOPBACK, 8 << 20, 1064, true, gro))
+        {
+            sender.connect(LOOPBACK, receiver.localPort());
+            receiver.connect(LOOPBACK, sender.localPort());
+            sender.onStart();
+            receiver.onStart();
+            for (int i = 0; i < count; i++)
+            {
+                assertTrue(sender.send(datagram(i, lengths[i]), lengths[i]));
+            }
+            final List<byte[]> received = new ArrayList<>();
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while ((sender.hasQueued() || received.size() < count) && System.nanoTime() < deadline)
+            {
+                sender.flush();
+                receiver.await(10);
+                receiver.receive((buffer, length) ->
+                {
+                    final byte[] copy = new byte[length];
+                    buffer.getBytes(0, copy);
+                    received.add(copy);
+                }, 64);
+            }
+            assertEquals(count, received.size(), "datagrams received");
+            for (int i = 0; i < count; i++)
+            {
+                assertDatagram(ByteBuffer.wrap(received.get(i)).order(java.nio.ByteOrder.nativeOrder()), i, lengths[i]);
+            }
+            assertTrue(sender.gsoMessages() >= 3, "the sender used GSO: " + sender.gsoMessages());
+            assertEquals(0, receiver.truncated());
+            if (gro)
+            {
+                assertTrue(receiver.groBuffers() > 0, "coalesced buffers: " + receiver.description());
+                assertTrue(receiver.groSegments() >= 2 * receiver.groBuffers(), "segments " + receiver.groSegments());
+                assertTrue(receiver.description().contains("with UDP GRO"), receiver.description());
+            }
+            else
+            {
+                assertEquals(0, receiver.groBuffers());
+                assertTrue(receiver.description().contains("UDP GRO off"), receiver.description());
+            }
+        }
+    }
+
+    /**
+     * With GRO on, a coalesced buffer whose segments are longer than the receiver takes is dropped and every datagram
+     * in it counted as truncated; a datagram of the right size after it arrives.
+     */
+    @Test
+    void aCoalescedBufferOfTooLongDatagramsIsCountedPerDatagram() throws Exception
+    {
+        try (NativeDatagramTransport sender = new NativeDatagramTransport(LOOPBACK, 4 << 20, 200, true, false);
+            NativeDatagramTransport receiver = new NativeDatagramTransport(LOOPBACK, 4 << 20, 100, true, true))
+        {
+            sender.connect(LOOPBACK, receiver.localPort());
+            receiver.connect(LOOPBACK, sender.localPort());
+            sender.onStart();
+            receiver.onStart();
+            for (int i = 0; i < 5; i++)
+            {
+                assertTrue(sender.send(datagram(i, 200), 200));
+            }
+            sender.flush();
+            assertTrue(sender.send(datagram(5, 80), 80));
+            sender.flush();
+            final List<Integer> lengths = new ArrayList<>();
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (lengths.isEmpty() && System.nanoTime() < deadline)
+            {
+                receiver.await(100);
+                receiver.receive((buffer, length) -> lengths.add(length), 32);
+            }
+            assertEquals(List.of(80), lengths);
+            assertEquals(1, sender.gsoMessages(), "the five went as one GSO message");
+            assertEquals(5, receiver.truncated());
+        }
+    }
+
+    /**
      * A datagram longer than the receive buffer is dropped and counted, not handed over cut short; the ones around
      * it arrive whole.
      */
@@ -126,7 +220,7 @@ class NativeDatagramTransportTest
     void aTruncatedDatagramIsDroppedAndCounted() throws Exception
     {
         try (DatagramChannel peer = DatagramChannel.open(StandardProtocolFamily.INET);
-            NativeDatagramTransport transport = new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, true))
+            NativeDatagramTransport transport = new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, true, true))
         {
             peer.bind(new InetSocketAddress(LOOPBACK, 0));
             transport.connect(LOOPBACK, ((InetSocketAddress)peer.getLocalAddress()).getPort());
@@ -155,7 +249,7 @@ class NativeDatagramTransportTest
     @Test
     void wakeupEndsAnAwait() throws Exception
     {
-        try (NativeDatagramTransport transport = new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, true))
+        try (NativeDatagramTransport transport = new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, true, true))
         {
             transport.onStart();
             final Thread waker = Thread.ofPlatform().start(() ->
@@ -202,7 +296,7 @@ class NativeDatagramTransportTest
             " lladdr 02:00:00:00:00:02 dev " + device + " && tc qdisc add dev " + device +
             " root tbf rate 1mbit burst 4kb latency 5s");
         try (NativeDatagramTransport transport =
-            new NativeDatagramTransport(InetAddress.getByName(local), 16 << 10, 1000, gso))
+            new NativeDatagramTransport(InetAddress.getByName(local), 16 << 10, 1000, gso, true))
         {
             transport.connect((Inet4Address)InetAddress.getByName(peer), 9);
             transport.onStart();
