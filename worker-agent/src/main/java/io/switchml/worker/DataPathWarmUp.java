@@ -53,7 +53,15 @@ final class DataPathWarmUp implements Runnable
 
     public void run()
     {
-        final long deadlineNs = System.nanoTime() + BUDGET_NS;
+        run(BUDGET_NS);
+    }
+
+    /**
+     * @return the rounds of work (one chunk through each kernel) done before the work or the budget ran out.
+     */
+    long run(final long budgetNs)
+    {
+        final long deadlineNs = System.nanoTime() + budgetNs;
         final int length = lanes * BLOCKS;
         final TensorView[] views;
         if (elementType == ElementType.INT32)
@@ -83,8 +91,9 @@ final class DataPathWarmUp implements Runnable
         final float[] stage = new float[lanes];
         final boolean isFloat = ElementType.isFloat(elementType);
         final boolean sixteenBit = ElementType.isSixteenBit(elementType);
-        final long rounds = Math.max(BLOCKS, ELEMENTS / lanes);
-        for (long round = 0; round < rounds && System.nanoTime() - deadlineNs < 0; round++)
+        final long rounds = rounds(lanes);
+        long round = 0;
+        for (; round < rounds && System.nanoTime() - deadlineNs < 0; round++)
         {
             final TensorView view = views[(int)(round % views.length)];
             final int from = (int)(round % BLOCKS) * lanes;
@@ -108,5 +117,14 @@ final class DataPathWarmUp implements Runnable
                 view.fromPacket(packet, DataHeaderFlyweight.PAYLOAD_OFFSET, lanes, 1.0, from, laneScratch, stage);
             }
         }
+        return round;
+    }
+
+    /**
+     * @return the rounds the warm-up's fixed amount of work takes at {@code lanes} elements per chunk.
+     */
+    static long rounds(final int lanes)
+    {
+        return Math.max(BLOCKS, ELEMENTS / lanes);
     }
 }

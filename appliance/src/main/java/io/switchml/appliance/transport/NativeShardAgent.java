@@ -558,10 +558,7 @@ final class NativeShardAgent implements Agent, ResultSender
             if (run > 1)
             {
                 final int cmsg = gsoControlOffset + messages * NativeUdp.CMSG_SPACE_SMALL;
-                meta.putLong(cmsg + NativeUdp.CMSG_LEN_OFFSET, NativeUdp.CMSG_DATA_OFFSET + 2);
-                meta.putInt(cmsg + NativeUdp.CMSG_LEVEL_OFFSET, NativeUdp.SOL_UDP);
-                meta.putInt(cmsg + NativeUdp.CMSG_TYPE_OFFSET, NativeUdp.UDP_SEGMENT);
-                meta.putShort(cmsg + NativeUdp.CMSG_DATA_OFFSET, (short)length);
+                NativeUdp.putUdpSegment(meta, cmsg, (int)length);
                 meta.putLong(to + NativeUdp.MSG_IOVLEN_OFFSET, run);
                 meta.putLong(to + NativeUdp.MSG_CONTROL_OFFSET, base + cmsg);
                 meta.putLong(to + NativeUdp.MSG_CONTROLLEN_OFFSET, NativeUdp.CMSG_SPACE_SMALL);

@@ -546,4 +546,16 @@ public final class NativeUdp
         }
         return control.getInt(cmsgOffset + CMSG_DATA_OFFSET);
     }
+
+    /**
+     * Write a UDP_SEGMENT control message (UDP GSO: the kernel cuts the message into datagrams of
+     * {@code segmentSize} bytes) into {@link #CMSG_SPACE_SMALL} bytes of {@code control}.
+     */
+    public static void putUdpSegment(final org.agrona.MutableDirectBuffer control, final int offset, final int segmentSize)
+    {
+        control.putLong(offset + CMSG_LEN_OFFSET, CMSG_DATA_OFFSET + 2);
+        control.putInt(offset + CMSG_LEVEL_OFFSET, SOL_UDP);
+        control.putInt(offset + CMSG_TYPE_OFFSET, UDP_SEGMENT);
+        control.putShort(offset + CMSG_DATA_OFFSET, (short)segmentSize);
+    }
 }

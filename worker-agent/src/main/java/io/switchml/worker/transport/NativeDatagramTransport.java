@@ -170,9 +170,7 @@ public final class NativeDatagramTransport extends TransportCounters
             sendVec.putLong(h + NativeUdp.MSG_IOV_OFFSET, sendIovAddress + (long)m * NativeUdp.IOVEC_SIZE);
             sendVec.putLong(h + NativeUdp.MSG_IOVLEN_OFFSET, 1);
             final int c = m * NativeUdp.CMSG_SPACE_SMALL;
-            sendControl.putLong(c + NativeUdp.CMSG_LEN_OFFSET, NativeUdp.CMSG_DATA_OFFSET + 2);
-            sendControl.putInt(c + NativeUdp.CMSG_LEVEL_OFFSET, NativeUdp.SOL_UDP);
-            sendControl.putInt(c + NativeUdp.CMSG_TYPE_OFFSET, NativeUdp.UDP_SEGMENT);
+            NativeUdp.putUdpSegment(sendControl, c, 0);
         }
 
         groRequested = gro;
@@ -383,7 +381,7 @@ public final class NativeDatagramTransport extends TransportCounters
             if (segments > 1)
             {
                 final int c = messages * NativeUdp.CMSG_SPACE_SMALL;
-                sendControl.putShort(c + NativeUdp.CMSG_DATA_OFFSET, (short)length);
+                NativeUdp.putUdpSegment(sendControl, c, length);
                 sendVec.putLong(h + NativeUdp.MSG_CONTROL_OFFSET, sendControlAddress + c);
                 sendVec.putLong(h + NativeUdp.MSG_CONTROLLEN_OFFSET, NativeUdp.CMSG_SPACE_SMALL);
             }
