@@ -117,6 +117,7 @@ public final class ApplianceCommand implements Callable<Integer>
         }
 
         final SystemdNotifier notifier = SystemdNotifier.fromEnvironment();
+        io.switchml.appliance.engine.EngineWarmUp.maybeStart();
         final Appliance appliance = Appliance.launch(context);
         final CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() ->
