@@ -356,7 +356,7 @@ install -d -o switchml -g switchml -m 0700 "$WORK/run"
 NOTIFY_SOCKET_PATH=$WORK/run/notify.sock
 setpriv --reuid=switchml --regid=switchml --init-groups \
   "$JAVA" --enable-native-access=ALL-UNNAMED -cp "/usr/lib/switchml/*" \
-  io.switchml.appliance.service.NotifySocketListener "$NOTIFY_SOCKET_PATH" --exit-on=STOPPING=1 \
+  io.switchml.service.NotifySocketListener "$NOTIFY_SOCKET_PATH" --exit-on=STOPPING=1 \
   --timeout-ms=$(((READY_TIMEOUT_S + STOP_TIMEOUT_S + 30) * 1000)) >"$WORK/notify.log" 2>"$WORK/listener.err" &
 LISTENER_PID=$!
 wait_for_line "$WORK/listener.err" "^listening on " 20 "$LISTENER_PID" || fail "stand-in notify listener bound $NOTIFY_SOCKET_PATH"

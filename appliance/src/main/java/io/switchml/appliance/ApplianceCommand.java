@@ -1,6 +1,6 @@
 package io.switchml.appliance;
 
-import io.switchml.appliance.service.SystemdNotifier;
+import io.switchml.service.SystemdNotifier;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
