@@ -355,7 +355,7 @@ ok "ports $CONTROL_PORT/tcp $HTTP_PORT/tcp $DATA_PORT/udp on $BIND are free"
 install -d -o switchml -g switchml -m 0700 "$WORK/run"
 NOTIFY_SOCKET_PATH=$WORK/run/notify.sock
 setpriv --reuid=switchml --regid=switchml --init-groups \
-  "$JAVA" --enable-native-access=ALL-UNNAMED -cp "/usr/lib/switchml/*" \
+  "$JAVA" --enable-native-access=ALL-UNNAMED -XX:+PerfDisableSharedMem -cp "/usr/lib/switchml/*" \
   io.switchml.service.NotifySocketListener "$NOTIFY_SOCKET_PATH" --exit-on=STOPPING=1 \
   --timeout-ms=$(((READY_TIMEOUT_S + STOP_TIMEOUT_S + 30) * 1000)) >"$WORK/notify.log" 2>"$WORK/listener.err" &
 LISTENER_PID=$!
