@@ -251,6 +251,6 @@ public final class ApplianceCommand implements Callable<Integer>
 
     public static void main(final String[] args)
     {
-        System.exit(new CommandLine(new ApplianceCommand()).execute(args));
+        System.exit(io.switchml.protocol.UsageErrorHandler.install(new CommandLine(new ApplianceCommand())).execute(args));
     }
 }

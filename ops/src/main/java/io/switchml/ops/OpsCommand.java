@@ -257,6 +257,6 @@ public final class OpsCommand implements Runnable
      */
     public static void main(final String[] args)
     {
-        System.exit(new CommandLine(new OpsCommand()).execute(args));
+        System.exit(io.switchml.protocol.UsageErrorHandler.install(new CommandLine(new OpsCommand())).execute(args));
     }
 }
