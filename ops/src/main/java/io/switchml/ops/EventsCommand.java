@@ -1,10 +1,10 @@
 package io.switchml.ops;
 
 import io.switchml.protocol.Json;
-import io.switchml.appliance.journal.JournalEvent;
-import io.switchml.appliance.journal.JournalReader;
-import io.switchml.appliance.journal.JournalRecord;
-import io.switchml.appliance.journal.JournalSeverity;
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalReader;
+import io.switchml.journal.JournalRecord;
+import io.switchml.journal.JournalSeverity;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 

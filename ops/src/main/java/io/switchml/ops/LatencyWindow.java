@@ -1,6 +1,6 @@
 package io.switchml.ops;
 
-import io.switchml.appliance.journal.JournalRecord;
+import io.switchml.journal.JournalRecord;
 
 import java.util.ArrayList;
 import java.util.List;
