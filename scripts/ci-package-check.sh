@@ -151,16 +151,16 @@ port_in_use() {
 step "prerequisites"
 [ "$(id -u)" -eq 0 ] || fail "must run as root (dpkg -i, a system user); CI runs as root"
 missing=()
-for tool in systemd-analyze curl setpriv taskset ss openssl; do
+for tool in systemd-analyze curl setpriv taskset ss openssl lintian man; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   note "installing what provides: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends systemd curl util-linux iproute2 openssl >/dev/null
+  apt-get install -y -q --no-install-recommends systemd curl util-linux iproute2 openssl lintian man-db >/dev/null
 fi
-ok "systemd-analyze ($(systemd-analyze --version | head -n 1)), curl, setpriv, taskset, ss"
+ok "systemd-analyze ($(systemd-analyze --version | head -n 1)), curl, setpriv, taskset, ss, $(lintian --version), man-db"
 JAVA=$(find_java) || fail "no Java 25 or newer in JAVA_HOME or /usr/lib/jvm"
 ok "java for the stand-in listener: $JAVA"
 
@@ -194,6 +194,24 @@ check "distribution archive $(basename "$ARCHIVE") has bin/switchml, lib/switchm
     tar tzf '$ARCHIVE' | grep -q '/etc/switchml/appliance.properties\$' &&
     tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-appliance.service\$' &&
     tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-worker@.service\$'"
+
+check "distribution archive has the man pages (share/man/man1/switchml-ops.1.gz) and bash completion" \
+  bash -c "tar tzf '$ARCHIVE' | grep -q '/share/man/man1/switchml-ops.1.gz\$' &&
+    tar tzf '$ARCHIVE' | grep -q '/share/bash-completion/completions/switchml\$'"
+
+# ---------------------------------------------------------------------------------------------------------
+step "lintian"
+# Debian's checks at their default level: no error, and no warning that packaging/deb/share/lintian-overrides
+# (installed with the package, each with its reason) does not name. Lintian says it should not run as root.
+lintian_rc=0
+lintian --fail-on error,warning --info --display-info "$DEB" >"${TMPDIR:-/tmp}/switchml-lintian.$$" 2>&1 || lintian_rc=$?
+lintian_out=$(grep -v -e '^N:' -e 'running with root privileges is not recommended' "${TMPDIR:-/tmp}/switchml-lintian.$$" || true)
+rm -f "${TMPDIR:-/tmp}/switchml-lintian.$$"
+if [ "$lintian_rc" -ne 0 ] || grep -q '^[EW]:' <<<"$lintian_out"; then
+  echo "$lintian_out" >&2
+  fail "lintian $(basename "$DEB"): exit $lintian_rc, $(grep -c '^E:' <<<"$lintian_out" || true) error(s), $(grep -c '^W:' <<<"$lintian_out" || true) warning(s)"
+fi
+ok "lintian $(basename "$DEB"): 0 errors, 0 warnings, $(grep -c '^I:' <<<"$lintian_out" || true) info tag(s), $(lintian --show-overrides "$DEB" 2>/dev/null | grep -c '^O:' || true) overridden (with reasons)"
 
 if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q "installed\|config-files"; then
   note "purging a $PKG package left by an earlier run"
@@ -248,6 +266,31 @@ if unshare -m true 2>/dev/null; then
 else
   note "cannot make a mount namespace here: the no-JDK message is not checked"
 fi
+# Man pages: every command's renders with man-db (man -l, no warnings from groff), and `man switchml-ops` finds it.
+for page in switchml switchml-appliance switchml-worker switchml-worker-serve switchml-ops switchml-ops-status; do
+  file=/usr/share/man/man1/$page.1.gz
+  [ -f "$file" ] || fail "man page $file installed"
+  rendered=$(MANWIDTH=100 LC_ALL=C.UTF-8 man --warnings -l "$file" 2>"$WORK/man.err") || fail "man -l $file: $(cat "$WORK/man.err")"
+  [ ! -s "$WORK/man.err" ] || fail "man -l $file: warnings: $(head -n 3 "$WORK/man.err")"
+  grep -q '^NAME' <<<"$rendered" && grep -q "^ *$page - " <<<"$rendered" && grep -q '^SYNOPSIS' <<<"$rendered" ||
+    fail "man -l $file renders NAME ($page - ...) and SYNOPSIS: $(head -n 8 <<<"$rendered")"
+done
+man_ops=$(MANWIDTH=100 man switchml-ops 2>&1) && grep -q -- '--json' <<<"$man_ops" || fail "man switchml-ops finds the page, with --json: $man_ops"
+ok "man pages: $(ls /usr/share/man/man1/switchml*.1.gz | wc -l) installed; man -l renders NAME and SYNOPSIS without warnings; man switchml-ops"
+# Bash completion: the installed script sources in a plain bash and completes subcommands and options.
+complete_words() {
+  bash -c 'source /usr/share/bash-completion/completions/switchml || exit 9
+    COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+    _complete_switchml switchml "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}" 2>/dev/null; printf "%s\n" "${COMPREPLY[@]}"' _ "$@"
+}
+completed=$(complete_words switchml o) || fail "bash completion script sources (exit $?)"
+[ "$completed" = ops ] || fail "completion of 'switchml o' is ops, got: $completed"
+completed=$(complete_words switchml ops st)
+[ "$completed" = status ] || fail "completion of 'switchml ops st' is status, got: $completed"
+completed=$(complete_words switchml appliance --con)
+grep -qx -- '--config' <<<"$completed" || fail "completion of 'switchml appliance --con' offers --config, got: $completed"
+ok "bash completion: 'switchml o' -> ops, 'switchml ops st' -> status, 'switchml appliance --con' -> $(tr '\n' ' ' <<<"$completed")"
+
 resolved=$(setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin \
   /usr/bin/switchml appliance --config "$CONFIG" --print-config 2>&1) || fail "packaged configuration is valid: $resolved"
 grep -qx "switchml.appliance.dir=$STATE_DIR" <<<"$resolved" || fail "packaged configuration sets switchml.appliance.dir=$STATE_DIR"
@@ -312,8 +355,8 @@ ok "ports $CONTROL_PORT/tcp $HTTP_PORT/tcp $DATA_PORT/udp on $BIND are free"
 install -d -o switchml -g switchml -m 0700 "$WORK/run"
 NOTIFY_SOCKET_PATH=$WORK/run/notify.sock
 setpriv --reuid=switchml --regid=switchml --init-groups \
-  "$JAVA" --enable-native-access=ALL-UNNAMED -cp "/usr/lib/switchml/*" \
-  io.switchml.appliance.service.NotifySocketListener "$NOTIFY_SOCKET_PATH" --exit-on=STOPPING=1 \
+  "$JAVA" --enable-native-access=ALL-UNNAMED -XX:+PerfDisableSharedMem -cp "/usr/lib/switchml/*" \
+  io.switchml.service.NotifySocketListener "$NOTIFY_SOCKET_PATH" --exit-on=STOPPING=1 \
   --timeout-ms=$(((READY_TIMEOUT_S + STOP_TIMEOUT_S + 30) * 1000)) >"$WORK/notify.log" 2>"$WORK/listener.err" &
 LISTENER_PID=$!
 wait_for_line "$WORK/listener.err" "^listening on " 20 "$LISTENER_PID" || fail "stand-in notify listener bound $NOTIFY_SOCKET_PATH"

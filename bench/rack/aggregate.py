@@ -107,16 +107,17 @@ def load_cell(cell_dir):
                 errors.append(f"rank {r}: {data.get('error')}")
             if system == "switchml":
                 rank = data["ranks"][0] if data.get("ranks") else {}
-                ranks.append({"rank": r, "ok": data.get("ok"), "tatP50Ms": data.get("tatP50Ms"),
-                              "tatP99Ms": data.get("tatP99Ms"), "tatMaxMs": data.get("tatMaxMs"),
+                # `switchml worker bench --json` writes snake_case keys; this file's cells keep their camelCase.
+                ranks.append({"rank": r, "ok": data.get("ok"), "tatP50Ms": data.get("tat_p50_ms"),
+                              "tatP99Ms": data.get("tat_p99_ms"), "tatMaxMs": data.get("tat_max_ms"),
                               "samples": data.get("samples"), "retransmissions": data.get("retransmissions"),
-                              "smoothedRttMs": rank.get("smoothedRttMs"), "firstTatMs": rank.get("firstTatMs")})
+                              "smoothedRttMs": rank.get("smoothed_rtt_ms"), "firstTatMs": rank.get("first_tat_ms")})
                 retransmissions = (retransmissions or 0) + (data.get("retransmissions") or 0)
-                recovery["resends"] += data.get("retransmissionsTotal") or 0
-                recovery["probes"] += data.get("probesTotal") or 0
-                recovery["spuriousProbes"] += data.get("spuriousProbesTotal") or 0
-                recovery["spuriousResends"] += data.get("spuriousRetransmissionsTotal") or 0
-                recovery["sent"] += data.get("packetsSent") or 0
+                recovery["resends"] += data.get("retransmissions_total") or 0
+                recovery["probes"] += data.get("probes_total") or 0
+                recovery["spuriousProbes"] += data.get("spurious_probes_total") or 0
+                recovery["spuriousResends"] += data.get("spurious_retransmissions_total") or 0
+                recovery["sent"] += data.get("packets_sent") or 0
             else:
                 ranks.append({k: data.get(k) for k in ("rank", "ok", "tatP50Ms", "tatP99Ms", "tatMaxMs", "samples",
                                                        "firstTatMs")})

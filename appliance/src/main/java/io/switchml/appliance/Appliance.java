@@ -8,8 +8,8 @@ import io.switchml.appliance.backend.Backends;
 import io.switchml.appliance.backend.SoftwareBackend;
 import io.switchml.appliance.backend.UnavailableBackend;
 import io.switchml.appliance.control.ControlServer;
-import io.switchml.appliance.journal.JournalRecord;
-import io.switchml.appliance.journal.JournalSeverity;
+import io.switchml.journal.JournalRecord;
+import io.switchml.journal.JournalSeverity;
 import org.agrona.concurrent.status.AtomicCounter;
 import java.util.ArrayList;
 import java.util.concurrent.ConcurrentHashMap;
@@ -70,7 +70,7 @@ public final class Appliance implements AutoCloseable
             txLoss[shard] = LossGenerator.of(context.lossRate(), context.lossSeed() * 31 + 7 + shard);
         }
         this.telemetry = new Telemetry(Path.of(context.dir()), shards);
-        this.journal = Journal.open(new JournalContext().directory(Path.of(context.dir(), "journal"))
+        this.journal = Journal.open(new JournalContext().directory(Path.of(context.dir(), io.switchml.protocol.ApplianceDefaults.JOURNAL_DIRECTORY))
             .retainedCycles(context.journalRetainedCycles()).errorHandler(telemetry.errorLog()));
         this.registry = new JobRegistry(context.memoryBudgetBytes(), context.tenantMemoryQuotaBytes(),
             context.tenantMaxJobs(), shards, telemetry);

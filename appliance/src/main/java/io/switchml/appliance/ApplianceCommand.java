@@ -1,6 +1,6 @@
 package io.switchml.appliance;
 
-import io.switchml.appliance.service.SystemdNotifier;
+import io.switchml.service.SystemdNotifier;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -252,6 +252,6 @@ public final class ApplianceCommand implements Callable<Integer>
 
     public static void main(final String[] args)
     {
-        System.exit(new CommandLine(new ApplianceCommand()).execute(args));
+        System.exit(io.switchml.protocol.UsageErrorHandler.install(new CommandLine(new ApplianceCommand())).execute(args));
     }
 }

@@ -22,7 +22,7 @@ public final class ApplianceContext
 
     /** TCP port of the control endpoint (join, leave, jobs); 0 picks a free port. */
     public static final String CONTROL_PORT_PROP = "switchml.appliance.control.port";
-    public static final int CONTROL_PORT_DEFAULT = 7470;
+    public static final int CONTROL_PORT_DEFAULT = io.switchml.protocol.ApplianceDefaults.CONTROL_PORT;
 
     /**
      * UDP transport: auto (native where it works, else epoll when available, else nio), native (recvmmsg and
@@ -104,7 +104,7 @@ public final class ApplianceContext
 
     /** Directory of the counters file (counters.dat) and the event journal. */
     public static final String DIR_PROP = "switchml.appliance.dir";
-    public static final String DIR_DEFAULT = System.getProperty("java.io.tmpdir") + "/switchml";
+    public static final String DIR_DEFAULT = io.switchml.protocol.ApplianceDefaults.DIR;
 
     /** TCP port of the HTTP endpoint (/metrics, /health) on the bind address; 0 picks a free port, -1 turns it off. */
     public static final String HTTP_PORT_PROP = "switchml.appliance.http.port";

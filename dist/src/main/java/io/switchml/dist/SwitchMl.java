@@ -2,6 +2,7 @@ package io.switchml.dist;
 
 import io.switchml.appliance.ApplianceCommand;
 import io.switchml.ops.OpsCommand;
+import io.switchml.protocol.UsageErrorHandler;
 import io.switchml.worker.WorkerCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -32,7 +33,8 @@ public final class SwitchMl implements Runnable
      * annotations, before it parses anything; its classes are Java 5 class files, which the JVM's AOT cache
      * cannot hold, so that model is most of a start-up. When the first argument names a subcommand, only that
      * one is built, under a root that is the same but for the list of subcommands (whose own usage, options and
-     * errors are unchanged); otherwise the whole command.
+     * errors are unchanged); otherwise the whole command. Usage errors print one line and a hint
+     * ({@link UsageErrorHandler}).
      */
     static CommandLine commandLine(final String[] args)
     {
@@ -47,9 +49,9 @@ public final class SwitchMl implements Runnable
         };
         if (only == null)
         {
-            return new CommandLine(new SwitchMl());
+            return UsageErrorHandler.install(new CommandLine(new SwitchMl()));
         }
-        return new CommandLine(new Root()).addSubcommand(only.get());
+        return UsageErrorHandler.install(new CommandLine(new Root()).addSubcommand(only.get()));
     }
 
     /** {@link SwitchMl} without its subcommands, for {@link #commandLine}. */

@@ -69,7 +69,7 @@ record CounterRow(int id, String type, int ownerId, String name, String tenant, 
         if (JOB.equals(type))
         {
             json.put("tenant", tenant);
-            json.put("jobName", jobName);
+            json.put("job_name", jobName);
         }
         json.put("name", name);
         json.put("kind", gauge ? "gauge" : "counter");

@@ -222,7 +222,7 @@ final class CountersCommand extends OpsSubcommand
                 if (watching)
                 {
                     final Double rate = rates.get(row.key());
-                    entry.put("ratePerSec", rate == null ? null : Math.round(rate * 10) / 10.0);
+                    entry.put("rate_per_sec", rate == null ? null : Math.round(rate * 10) / 10.0);
                 }
                 counters.add(entry);
             }

@@ -1,10 +1,10 @@
 package io.switchml.ops;
 
 import io.switchml.protocol.Json;
-import io.switchml.appliance.journal.JournalEvent;
-import io.switchml.appliance.journal.JournalReader;
-import io.switchml.appliance.journal.JournalRecord;
-import io.switchml.appliance.journal.JournalSeverity;
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalReader;
+import io.switchml.journal.JournalRecord;
+import io.switchml.journal.JournalSeverity;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -219,21 +219,21 @@ final class EventsCommand extends OpsSubcommand
         {
             json.put("job", record.jobId());
             json.put("tenant", record.tenant());
-            json.put("jobName", record.jobName());
+            json.put("job_name", record.jobName());
         }
         json.put("message", record.message());
         if (record.type() == JournalEvent.HISTOGRAM_SNAPSHOT)
         {
             json.put("shard", record.shardId());
-            json.put("intervalStart", Format.iso(record.intervalStartMs()));
-            json.put("intervalEnd", Format.iso(record.intervalEndMs()));
+            json.put("interval_start", Format.iso(record.intervalStartMs()));
+            json.put("interval_end", Format.iso(record.intervalEndMs()));
             json.put("count", record.count());
-            json.put("minNs", record.minNs());
-            json.put("p50Ns", record.p50Ns());
-            json.put("p90Ns", record.p90Ns());
-            json.put("p99Ns", record.p99Ns());
-            json.put("p999Ns", record.p999Ns());
-            json.put("maxNs", record.maxNs());
+            json.put("min_ns", record.minNs());
+            json.put("p50_ns", record.p50Ns());
+            json.put("p90_ns", record.p90Ns());
+            json.put("p99_ns", record.p99Ns());
+            json.put("p999_ns", record.p999Ns());
+            json.put("max_ns", record.maxNs());
         }
         return json;
     }

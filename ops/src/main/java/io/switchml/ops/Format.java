@@ -147,6 +147,32 @@ final class Format
     }
 
     /**
+     * @return the key in the --json output's style, snake_case: "slotTimeoutMs" -> "slot_timeout_ms" (the control
+     * protocol's and /health's keys are camelCase).
+     */
+    static String snakeCase(final String key)
+    {
+        final StringBuilder snake = new StringBuilder(key.length() + 4);
+        for (int i = 0; i < key.length(); i++)
+        {
+            final char c = key.charAt(i);
+            if (Character.isUpperCase(c))
+            {
+                if (i > 0 && key.charAt(i - 1) != '_')
+                {
+                    snake.append('_');
+                }
+                snake.append(Character.toLowerCase(c));
+            }
+            else
+            {
+                snake.append(c);
+            }
+        }
+        return snake.toString();
+    }
+
+    /**
      * @return the epoch ms in ISO-8601 UTC, for JSON.
      */
     static String iso(final long epochMs)

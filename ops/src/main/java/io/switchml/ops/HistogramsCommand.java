@@ -1,9 +1,9 @@
 package io.switchml.ops;
 
 import io.switchml.protocol.Json;
-import io.switchml.appliance.journal.JournalEvent;
-import io.switchml.appliance.journal.JournalReader;
-import io.switchml.appliance.journal.JournalRecord;
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalReader;
+import io.switchml.journal.JournalRecord;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -150,7 +150,7 @@ final class HistogramsCommand extends OpsSubcommand
         json.put("snapshots", window.snapshots().size());
         json.put("shards", window.shards());
         json.put("estimated", window.snapshots().size() > 1);
-        json.put("latencyNs", summary(window));
+        json.put("latency_ns", summary(window));
         final List<Map<String, Object>> perShard = new ArrayList<>();
         for (final int shardId : window.shards())
         {
@@ -159,13 +159,13 @@ final class HistogramsCommand extends OpsSubcommand
             entry.putAll(summary(window.shard(shardId)));
             perShard.add(entry);
         }
-        json.put("perShard", perShard);
+        json.put("per_shard", perShard);
         final List<Map<String, Object>> distribution = new ArrayList<>();
         for (final LatencyWindow.Bucket bucket : window.distribution(buckets))
         {
             final Map<String, Object> entry = new LinkedHashMap<>();
-            entry.put("lowNs", Math.round(bucket.lowNs()));
-            entry.put("highNs", Math.round(bucket.highNs()));
+            entry.put("low_ns", Math.round(bucket.lowNs()));
+            entry.put("high_ns", Math.round(bucket.highNs()));
             entry.put("count", Math.round(bucket.count() * 10) / 10.0);
             distribution.add(entry);
         }
@@ -176,7 +176,7 @@ final class HistogramsCommand extends OpsSubcommand
             final Map<String, Object> entry = new LinkedHashMap<>();
             entry.put("start", Format.iso(interval.startMs()));
             entry.put("end", Format.iso(interval.endMs()));
-            entry.put("slotsPerSec", Math.round(interval.slotsPerSec() * 10) / 10.0);
+            entry.put("slots_per_sec", Math.round(interval.slotsPerSec() * 10) / 10.0);
             entry.putAll(summary(interval.window()));
             intervals.add(entry);
         }
@@ -197,7 +197,7 @@ final class HistogramsCommand extends OpsSubcommand
             summary.put("min", window.minNs());
             for (int i = 0; i < LatencyWindow.REPORTED_QUANTILES.length; i++)
             {
-                summary.put(LatencyWindow.REPORTED_NAMES[i], Math.round(window.quantileNs(LatencyWindow.REPORTED_QUANTILES[i])));
+                summary.put(LatencyWindow.JSON_NAMES[i], Math.round(window.quantileNs(LatencyWindow.REPORTED_QUANTILES[i])));
             }
             summary.put("max", window.maxNs());
         }
@@ -344,7 +344,7 @@ final class HistogramsCommand extends OpsSubcommand
                 {
                     if (Math.abs(LatencyWindow.REPORTED_QUANTILES[i] - quantile) < 1e-9)
                     {
-                        entry.put(LatencyWindow.REPORTED_NAMES[i], Math.round(sample.value() * 1e9));
+                        entry.put(LatencyWindow.JSON_NAMES[i], Math.round(sample.value() * 1e9));
                     }
                 }
             }
@@ -360,7 +360,7 @@ final class HistogramsCommand extends OpsSubcommand
             json.put("source", target().url() + "metrics");
             json.put("window", "since the appliance started");
             json.put("unit", "ns");
-            json.put("perShard", new ArrayList<>(byShard.values()));
+            json.put("per_shard", new ArrayList<>(byShard.values()));
             out().println(Json.pretty(json));
             return OpsException.OK;
         }
@@ -376,7 +376,7 @@ final class HistogramsCommand extends OpsSubcommand
         for (final Map<String, Object> entry : byShard.values())
         {
             out.printf("%-7s  %12s", entry.get("shard"), Format.count((Long)entry.getOrDefault("count", 0L)));
-            for (final String name : LatencyWindow.REPORTED_NAMES)
+            for (final String name : LatencyWindow.JSON_NAMES)
             {
                 final Object value = entry.get(name);
                 out.printf("  %10s", value == null ? "-" : Format.latency((Long)value, unicode()));

@@ -1,9 +1,9 @@
 package io.switchml.ops;
 
-import io.switchml.appliance.journal.JournalEvent;
-import io.switchml.appliance.journal.JournalReader;
-import io.switchml.appliance.journal.JournalRecord;
-import io.switchml.appliance.journal.JournalSeverity;
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalReader;
+import io.switchml.journal.JournalRecord;
+import io.switchml.journal.JournalSeverity;
 
 import java.util.ArrayList;
 import java.util.EnumSet;

@@ -1,9 +1,9 @@
 package io.switchml.ops;
 
 import io.switchml.protocol.Json;
-import io.switchml.appliance.journal.JournalEvent;
-import io.switchml.appliance.journal.JournalReader;
-import io.switchml.appliance.journal.JournalRecord;
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalReader;
+import io.switchml.journal.JournalRecord;
 import io.switchml.protocol.telemetry.CountersFileReader;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -122,7 +122,7 @@ final class JobsCommand extends OpsSubcommand
                     {
                         if (!field.getKey().isEmpty())
                         {
-                            job.put(field.getKey(), typed(field.getKey(), field.getValue()));
+                            job.put(Format.snakeCase(field.getKey()), typed(field.getKey(), field.getValue()));
                         }
                     }
                     jobs.put(((Number)job.get("job")).intValue(), job);
@@ -197,11 +197,11 @@ final class JobsCommand extends OpsSubcommand
         final JournalRecord end = history.end(jobId);
         if (end != null)
         {
-            job.put("endedAt", Format.iso(end.timestampMs()));
-            job.put("endReason", end.message());
+            job.put("ended_at", Format.iso(end.timestampMs()));
+            job.put("end_reason", end.message());
         }
         final JournalRecord lastError = history.lastError(jobId);
-        job.put("lastError", lastError == null ? null : EventsCommand.toJson(lastError));
+        job.put("last_error", lastError == null ? null : EventsCommand.toJson(lastError));
     }
 
     private static Map<String, Object> endedJob(final JobHistory history, final int jobId)
@@ -219,10 +219,10 @@ final class JobsCommand extends OpsSubcommand
             {
                 for (final Map.Entry<String, String> field : io.switchml.protocol.ControlProtocol.parse("JOB " + record.message()).entrySet())
                 {
-                    if (!field.getKey().isEmpty() && !job.containsKey(field.getKey()) && !"ageMs".equals(field.getKey()) &&
+                    if (!field.getKey().isEmpty() && !job.containsKey(Format.snakeCase(field.getKey())) && !"ageMs".equals(field.getKey()) &&
                         !"joined".equals(field.getKey()))
                     {
-                        job.put(field.getKey(), typed(field.getKey(), field.getValue()));
+                        job.put(Format.snakeCase(field.getKey()), typed(field.getKey(), field.getValue()));
                     }
                 }
             }
@@ -273,8 +273,8 @@ final class JobsCommand extends OpsSubcommand
                     job.getOrDefault("state", "-"),
                     job.containsKey("joined") ? job.get("joined") + "/" + job.get("world") : job.getOrDefault("world", "-"),
                     job.getOrDefault("backend", "-") + (job.containsKey("fallback") ? "*" : ""), job.getOrDefault("type", "-"), job.getOrDefault("k", "-"), job.getOrDefault("s", "-"),
-                    job.get("memoryBytes") instanceof Number bytes ? Format.bytes(bytes.longValue()) : "-",
-                    job.get("ageMs") instanceof Number age ? Format.duration(age.longValue()) : "-",
+                    job.get("memory_bytes") instanceof Number bytes ? Format.bytes(bytes.longValue()) : "-",
+                    job.get("age_ms") instanceof Number age ? Format.duration(age.longValue()) : "-",
                     counter(counters, "slots_completed"), counter(counters, "retransmissions_served"), counter(counters, "drops"));
             }
         }
@@ -354,8 +354,8 @@ final class JobsCommand extends OpsSubcommand
         final String row = "%-15s %s%n";
         out.println("job " + jobId + "  " + job.get("tenant") + "/" + job.get("name"));
         out.printf(row, "state", job.getOrDefault("state", "unknown (remote: the state comes from the control endpoint)") +
-            (job.get("ageMs") instanceof Number age ? ", age " + Format.duration(age.longValue()) : "") +
-            (job.containsKey("endReason") ? ": " + job.get("endReason") : ""));
+            (job.get("age_ms") instanceof Number age ? ", age " + Format.duration(age.longValue()) : "") +
+            (job.containsKey("end_reason") ? ": " + job.get("end_reason") : ""));
         if (job.containsKey("world"))
         {
             out.printf(row, "members", (job.containsKey("joined") ? job.get("joined") + " of " + job.get("world") + " ranks joined" :
@@ -369,8 +369,8 @@ final class JobsCommand extends OpsSubcommand
         if (job.containsKey("k"))
         {
             out.printf(row, "slots", job.get("s") + " slots of k=" + job.get("k") + " " + job.get("type") + " lanes, " +
-                (job.get("memoryBytes") instanceof Number bytes ? Format.bytes(bytes.longValue()) : "?") +
-                " of aggregator memory, slot timeout " + job.get("slotTimeoutMs") + " ms, MAC " + job.get("mac"));
+                (job.get("memory_bytes") instanceof Number bytes ? Format.bytes(bytes.longValue()) : "?") +
+                " of aggregator memory, slot timeout " + job.get("slot_timeout_ms") + " ms, MAC " + job.get("mac"));
         }
         final Map<String, Object> counters = (Map<String, Object>)job.get("counters");
         if (counters != null)
@@ -398,7 +398,7 @@ final class JobsCommand extends OpsSubcommand
                     "  " + e.get("type") + (message != null && !message.startsWith("job=") ? ": " + message : ""));
                 first = false;
             }
-            final Map<String, Object> lastError = (Map<String, Object>)job.get("lastError");
+            final Map<String, Object> lastError = (Map<String, Object>)job.get("last_error");
             out.printf(row, "last error", lastError == null ? "none" : Format.time(java.time.Instant.parse(
                 (String)lastError.get("time")).toEpochMilli()) + "  " + lastError.get("severity") + " " + lastError.get("type") +
                 ": " + lastError.get("message"));

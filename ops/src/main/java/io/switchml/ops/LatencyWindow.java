@@ -1,6 +1,6 @@
 package io.switchml.ops;
 
-import io.switchml.appliance.journal.JournalRecord;
+import io.switchml.journal.JournalRecord;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -24,6 +24,8 @@ final class LatencyWindow
     static final double[] REPORTED_QUANTILES = {0.5, 0.9, 0.99, 0.999};
     /** Their names. */
     static final String[] REPORTED_NAMES = {"p50", "p90", "p99", "p99.9"};
+    /** {@link #REPORTED_NAMES} as --json keys (snake_case, as the journal's p999_ns). */
+    static final String[] JSON_NAMES = {"p50", "p90", "p99", "p999"};
 
     /**
      * One shard's latency over one interval.

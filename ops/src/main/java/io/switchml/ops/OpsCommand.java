@@ -1,6 +1,6 @@
 package io.switchml.ops;
 
-import io.switchml.appliance.ApplianceContext;
+import io.switchml.protocol.ApplianceDefaults;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -42,7 +42,7 @@ public final class OpsCommand implements Runnable
     /** Environment variable naming the appliance directory, when --dir is not given. */
     static final String DIR_ENV = "SWITCHML_DIR";
     /** Control port when neither --control-port nor the journal says otherwise. */
-    static final int CONTROL_PORT_DEFAULT = ApplianceContext.CONTROL_PORT_DEFAULT;
+    static final int CONTROL_PORT_DEFAULT = ApplianceDefaults.CONTROL_PORT;
 
     /** Where the package puts the appliance's control-channel certificate. */
     static final String DEFAULT_TLS_CA = "/etc/switchml/tls/ca.pem";
@@ -127,7 +127,7 @@ public final class OpsCommand implements Runnable
 
     @Option(names = "--control-port", paramLabel = "PORT", scope = CommandLine.ScopeType.INHERIT,
         description = "Control port (default: the one the running appliance announced in its journal, else " +
-            ApplianceContext.CONTROL_PORT_DEFAULT + ").")
+            ApplianceDefaults.CONTROL_PORT + ").")
     Integer controlPort;
 
     @Option(names = "--credential-file", paramLabel = "FILE", scope = CommandLine.ScopeType.INHERIT,
@@ -213,7 +213,7 @@ public final class OpsCommand implements Runnable
         // the packaged appliance's state directory when it holds a counters file, else the appliance's own default
         final Path packaged = Path.of(PACKAGED_DIR);
         return java.nio.file.Files.isReadable(packaged.resolve(io.switchml.protocol.telemetry.CountersFileDescriptor.FILENAME)) ?
-            packaged : Path.of(ApplianceContext.DIR_DEFAULT);
+            packaged : Path.of(ApplianceDefaults.DIR);
     }
 
     /** Where the package's appliance keeps its counters file and journal. */
@@ -257,6 +257,6 @@ public final class OpsCommand implements Runnable
      */
     public static void main(final String[] args)
     {
-        System.exit(new CommandLine(new OpsCommand()).execute(args));
+        System.exit(io.switchml.protocol.UsageErrorHandler.install(new CommandLine(new OpsCommand())).execute(args));
     }
 }

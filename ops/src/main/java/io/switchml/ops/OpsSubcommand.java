@@ -12,7 +12,8 @@ import java.util.concurrent.Callable;
 /**
  * Base of the ops subcommands: finds the global options on the {@link OpsCommand} above it (however deep,
  * and whether or not {@code ops} runs under the {@code switchml} entry point), writes to the command
- * line's writers, and turns {@link OpsException}s into one line on stderr and their exit code.
+ * line's writers, and turns {@link OpsException}s into one line on stderr and their exit code; with {@code --json},
+ * into one JSON object on stdout instead: {@code {"error": "...", "exit_code": 4}}.
  */
 @Command(mixinStandardHelpOptions = true, sortOptions = false, versionProvider = Version.class,
     exitCodeListHeading = "%nExit codes:%n",
@@ -35,7 +36,6 @@ abstract class OpsSubcommand implements Callable<Integer>
 
     public final Integer call()
     {
-        final PrintWriter err = spec.commandLine().getErr();
         try
         {
             final int exitCode = execute();
@@ -44,11 +44,7 @@ abstract class OpsSubcommand implements Callable<Integer>
         }
         catch (final OpsException ex)
         {
-            out().flush();
-            err.println(commandName() + ": " + ex.getMessage() +
-                (ex.exitCode() == OpsException.USAGE ? " (see --help)" : ""));
-            err.flush();
-            return ex.exitCode();
+            return fail(ex.getMessage() + (ex.exitCode() == OpsException.USAGE ? " (see --help)" : ""), ex.exitCode());
         }
         catch (final CommandLine.ParameterException ex)
         {
@@ -56,10 +52,7 @@ abstract class OpsSubcommand implements Callable<Integer>
         }
         catch (final IOException ex)
         {
-            out().flush();
-            err.println(commandName() + ": lost the appliance: " + ex);
-            err.flush();
-            return OpsException.UNREACHABLE;
+            return fail("lost the appliance: " + ex, OpsException.UNREACHABLE);
         }
         catch (final InterruptedException ex)
         {
@@ -68,11 +61,27 @@ abstract class OpsSubcommand implements Callable<Integer>
         }
         catch (final Exception ex)
         {
-            out().flush();
-            err.println(commandName() + ": failed: " + ex);
-            err.flush();
-            return OpsException.FAILED;
+            return fail("failed: " + ex, OpsException.FAILED);
         }
+    }
+
+    private int fail(final String message, final int exitCode)
+    {
+        final PrintWriter out = out();
+        if (json())
+        {
+            final java.util.Map<String, Object> error = new java.util.LinkedHashMap<>();
+            error.put("error", message);
+            error.put("exit_code", exitCode);
+            out.println(io.switchml.protocol.Json.write(error));
+            out.flush();
+            return exitCode;
+        }
+        out.flush();
+        final PrintWriter err = spec.commandLine().getErr();
+        err.println(commandName() + ": " + message);
+        err.flush();
+        return exitCode;
     }
 
     String commandName()

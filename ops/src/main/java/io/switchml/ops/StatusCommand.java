@@ -62,11 +62,11 @@ final class StatusCommand extends OpsSubcommand
             status.put("status", health.getOrDefault("status", "unknown"));
             status.put("mode", "local");
             status.put("pid", pid);
-            status.put("startedAt", Format.iso(counters.startTimestampMs()));
-            status.put("uptimeMs", parseLong(health.get("uptimeMs")));
+            status.put("started_at", Format.iso(counters.startTimestampMs()));
+            status.put("uptime_ms", parseLong(health.get("uptimeMs")));
             status.put("version", version());
             status.put("transport", health.get("transport"));
-            status.put("controlSecurity", controlSecurity(health.get("tls"), health.get("auth")));
+            status.put("control_security", controlSecurity(health.get("tls"), health.get("auth")));
             final int shardCount = (int)parseLong(health.get("shards"));
             final List<Map<String, Object>> shards = new ArrayList<>();
             final List<ShardThreads.ShardThread> threads = ShardThreads.of(pid);
@@ -78,10 +78,10 @@ final class StatusCommand extends OpsSubcommand
                 {
                     final ShardThreads.ShardThread thread = threads.get(shard);
                     entry.put("thread", thread.tid());
-                    entry.put("cpusAllowed", thread.cpusAllowed());
+                    entry.put("cpus_allowed", thread.cpusAllowed());
                     entry.put("pinned", thread.pinned());
-                    entry.put("lastCpu", thread.lastCpu());
-                    entry.put("cpuTimeMs", thread.cpuTimeMs());
+                    entry.put("last_cpu", thread.lastCpu());
+                    entry.put("cpu_time_ms", thread.cpuTimeMs());
                 }
                 shards.add(entry);
             }
@@ -96,7 +96,7 @@ final class StatusCommand extends OpsSubcommand
             {
                 final ErrorRecord last = errors.stream()
                     .max((a, b) -> Long.compare(a.lastObservationTimestampMs(), b.lastObservationTimestampMs())).orElseThrow();
-                errorSummary.put("lastAt", Format.iso(last.lastObservationTimestampMs()));
+                errorSummary.put("last_at", Format.iso(last.lastObservationTimestampMs()));
                 errorSummary.put("last", firstLine(last.encodedException()));
             }
             status.put("errors", errorSummary);
@@ -134,7 +134,7 @@ final class StatusCommand extends OpsSubcommand
             healthResponse.statusCode() + ", " + health.get("status") + ")");
         status.put("mode", "remote");
         status.put("url", target.url().toString());
-        status.put("uptimeMs", number(health.get("uptimeMs")));
+        status.put("uptime_ms", number(health.get("uptimeMs")));
         status.put("version", version());
         status.put("transport", health.get("transport"));
         final List<Map<String, Object>> shards = new ArrayList<>();
@@ -185,9 +185,9 @@ final class StatusCommand extends OpsSubcommand
     private static Map<String, Object> memory(final long usedBytes, final long budgetBytes)
     {
         final Map<String, Object> memory = new LinkedHashMap<>();
-        memory.put("usedBytes", usedBytes);
-        memory.put("budgetBytes", budgetBytes);
-        memory.put("usedPercent", budgetBytes > 0 ? Math.round(1000.0 * usedBytes / budgetBytes) / 10.0 : 0.0);
+        memory.put("used_bytes", usedBytes);
+        memory.put("budget_bytes", budgetBytes);
+        memory.put("used_percent", budgetBytes > 0 ? Math.round(1000.0 * usedBytes / budgetBytes) / 10.0 : 0.0);
         return memory;
     }
 
@@ -220,9 +220,9 @@ final class StatusCommand extends OpsSubcommand
     {
         final String row = "%-11s %s%n";
         final String mode = "local".equals(status.get("mode")) ? "pid " + status.get("pid") + ", " : "";
-        out.printf(row, "appliance", status.get("status") + " (" + mode + "up " + Format.duration((Long)status.get("uptimeMs")) +
-            (status.containsKey("startedAt") ? ", started " + Format.time(java.time.Instant.parse(
-                (String)status.get("startedAt")).toEpochMilli()) : "") + ")");
+        out.printf(row, "appliance", status.get("status") + " (" + mode + "up " + Format.duration((Long)status.get("uptime_ms")) +
+            (status.containsKey("started_at") ? ", started " + Format.time(java.time.Instant.parse(
+                (String)status.get("started_at")).toEpochMilli()) : "") + ")");
         out.printf(row, "version", "ops " + ((Map<String, Object>)status.get("version")).get("ops") +
             " (the appliance does not report its own)");
         final List<Map<String, Object>> shards = (List<Map<String, Object>>)status.get("shards");
@@ -232,8 +232,8 @@ final class StatusCommand extends OpsSubcommand
             if (shard.containsKey("thread"))
             {
                 out.printf("  shard %-3s thread %s, cpus %s%s, last ran on cpu %s, %s cpu time%n", shard.get("shard"),
-                    shard.get("thread"), shard.get("cpusAllowed"), Boolean.TRUE.equals(shard.get("pinned")) ? " (pinned)" : " (not pinned)",
-                    shard.get("lastCpu"), Format.duration((Long)shard.get("cpuTimeMs")));
+                    shard.get("thread"), shard.get("cpus_allowed"), Boolean.TRUE.equals(shard.get("pinned")) ? " (pinned)" : " (not pinned)",
+                    shard.get("last_cpu"), Format.duration((Long)shard.get("cpu_time_ms")));
             }
             else
             {
@@ -252,8 +252,8 @@ final class StatusCommand extends OpsSubcommand
             }
         }
         final Map<String, Object> memory = (Map<String, Object>)status.get("memory");
-        out.printf(row, "memory", Format.bytes((Long)memory.get("usedBytes")) + " of " +
-            Format.bytes((Long)memory.get("budgetBytes")) + " aggregator budget (" + memory.get("usedPercent") + "%)");
+        out.printf(row, "memory", Format.bytes((Long)memory.get("used_bytes")) + " of " +
+            Format.bytes((Long)memory.get("budget_bytes")) + " aggregator budget (" + memory.get("used_percent") + "%)");
         final Map<String, Object> traffic = (Map<String, Object>)status.get("traffic");
         out.printf(row, "traffic", Format.count((Long)traffic.get("packets_in")) + " packets in (" +
             Format.bytes((Long)traffic.get("bytes_in")) + "), " + Format.count((Long)traffic.get("packets_out")) +
@@ -261,11 +261,11 @@ final class StatusCommand extends OpsSubcommand
         final Map<String, Object> errors = (Map<String, Object>)status.get("errors");
         out.printf(row, "errors", errors.containsKey("distinct") ?
             errors.get("distinct") + " distinct, " + errors.get("total") + " in all" +
-                (errors.containsKey("last") ? "; last at " + errors.get("lastAt") + ": " + errors.get("last") : "") :
+                (errors.containsKey("last") ? "; last at " + errors.get("last_at") + ": " + errors.get("last") : "") :
             errors.get("total") + " in all (the error log is readable on the appliance host)");
-        if (status.get("controlSecurity") != null)
+        if (status.get("control_security") != null)
         {
-            out.printf(row, "security", status.get("controlSecurity"));
+            out.printf(row, "security", status.get("control_security"));
         }
         if (status.get("endpoints") instanceof Map<?, ?> endpoints)
         {

@@ -1,8 +1,8 @@
 package io.switchml.ops;
 
-import io.switchml.appliance.journal.JournalEvent;
-import io.switchml.appliance.journal.JournalReader;
-import io.switchml.appliance.journal.JournalRecord;
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalReader;
+import io.switchml.journal.JournalRecord;
 import io.switchml.protocol.telemetry.CountersFile;
 import io.switchml.protocol.telemetry.CountersFileDescriptor;
 import io.switchml.protocol.telemetry.CountersFileReader;
@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
 final class Target
 {
     /** Name of the journal directory inside the appliance directory. */
-    static final String JOURNAL_DIRECTORY = "journal";
+    static final String JOURNAL_DIRECTORY = io.switchml.protocol.ApplianceDefaults.JOURNAL_DIRECTORY;
 
     private static final Pattern CONTROL_PORT = Pattern.compile("control tcp (\\d+)");
     private static final Pattern PID = Pattern.compile("pid (\\d+)");

@@ -38,7 +38,7 @@ final class OpsCli
     {
         final OpsCommand ops = new OpsCommand();
         ops.terminalOverride = terminal;
-        final CommandLine commandLine = new CommandLine(ops);
+        final CommandLine commandLine = io.switchml.protocol.UsageErrorHandler.install(new CommandLine(ops));
         final StringWriter out = new StringWriter();
         final StringWriter err = new StringWriter();
         commandLine.setOut(new PrintWriter(out, true));

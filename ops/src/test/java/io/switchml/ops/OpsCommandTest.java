@@ -3,9 +3,9 @@ package io.switchml.ops;
 import io.switchml.protocol.Json;
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
-import io.switchml.appliance.journal.JournalEvent;
-import io.switchml.appliance.journal.JournalReader;
-import io.switchml.appliance.journal.JournalRecord;
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalReader;
+import io.switchml.journal.JournalRecord;
 import io.switchml.protocol.ElementType;
 import io.switchml.worker.AllReduceException;
 import io.switchml.worker.WorkerClient;
@@ -171,7 +171,30 @@ class OpsCommandTest
     @SuppressWarnings("unchecked")
     private static Map<String, Object> jsonObject(final OpsCli.Result result)
     {
-        return assertInstanceOf(Map.class, Json.parse(result.out()), result::toString);
+        final Map<String, Object> json = assertInstanceOf(Map.class, Json.parse(result.out()), result::toString);
+        assertSnakeCaseKeys(json, "$");
+        return json;
+    }
+
+    /** Every key of every object in the document is snake_case (counter names, as keys, are too). */
+    private static void assertSnakeCaseKeys(final Object json, final String path)
+    {
+        if (json instanceof Map<?, ?> map)
+        {
+            for (final Map.Entry<?, ?> entry : map.entrySet())
+            {
+                final String key = (String)entry.getKey();
+                assertTrue(key.matches("[a-z][a-z0-9]*(_[a-z0-9]+)*"), () -> "key '" + key + "' at " + path + " is not snake_case");
+                assertSnakeCaseKeys(entry.getValue(), path + "." + key);
+            }
+        }
+        else if (json instanceof List<?> list)
+        {
+            for (int i = 0; i < list.size(); i++)
+            {
+                assertSnakeCaseKeys(list.get(i), path + "[" + i + "]");
+            }
+        }
     }
 
     @Test
@@ -189,13 +212,13 @@ class OpsCommandTest
         final Map<String, Object> json = jsonObject(ok(OpsCli.run(local("status", "--json"))));
         assertEquals("up", json.get("status"));
         assertEquals(ProcessHandle.current().pid(), json.get("pid"));
-        assertTrue((Long)json.get("uptimeMs") > 0);
+        assertTrue((Long)json.get("uptime_ms") > 0);
         final List<?> shards = (List<?>)json.get("shards");
         assertEquals(2, shards.size());
-        assertNotNull(((Map<?, ?>)shards.get(0)).get("cpusAllowed"), json::toString);
+        assertNotNull(((Map<?, ?>)shards.get(0)).get("cpus_allowed"), json::toString);
         final Map<?, ?> memory = (Map<?, ?>)json.get("memory");
-        assertEquals(64L << 20, memory.get("budgetBytes"));
-        assertEquals(appliance.registry().memoryUsedBytes(), memory.get("usedBytes"));
+        assertEquals(64L << 20, memory.get("budget_bytes"));
+        assertEquals(appliance.registry().memoryUsedBytes(), memory.get("used_bytes"));
         assertTrue((Long)((Map<?, ?>)json.get("jobs")).get("active") >= 1, json::toString);
     }
 
@@ -329,7 +352,7 @@ class OpsCommandTest
         assertFalse(json.out().contains("\033"));
         final Map<?, ?> second = (Map<?, ?>)Json.parse(lines.get(1));
         assertEquals(2L, second.get("refresh"));
-        assertTrue(((List<?>)second.get("counters")).stream().allMatch(c -> ((Map<?, ?>)c).get("ratePerSec") instanceof Number),
+        assertTrue(((List<?>)second.get("counters")).stream().allMatch(c -> ((Map<?, ?>)c).get("rate_per_sec") instanceof Number),
             lines.get(1));
     }
 
@@ -347,7 +370,7 @@ class OpsCommandTest
         assertTrue(text.out().contains("slots/s"), text::toString);
 
         final Map<String, Object> json = jsonObject(ok(OpsCli.run(local("histograms", "--json"))));
-        final Map<?, ?> latency = (Map<?, ?>)json.get("latencyNs");
+        final Map<?, ?> latency = (Map<?, ?>)json.get("latency_ns");
         final long count = (Long)latency.get("count");
         assertTrue(count >= 8 * ELEMENTS / 512, json::toString);
         final long min = (Long)latency.get("min");
@@ -397,7 +420,7 @@ class OpsCommandTest
         final OpsCli.Result remote = ok(OpsCli.run(remote("histograms")));
         assertTrue(remote.out().contains("since the appliance started"), remote::toString);
         final Map<String, Object> json = jsonObject(ok(OpsCli.run(remote("histograms", "--json"))));
-        assertEquals(2, ((List<?>)json.get("perShard")).size(), json::toString);
+        assertEquals(2, ((List<?>)json.get("per_shard")).size(), json::toString);
     }
 
     @Test
@@ -416,7 +439,7 @@ class OpsCommandTest
         assertTrue((Long)counters.get("retransmissions_served") > 0, "1% loss causes retransmissions: " + counters);
         final List<?> history = (List<?>)job.get("history");
         assertEquals(List.of("JOB_CREATED", "JOB_STARTED"), history.stream().map(e -> ((Map<?, ?>)e).get("type")).toList());
-        assertTrue(job.containsKey("lastError") && job.get("lastError") == null, job::toString);
+        assertTrue(job.containsKey("last_error") && job.get("last_error") == null, job::toString);
 
         final OpsCli.Result text = ok(OpsCli.run(local("jobs", "describe", "1")));
         assertTrue(text.out().contains("members         2 of 2 ranks joined"), text::toString);
@@ -457,9 +480,9 @@ class OpsCommandTest
         assertTrue(byId.err().contains("the appliance refused: no job 999"), byId::toString);
 
         final Map<String, Object> described = awaitJson(() -> OpsCli.run(local("jobs", "describe", "victim", "--json")),
-            json -> json.get("lastError") != null);
+            json -> json.get("last_error") != null);
         assertEquals("aborted", described.get("state"), described::toString);
-        assertTrue(((String)((Map<?, ?>)described.get("lastError")).get("message")).contains("maintenance window"),
+        assertTrue(((String)((Map<?, ?>)described.get("last_error")).get("message")).contains("maintenance window"),
             described::toString);
 
         final OpsCli.Result all = ok(OpsCli.run(local("jobs", "list", "--all")));
@@ -479,7 +502,8 @@ class OpsCommandTest
         assertTrue(lines.size() >= 2, train::toString);
         for (final String line : lines)
         {
-            assertEquals("train", ((Map<?, ?>)Json.parse(line)).get("jobName"), line);
+            assertEquals("train", ((Map<?, ?>)Json.parse(line)).get("job_name"), line);
+            assertSnakeCaseKeys(Json.parse(line), line);
         }
 
         final OpsCli.Result warnings = ok(OpsCli.run(local("events", "--severity", "warn", "--all", "--json")));
@@ -509,7 +533,7 @@ class OpsCommandTest
             assertEquals(0, result.exitCode(), result::toString);
             final Map<?, ?> event = (Map<?, ?>)Json.parse(result.out().strip());
             assertEquals("JOB_STARTED", event.get("type"));
-            assertEquals("late", event.get("jobName"));
+            assertEquals("late", event.get("job_name"));
         }
         finally
         {
@@ -540,6 +564,49 @@ class OpsCommandTest
         }
         final OpsCli.Result since = OpsCli.run("histograms", "--since", "yesterdayish");
         assertTrue(since.err().contains("'yesterdayish' is not a time"), since::toString);
+    }
+
+    @Test
+    void aUsageErrorNamesTheOneWrongOptionAndAHintNotTheWholeHelp()
+    {
+        final OpsCli.Result typo = OpsCli.run("status", "--jsn");
+        assertEquals(OpsException.USAGE, typo.exitCode(), typo::toString);
+        assertEquals("", typo.out(), typo::toString);
+        final List<String> lines = typo.err().lines().toList();
+        assertEquals("ops status: Unknown option: '--jsn'", lines.getFirst(), typo::toString);
+        assertTrue(typo.err().contains("--json"), "suggests the option meant: " + typo);
+        assertEquals("Try 'ops status --help' for more information.", lines.getLast(), typo::toString);
+        assertFalse(typo.err().contains("Usage:") || typo.err().contains("--timeout-ms"), "no usage help: " + typo);
+
+        final OpsCli.Result badValue = OpsCli.run("status", "--control-port", "70000");
+        assertEquals(OpsException.USAGE, badValue.exitCode(), badValue::toString);
+        assertFalse(badValue.err().contains("Usage:"), badValue::toString);
+        // --control-port is an option of ops itself (inherited by its subcommands): its help is ops --help
+        assertEquals(List.of("ops: --control-port must be within 1..65535: 70000", "Try 'ops --help' for more information."),
+            badValue.err().lines().toList(), badValue::toString);
+    }
+
+    @Test
+    void withJsonErrorsAreOneJsonObjectOnStdoutAndTheExitCode()
+    {
+        final OpsCli.Result unreachable = OpsCli.run("status", "--json", "--dir", dir.resolve("nothing-here").toString());
+        assertEquals(OpsException.UNREACHABLE, unreachable.exitCode(), unreachable::toString);
+        final Map<String, Object> error = jsonObject(unreachable);
+        assertEquals((long)OpsException.UNREACHABLE, error.get("exit_code"), unreachable::toString);
+        assertTrue(((String)error.get("error")).contains("nothing-here"), unreachable::toString);
+        assertEquals("", unreachable.err(), unreachable::toString);
+
+        final OpsCli.Result usage = OpsCli.run("counters", "--json", "--no-such-option");
+        assertEquals(OpsException.USAGE, usage.exitCode(), usage::toString);
+        final Map<String, Object> usageError = jsonObject(usage);
+        assertEquals("Unknown option: '--no-such-option'", usageError.get("error"), usage::toString);
+        assertEquals((long)OpsException.USAGE, usageError.get("exit_code"), usage::toString);
+        assertEquals("Try 'ops counters --help' for more information.", usageError.get("hint"), usage::toString);
+
+        final OpsCli.Result missing = OpsCli.run("jobs", "describe", "no-such-job", "--json", "--dir", dir.toString(),
+            "--control-port", Integer.toString(appliance.controlPort()));
+        assertEquals(OpsException.FAILED, missing.exitCode(), missing::toString);
+        assertEquals((long)OpsException.FAILED, jsonObject(missing).get("exit_code"), missing::toString);
     }
 
     @Test

@@ -19,6 +19,6 @@ public final class WorkerCommand implements Runnable
 
     public static void main(final String[] args)
     {
-        System.exit(new CommandLine(new WorkerCommand()).execute(args));
+        System.exit(io.switchml.protocol.UsageErrorHandler.install(new CommandLine(new WorkerCommand())).execute(args));
     }
 }

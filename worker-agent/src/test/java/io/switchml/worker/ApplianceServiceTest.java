@@ -2,9 +2,9 @@ package io.switchml.worker;
 
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
-import io.switchml.appliance.journal.JournalEvent;
-import io.switchml.appliance.journal.JournalReader;
-import io.switchml.appliance.journal.JournalRecord;
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalReader;
+import io.switchml.journal.JournalRecord;
 import io.switchml.protocol.ElementType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

@@ -1,5 +1,10 @@
 package io.switchml.appliance.journal;
 
+import io.switchml.journal.JournalReader;
+import io.switchml.journal.JournalRecord;
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalSeverity;
+import io.switchml.journal.ChronicleSettings;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
 import org.HdrHistogram.Histogram;

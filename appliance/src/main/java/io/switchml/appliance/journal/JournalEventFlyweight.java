@@ -1,5 +1,7 @@
 package io.switchml.appliance.journal;
 
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalSeverity;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 

@@ -1,5 +1,6 @@
 package io.switchml.appliance.journal;
 
+import io.switchml.journal.JournalSchema;
 import net.openhft.chronicle.queue.RollCycle;
 
 import java.io.IOException;

@@ -1,5 +1,7 @@
 package io.switchml.appliance.journal;
 
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalSchema;
 import net.openhft.chronicle.queue.ExcerptAppender;
 import net.openhft.chronicle.queue.RollCycle;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;

@@ -1,5 +1,6 @@
 package io.switchml.appliance.journal;
 
+import io.switchml.journal.JournalSeverity;
 import io.switchml.appliance.telemetry.SlotLatency;
 import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;

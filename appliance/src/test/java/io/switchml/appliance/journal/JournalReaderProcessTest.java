@@ -1,5 +1,6 @@
 package io.switchml.appliance.journal;
 
+import io.switchml.journal.JournalReader;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -1,5 +1,9 @@
 package io.switchml.appliance.journal;
 
+import io.switchml.journal.JournalReader;
+import io.switchml.journal.JournalRecord;
+import io.switchml.journal.JournalEvent;
+import io.switchml.journal.JournalSeverity;
 import net.openhft.chronicle.queue.rollcycles.TestRollCycles;
 import org.HdrHistogram.Histogram;
 import org.agrona.concurrent.CachedEpochClock;

@@ -1,5 +1,6 @@
 package io.switchml.worker.bridge;
 
+import io.switchml.service.SystemdNotifier;
 import io.switchml.worker.AllReduceException;
 import io.switchml.worker.TransportOptions;
 import io.switchml.worker.WorkerContext;
@@ -17,7 +18,9 @@ import java.util.concurrent.Callable;
  * (one rank). It joins the job at start-up (every rank's bridge must be started; the join waits for
  * all of them), then prints {@code switchml worker serve ready: socket=... shm=...} and serves
  * {@link BridgeProtocol} requests on a Unix-domain socket, with tensor data in a shared-memory file.
- * The socket and the file are deleted on exit, including on SIGTERM. Exit code 0 after an orderly
+ * The socket and the file are deleted on exit, including on SIGTERM. Under a {@code Type=notify} unit
+ * ({@code NOTIFY_SOCKET} set) it sends {@code READY=1} once the job is joined, so that the unit is active only then,
+ * and {@code STOPPING=1} on SIGTERM. Exit code 0 after an orderly
  * stop, 2 for bad arguments, 3 when the job cannot be joined or the socket or shared memory cannot
  * be set up.
  */
@@ -78,6 +81,11 @@ public final class WorkerServeCommand implements Callable<Integer>
             return 2;
         }
 
+        final SystemdNotifier notifier = SystemdNotifier.fromEnvironment();
+        if (notifier.isEnabled())
+        {
+            System.out.println("switchml worker serve: " + notifier);
+        }
         System.out.println("switchml worker serve: joining job " + jobName + " (tenant " + context.worker().tenant() + ") as rank " + rank +
             " of " + worldSize + " at " + context.worker().applianceHost() + ":" + context.worker().controlPort() + " ...");
         System.out.flush();
@@ -89,9 +97,16 @@ public final class WorkerServeCommand implements Callable<Integer>
         catch (final IOException ex)
         {
             System.out.println("ERROR rank=" + rank + " " + ex.getMessage());
+            notifier.close();
             return 3;
         }
-        Runtime.getRuntime().addShutdownHook(new Thread(server::close, "switchml-bridge-shutdown"));
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+        {
+            notifier.stopping("stopping after " + server.requests() + " all-reduce requests");
+            server.close();
+            notifier.close();
+        }, "switchml-bridge-shutdown"));
+        notifier.status("joining job " + jobName + " as rank " + rank + " of " + worldSize);
         try
         {
             server.join();
@@ -106,6 +121,12 @@ public final class WorkerServeCommand implements Callable<Integer>
         System.out.println("switchml worker serve ready: socket=" + context.socketPath() + " shm=" + context.shmPath() +
             " shmBytes=" + context.shmBytes() + " rank=" + rank + " world=" + worldSize + " job=" + jobName);
         System.out.flush();
+        final String notifyError = notifier.ready("joined job " + jobName + " as rank " + rank + " of " + worldSize +
+            "; serving " + context.socketPath());
+        if (notifyError != null)
+        {
+            System.err.println("switchml worker serve: sd_notify READY=1 not sent: " + notifyError);
+        }
         try
         {
             server.serve();

@@ -31,9 +31,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class WorkerBenchCommandTest
 {
     private static final String[] POSITIVE_FIELDS = {
-        "elements", "tensorBytes", "world", "lanes", "slots", "iterations", "samples", "roundsChecked",
-        "tatP50Ms", "tatP99Ms", "tatMaxMs", "tatMinMs", "tatMeanMs", "atePerSecP50", "atePerSecMean",
-        "tensorGbitPerSecP50", "packetsSent", "packetsReceived"};
+        "elements", "tensor_bytes", "world", "lanes", "slots", "iterations", "samples", "rounds_checked",
+        "tat_p50_ms", "tat_p99_ms", "tat_max_ms", "tat_min_ms", "tat_mean_ms", "ate_per_sec_p50", "ate_per_sec_mean",
+        "tensor_gbit_per_sec_p50", "packets_sent", "packets_received"};
 
     private Appliance appliance;
     private final ExecutorService executor = Executors.newCachedThreadPool();
@@ -78,7 +78,26 @@ class WorkerBenchCommandTest
     private static Map<String, Object> parseObject(final String out)
     {
         assertEquals(1, out.strip().lines().count(), "--json prints exactly one line: " + out);
-        return assertInstanceOf(Map.class, Json.parse(out.strip()));
+        final Map<String, Object> json = assertInstanceOf(Map.class, Json.parse(out.strip()));
+        assertSnakeCaseKeys(json);
+        return json;
+    }
+
+    /** One key style in every --json output: snake_case. */
+    private static void assertSnakeCaseKeys(final Object json)
+    {
+        if (json instanceof Map<?, ?> map)
+        {
+            map.forEach((key, value) ->
+            {
+                assertTrue(((String)key).matches("[a-z][a-z0-9]*(_[a-z0-9]+)*"), "key '" + key + "' is not snake_case");
+                assertSnakeCaseKeys(value);
+            });
+        }
+        else if (json instanceof List<?> list)
+        {
+            list.forEach(WorkerBenchCommandTest::assertSnakeCaseKeys);
+        }
     }
 
     private static double number(final Map<String, Object> json, final String field)
@@ -93,8 +112,8 @@ class WorkerBenchCommandTest
             assertTrue(number(json, field) > 0, field + " must be positive in " + json);
         }
         assertTrue(number(json, "retransmissions") >= 0);
-        assertTrue(number(json, "tatP50Ms") <= number(json, "tatP99Ms"));
-        assertTrue(number(json, "tatP99Ms") <= number(json, "tatMaxMs") * 1.001);
+        assertTrue(number(json, "tat_p50_ms") <= number(json, "tat_p99_ms"));
+        assertTrue(number(json, "tat_p99_ms") <= number(json, "tat_max_ms") * 1.001);
     }
 
     @Test
@@ -109,7 +128,7 @@ class WorkerBenchCommandTest
         assertEquals(50_000.0, number(json, "elements"));
         assertEquals(3.0, number(json, "world"));
         assertEquals(3 * 5.0, number(json, "samples"), "every rank times every timed all-reduce");
-        assertEquals(3 * 7.0, number(json, "roundsChecked"), "every result of every rank is checked, warm-ups too");
+        assertEquals(3 * 7.0, number(json, "rounds_checked"), "every result of every rank is checked, warm-ups too");
         assertFiguresPositive(json);
         final List<?> ranks = assertInstanceOf(List.class, json.get("ranks"));
         assertEquals(3, ranks.size());
@@ -117,10 +136,10 @@ class WorkerBenchCommandTest
         {
             @SuppressWarnings("unchecked")
             final Map<String, Object> figures = assertInstanceOf(Map.class, rank);
-            assertTrue(number(figures, "tatP50Ms") > 0 && number(figures, "atePerSecP50") > 0, figures.toString());
+            assertTrue(number(figures, "tat_p50_ms") > 0 && number(figures, "ate_per_sec_p50") > 0, figures.toString());
         }
-        assertEquals(number(json, "elements") / (number(json, "tatP50Ms") / 1e3), number(json, "atePerSecP50"),
-            number(json, "atePerSecP50") * 1e-4, "ATE/s at p50 is elements over the p50 TAT");
+        assertEquals(number(json, "elements") / (number(json, "tat_p50_ms") / 1e3), number(json, "ate_per_sec_p50"),
+            number(json, "ate_per_sec_p50") * 1e-4, "ATE/s at p50 is elements over the p50 TAT");
     }
 
     @Test
@@ -132,15 +151,15 @@ class WorkerBenchCommandTest
         assertEquals(WorkerBenchCommand.EXIT_OK, outcome.exitCode(), outcome.out() + outcome.err());
         final Map<String, Object> json = parseObject(outcome.out());
         assertEquals("peers", json.get("values"));
-        assertEquals(4 * 7.0, number(json, "roundsChecked"));
+        assertEquals(4 * 7.0, number(json, "rounds_checked"));
         for (final Object rank : assertInstanceOf(List.class, json.get("ranks")))
         {
             @SuppressWarnings("unchecked")
             final Map<String, Object> figures = assertInstanceOf(Map.class, rank);
-            final List<?> tats = assertInstanceOf(List.class, figures.get("tatsMs"));
+            final List<?> tats = assertInstanceOf(List.class, figures.get("tats_ms"));
             assertEquals(5, tats.size(), "one TAT per timed all-reduce: " + figures);
             final double max = tats.stream().mapToDouble(t -> ((Number)t).doubleValue()).max().orElseThrow();
-            assertEquals(number(figures, "tatMaxMs"), max, max * 2e-3, "the histogram's max is the list's max");
+            assertEquals(number(figures, "tat_max_ms"), max, max * 2e-3, "the histogram's max is the list's max");
         }
     }
 
@@ -191,7 +210,7 @@ class WorkerBenchCommandTest
             assertEquals(250_000.0, number(json, "elements"), "1 MB of 4-byte elements");
             assertEquals(5.0, number(json, "samples"));
             assertFiguresPositive(json);
-            retransmissions += (long)number(json, "retransmissionsTotal");
+            retransmissions += (long)number(json, "retransmissions_total");
         }
         assertTrue(retransmissions > 0, "2% loss each way must cause retransmissions");
     }
@@ -235,7 +254,7 @@ class WorkerBenchCommandTest
         assertEquals(WorkerBenchCommand.EXIT_JOB_FAILED, outcome.exitCode(), outcome.out() + outcome.err());
         final Map<String, Object> json = parseObject(outcome.out());
         assertFalse((Boolean)json.get("ok"));
-        assertEquals(3.0, number(json, "exitCode"));
+        assertEquals(3.0, number(json, "exit_code"));
         assertTrue(((String)json.get("error")).contains("cannot join"), json.toString());
     }
 }

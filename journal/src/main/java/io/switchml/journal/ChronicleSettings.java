@@ -1,4 +1,4 @@
-package io.switchml.appliance.journal;
+package io.switchml.journal;
 
 /**
  * System properties Chronicle reads when its classes load. The launcher and the tests pass the first two
@@ -12,7 +12,7 @@ package io.switchml.appliance.journal;
  * journal's roll cycle before opening it, being told the roll cycle is taken from the journal's metadata.
  * A {@code -D} of the same property overrides any of them.
  */
-final class ChronicleSettings
+public final class ChronicleSettings
 {
     static final String ANALYTICS_DISABLE_PROP = "chronicle.analytics.disable";
     static final String ANNOUNCER_DISABLE_PROP = "chronicle.announcer.disable";
@@ -28,7 +28,7 @@ final class ChronicleSettings
     /**
      * Set the properties that are not set; call before any Chronicle class loads.
      */
-    static void apply()
+    public static void apply()
     {
         setIfAbsent(ANALYTICS_DISABLE_PROP, "true");
         setIfAbsent(ANNOUNCER_DISABLE_PROP, "true");

@@ -1,4 +1,4 @@
-package io.switchml.appliance.journal;
+package io.switchml.journal;
 
 /**
  * Severity of a journal event, in increasing order, so a reader can ask for "this or worse".
@@ -17,7 +17,7 @@ public enum JournalSeverity
     /**
      * @return the severity with this {@link #ordinal()}, or null when there is none.
      */
-    static JournalSeverity fromOrdinal(final int ordinal)
+    public static JournalSeverity fromOrdinal(final int ordinal)
     {
         return ordinal >= 0 && ordinal < VALUES.length ? VALUES[ordinal] : null;
     }

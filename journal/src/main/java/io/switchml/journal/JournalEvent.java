@@ -1,4 +1,4 @@
-package io.switchml.appliance.journal;
+package io.switchml.journal;
 
 /**
  * Types of journal event. Each has a stable {@link #typeId()} (the record type in the in-process ring

@@ -1,4 +1,4 @@
-package io.switchml.appliance.service;
+package io.switchml.service;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -18,7 +18,7 @@ import java.util.concurrent.TimeUnit;
  * <p>
  * Also a command-line tool, for checks outside JUnit:
  * <pre>
- * java --enable-native-access=ALL-UNNAMED -cp appliance.jar io.switchml.appliance.service.NotifySocketListener \
+ * java --enable-native-access=ALL-UNNAMED -cp service.jar io.switchml.service.NotifySocketListener \
  *     ADDRESS [--exit-on=ASSIGNMENT] [--timeout-ms=N]
  * </pre>
  * It prints {@code listening on ADDRESS} to standard error once bound, then each datagram on its own line

@@ -1,4 +1,4 @@
-package io.switchml.appliance.service;
+package io.switchml.service;
 
 import org.agrona.ErrorHandler;
 

@@ -1,4 +1,4 @@
-package io.switchml.appliance.journal;
+package io.switchml.journal;
 
 import net.openhft.chronicle.queue.ExcerptTailer;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;

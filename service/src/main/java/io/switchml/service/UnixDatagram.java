@@ -1,4 +1,4 @@
-package io.switchml.appliance.service;
+package io.switchml.service;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;

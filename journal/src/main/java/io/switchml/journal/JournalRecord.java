@@ -1,4 +1,4 @@
-package io.switchml.appliance.journal;
+package io.switchml.journal;
 
 /**
  * One decoded journal event, as {@link JournalReader} returns it.

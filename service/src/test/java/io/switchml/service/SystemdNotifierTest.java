@@ -1,4 +1,4 @@
-package io.switchml.appliance.service;
+package io.switchml.service;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
