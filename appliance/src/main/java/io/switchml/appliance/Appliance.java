@@ -16,6 +16,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import io.switchml.appliance.control.JobRegistry;
 import io.switchml.appliance.journal.Journal;
 import io.switchml.appliance.journal.JournalContext;
+import io.switchml.appliance.telemetry.ApplianceMetrics;
 import io.switchml.appliance.telemetry.HttpEndpoint;
 import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.appliance.transport.DataPlane;
@@ -91,8 +92,13 @@ public final class Appliance implements AutoCloseable
             control.credentials(context.controlCredentials());
             if (context.httpPort() >= 0)
             {
-                http = new HttpEndpoint(context.resolvedBindAddress(), context.httpPort(),
-                    telemetry.countersFile().countersReader(), telemetry::slotLatencyTotals, () -> !closed, this::healthJson);
+                final DataPlane shardPlane = plane;
+                final ApplianceMetrics metrics = new ApplianceMetrics(
+                    telemetry.countersFile().countersReader(), telemetry::slotLatencyTotals)
+                    .memory(registry::memoryUsedBytes, registry::memoryBudgetBytes)
+                    .shardCpu(context.shards(), shardPlane::shardThreadId);
+                http = new HttpEndpoint(context.resolvedBindAddress(), context.httpPort(), metrics, () -> !closed,
+                    this::healthJson);
             }
         }
         catch (final IOException | RuntimeException | InterruptedException ex)
