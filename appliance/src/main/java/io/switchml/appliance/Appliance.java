@@ -22,6 +22,8 @@ import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.appliance.transport.DataPlane;
 import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.telemetry.SystemCounter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -38,6 +40,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Appliance implements AutoCloseable
 {
+    private static final Logger LOG = LoggerFactory.getLogger(Appliance.class);
+
     /** How often offload backends' jobs and health are checked. */
     public static final long BACKEND_POLL_INTERVAL_MS = 50;
 
@@ -184,7 +188,7 @@ public final class Appliance implements AutoCloseable
 
     private void logBackend(final String line)
     {
-        System.err.println("switchml appliance: " + line);
+        LOG.info("{}", line);
         journal.offerFault(JournalSeverity.INFO, JournalRecord.NO_JOB_ID, null, null, line);
     }
 

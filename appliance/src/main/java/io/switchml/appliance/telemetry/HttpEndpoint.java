@@ -2,6 +2,8 @@ package io.switchml.appliance.telemetry;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -33,6 +35,8 @@ import java.util.function.Supplier;
  */
 public final class HttpEndpoint implements AutoCloseable
 {
+    private static final Logger LOG = LoggerFactory.getLogger(HttpEndpoint.class);
+
     /** Path of the Prometheus metrics. */
     public static final String METRICS_PATH = "/metrics";
     /** Path of the health check. */
@@ -146,6 +150,7 @@ public final class HttpEndpoint implements AutoCloseable
                 }
                 catch (final RuntimeException ex)
                 {
+                    LOG.error("bug: {} failed", path, ex);
                     send(exchange, 500, TEXT_CONTENT_TYPE, "internal error: " + ex + "\n");
                     return;
                 }

@@ -1,0 +1,100 @@
+package io.switchml.protocol.logging;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.LoggerContext;
+import org.slf4j.LoggerFactory;
+
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The processes' logging: SLF4J with logback as its one backend (Chronicle Queue logs through it too), configured in
+ * code by {@link LogbackConfigurator} to write one line per event to stderr with {@link LineLayout}; under systemd
+ * stderr is the journal. {@code --log-level} ({@link LogLevelOption}) sets the level.
+ * <p>
+ * Libraries (Chronicle, Netty) log at WARN and above unless the level asked for is DEBUG or TRACE, so INFO shows
+ * only this project's events; OpenHFT affinity's warning that JNA is absent (left out on purpose) only at DEBUG.
+ */
+public final class Logging
+{
+    /** System property with the level to start at, for processes that get no {@code --log-level}: "warn" etc. */
+    public static final String LEVEL_PROP = "switchml.log.level";
+    /** Levels {@code --log-level} accepts, most severe first. */
+    public static final List<String> LEVELS = List.of("error", "warn", "info", "debug", "trace");
+    /** Level when none is asked for. */
+    public static final String LEVEL_DEFAULT = "info";
+
+    private static final List<String> LIBRARIES = List.of("net.openhft", "io.netty", "io.prometheus");
+    private static final String AFFINITY = "net.openhft.affinity";
+
+    private Logging()
+    {
+    }
+
+    /**
+     * Set the level of every logger of this process.
+     *
+     * @param name one of {@link #LEVELS}, any case.
+     * @throws IllegalArgumentException naming the accepted levels when it is none of them.
+     */
+    public static void level(final String name)
+    {
+        final Level level = parse(name);
+        if (LoggerFactory.getILoggerFactory() instanceof LoggerContext context)
+        {
+            apply(context, level);
+        }
+    }
+
+    /**
+     * Set the root level, and the libraries' to WARN unless the level is more verbose than INFO (at ERROR they
+     * follow the root).
+     */
+    static void apply(final LoggerContext context, final Level level)
+    {
+        context.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME).setLevel(level);
+        final boolean quietLibraries = level.isGreaterOrEqual(Level.INFO) && !level.isGreaterOrEqual(Level.ERROR);
+        for (final String library : LIBRARIES)
+        {
+            final Logger logger = context.getLogger(library);
+            logger.setLevel(quietLibraries ? Level.WARN : null);
+        }
+        // OpenHFT affinity warns on every start that JNA is missing: the appliance leaves JNA out on purpose (its pom).
+        context.getLogger(AFFINITY).setLevel(level.isGreaterOrEqual(Level.INFO) ? Level.ERROR : null);
+    }
+
+    /**
+     * @return the logback level of a name in {@link #LEVELS}.
+     * @throws IllegalArgumentException naming the accepted levels when it is none of them.
+     */
+    public static Level parse(final String name)
+    {
+        final String lower = null == name ? "" : name.strip().toLowerCase(Locale.ROOT);
+        if (!LEVELS.contains(lower))
+        {
+            throw new IllegalArgumentException(
+                "unknown log level '" + name + "': expected one of " + String.join(", ", LEVELS));
+        }
+        return Level.toLevel(lower.toUpperCase(Locale.ROOT));
+    }
+
+    /**
+     * @return whether stderr goes to the systemd journal ({@code JOURNAL_STREAM} is set, as systemd does for a
+     * unit whose output is the journal): then lines carry a syslog priority prefix instead of a timestamp.
+     */
+    public static boolean toJournal()
+    {
+        final String stream = System.getenv("JOURNAL_STREAM");
+        return null != stream && !stream.isEmpty();
+    }
+
+    /**
+     * Log an exception that escaped a thread (a bug) with its stack trace, instead of the JVM's bare print.
+     */
+    public static void logUncaughtExceptions()
+    {
+        Thread.setDefaultUncaughtExceptionHandler((thread, ex) ->
+            LoggerFactory.getLogger(Logging.class).error("bug: uncaught exception in thread {}", thread.getName(), ex));
+    }
+}
