@@ -14,7 +14,7 @@ import java.util.Locale;
  * stderr is the journal. {@code --log-level} ({@link LogLevelOption}) sets the level.
  * <p>
  * Libraries (Chronicle, Netty) log at WARN and above unless the level asked for is DEBUG or TRACE, so INFO shows
- * only this project's events; OpenHFT affinity's warning that JNA is absent (left out on purpose) only at DEBUG.
+ * only this project's events; two expected library warnings only at DEBUG.
  */
 public final class Logging
 {
@@ -26,7 +26,13 @@ public final class Logging
     public static final String LEVEL_DEFAULT = "info";
 
     private static final List<String> LIBRARIES = List.of("net.openhft", "io.netty", "io.prometheus");
-    private static final String AFFINITY = "net.openhft.affinity";
+    /**
+     * Loggers whose warnings are expected, shown only at DEBUG: OpenHFT affinity saying that JNA is missing (the
+     * appliance's pom leaves JNA out on purpose), and Chronicle telling a journal reader, which cannot know the roll
+     * cycle before opening it, that the roll cycle is taken from the journal's metadata.
+     */
+    private static final List<String> EXPECTED_WARNINGS = List.of(
+        "net.openhft.affinity", "net.openhft.chronicle.queue.impl.single.SCQMeta");
 
     private Logging()
     {
@@ -60,8 +66,10 @@ public final class Logging
             final Logger logger = context.getLogger(library);
             logger.setLevel(quietLibraries ? Level.WARN : null);
         }
-        // OpenHFT affinity warns on every start that JNA is missing: the appliance leaves JNA out on purpose (its pom).
-        context.getLogger(AFFINITY).setLevel(level.isGreaterOrEqual(Level.INFO) ? Level.ERROR : null);
+        for (final String expected : EXPECTED_WARNINGS)
+        {
+            context.getLogger(expected).setLevel(level.isGreaterOrEqual(Level.INFO) ? Level.ERROR : null);
+        }
     }
 
     /**
