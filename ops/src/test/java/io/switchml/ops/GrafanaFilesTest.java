@@ -48,7 +48,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * The Grafana dashboard and the alerting rules in {@code ops/grafana/} query only metrics that a running appliance
  * exports: an appliance embedded in this JVM serves {@code /metrics} over real HTTP while two workers all-reduce
  * through it and a stray datagram is dropped, and every metric name parsed out of every panel's and every rule's
- * PromQL must be a sample name of that scrape.
+ * PromQL must be a sample name of that scrape. Where Debian's {@code prometheus} package is installed
+ * ({@code scripts/ensure-test-deps.sh} installs it), {@code promtool} checks the rules and a real Prometheus server
+ * scrapes the appliance, evaluates every panel's query (each must parse and, unless it filters or needs an offload
+ * backend, return series) and every rule (each must evaluate without error).
  */
 @Timeout(60)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -211,6 +214,124 @@ class GrafanaFilesTest
         final String output = Files.readString(dir.resolve("promtool.out"));
         assertEquals(0, process.exitValue(), output);
         assertTrue(output.contains("SUCCESS"), output);
+    }
+
+    @Test
+    void theDashboardsQueriesAndTheRulesEvaluateOnARealPrometheus() throws Exception
+    {
+        final Path prometheus = Path.of("/usr/bin/prometheus");
+        assumeTrue(Files.isExecutable(prometheus), "prometheus not installed (Debian package prometheus)");
+        final int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
+        {
+            port = probe.getLocalPort();
+        }
+        final Path config = dir.resolve("prometheus.yml");
+        Files.writeString(config, """
+            global: {scrape_interval: 1s, evaluation_interval: 1s}
+            rule_files: ["%s"]
+            scrape_configs:
+              - job_name: switchml-appliance
+                static_configs: [{targets: ["127.0.0.1:%d"]}]
+            """.formatted(RULES.toAbsolutePath(), appliance.httpPort()));
+        final Process server = new ProcessBuilder(prometheus.toString(), "--config.file=" + config,
+            "--storage.tsdb.path=" + dir.resolve("tsdb"), "--web.listen-address=127.0.0.1:" + port)
+            .redirectErrorStream(true).redirectOutput(dir.resolve("prometheus.log").toFile()).start();
+        try
+        {
+            final HttpClient client = HttpClient.newHttpClient();
+            final String api = "http://127.0.0.1:" + port + "/api/v1/";
+            final long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!queryOrEmpty(client, api, "count_over_time(switchml_build_info[1m]) >= 4").contains("\"value\"") &&
+                System.nanoTime() - deadlineNs < 0 && pause())
+            {
+                assertTrue(server.isAlive(), () -> log("prometheus exited"));
+            }
+            assertTrue(query(client, api, "up{job=\"switchml-appliance\"}").contains("\"1\""), () -> log("no scrapes"));
+
+            final Map<?, ?> dashboard = (Map<?, ?>)Json.parse(Files.readString(DASHBOARD));
+            int nonEmpty = 0;
+            for (final Object panel : (List<?>)dashboard.get("panels"))
+            {
+                for (final Object target : (List<?>)((Map<?, ?>)panel).get("targets"))
+                {
+                    final String expr = ((String)((Map<?, ?>)target).get("expr"))
+                        .replace("$__rate_interval", "10s").replace("$instance", ".*");
+                    final Map<?, ?> answer = (Map<?, ?>)Json.parse(query(client, api, expr));
+                    assertEquals("success", answer.get("status"), () -> expr + ": " + answer);
+                    final List<?> result = (List<?>)((Map<?, ?>)answer.get("data")).get("result");
+                    final boolean mayBeEmpty = expr.contains("switchml_backend_") || expr.matches(".*\\) > 0$");
+                    assertTrue(mayBeEmpty || !result.isEmpty(), () -> "no series for " + expr);
+                    nonEmpty += result.isEmpty() ? 0 : 1;
+                }
+            }
+            assertTrue(nonEmpty >= 20, "queries with series: " + nonEmpty);
+
+            final long rulesDeadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            String rules;
+            do
+            {
+                rules = client.send(HttpRequest.newBuilder(URI.create(api + "rules")).build(),
+                    HttpResponse.BodyHandlers.ofString()).body();
+            }
+            while (rules.contains("\"health\":\"unknown\"") && System.nanoTime() - rulesDeadlineNs < 0 && pause());
+            final Map<?, ?> answer = (Map<?, ?>)Json.parse(rules);
+            int evaluated = 0;
+            for (final Object group : (List<?>)((Map<?, ?>)answer.get("data")).get("groups"))
+            {
+                for (final Object rule : (List<?>)((Map<?, ?>)group).get("rules"))
+                {
+                    final Map<?, ?> alerting = (Map<?, ?>)rule;
+                    assertEquals("ok", alerting.get("health"), alerting::toString);
+                    evaluated++;
+                }
+            }
+            assertEquals(expressionsOfRules(), evaluated);
+        }
+        finally
+        {
+            server.destroy();
+            server.waitFor(10, TimeUnit.SECONDS);
+            server.destroyForcibly();
+        }
+    }
+
+    private static String query(final HttpClient client, final String api, final String expr) throws Exception
+    {
+        return client.send(HttpRequest.newBuilder(URI.create(api + "query?query=" +
+            java.net.URLEncoder.encode(expr, StandardCharsets.UTF_8))).build(), HttpResponse.BodyHandlers.ofString()).body();
+    }
+
+    /**
+     * @return the answer, or "" while the server does not listen yet.
+     */
+    private static String queryOrEmpty(final HttpClient client, final String api, final String expr) throws Exception
+    {
+        try
+        {
+            return query(client, api, expr);
+        }
+        catch (final java.io.IOException ex)
+        {
+            return "";
+        }
+    }
+
+    private static int expressionsOfRules() throws java.io.IOException
+    {
+        return (int)Files.readAllLines(RULES).stream().filter((line) -> line.strip().startsWith("expr:")).count();
+    }
+
+    private static String log(final String what)
+    {
+        try
+        {
+            return what + ": " + Files.readString(dir.resolve("prometheus.log"));
+        }
+        catch (final java.io.IOException ex)
+        {
+            return what + " (no log: " + ex + ")";
+        }
     }
 
     @Test
