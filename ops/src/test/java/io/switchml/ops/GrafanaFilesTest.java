@@ -126,10 +126,21 @@ class GrafanaFilesTest
         while (!text.contains("switchml_dropped_packets_total 1.0") && System.nanoTime() - deadlineNs < 0 && pause());
         assertTrue(text.contains("switchml_dropped_packets_total 1.0"), "the stray datagram is counted: " + text);
         scraped = new LinkedHashSet<>();
+        double cpuSeconds = 0;
         for (final PrometheusParser.Sample sample : PrometheusParser.parse(text))
         {
             scraped.add(sample.name());
+            switch (sample.name())
+            {
+                case MetricNames.MEMORY_BUDGET_BYTES -> assertEquals(64 << 20, sample.value(), text);
+                case MetricNames.MEMORY_USED_BYTES -> assertTrue(sample.value() > 0, "the job's slots: " + text);
+                case MetricNames.SHARD_CPU_SECONDS + "_total" -> cpuSeconds += sample.value();
+                default ->
+                {
+                }
+            }
         }
+        assertTrue(cpuSeconds > 0, "shard threads' CPU time: " + text);
     }
 
     @AfterAll

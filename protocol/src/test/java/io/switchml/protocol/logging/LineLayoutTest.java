@@ -80,6 +80,39 @@ class LineLayoutTest
         assertTrue(((Logger)root).getAppender("stderr") != null, "LogbackConfigurator's appender");
     }
 
+    @Test
+    void theConfiguratorStartsAtTheLevelOfTheSystemProperty()
+    {
+        final String before = System.getProperty(Logging.LEVEL_PROP);
+        try
+        {
+            System.setProperty(Logging.LEVEL_PROP, "warn");
+            final LoggerContext warn = new LoggerContext();
+            new LogbackConfigurator().configure(warn);
+            assertFalse(warn.getLogger("io.switchml.X").isInfoEnabled());
+            assertTrue(warn.getLogger("io.switchml.X").isWarnEnabled());
+
+            System.setProperty(Logging.LEVEL_PROP, "chatty");
+            final LoggerContext fallback = new LoggerContext();
+            final LogbackConfigurator configurator = new LogbackConfigurator();
+            configurator.setContext(fallback);
+            configurator.configure(fallback);
+            assertTrue(fallback.getLogger("io.switchml.X").isInfoEnabled(), "a bad value falls back to info");
+            assertFalse(fallback.getLogger("io.switchml.X").isDebugEnabled());
+        }
+        finally
+        {
+            if (null == before)
+            {
+                System.clearProperty(Logging.LEVEL_PROP);
+            }
+            else
+            {
+                System.setProperty(Logging.LEVEL_PROP, before);
+            }
+        }
+    }
+
     private LoggingEvent event(final Level level, final String message, final Throwable throwable)
     {
         return new LoggingEvent(Logger.class.getName(), logger, level, message, throwable, null);
