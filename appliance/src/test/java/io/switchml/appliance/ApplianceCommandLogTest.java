@@ -23,7 +23,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The appliance's log as an operator sees it, from real {@code switchml appliance} processes: an expected failure
  * (an address in use, a bad option value) is one line on stderr without a stack trace, lines under the journal carry
- * their syslog priority, and {@code --log-level} filters.
+ * their syslog priority (here the journal's stream is played by the file stderr goes to: {@code JOURNAL_STREAM} names
+ * its device and inode, as systemd does for the journal's socket), and {@code --log-level} filters.
  */
 @Timeout(60)
 class ApplianceCommandLogTest
@@ -44,7 +45,9 @@ class ApplianceCommandLogTest
     {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
         {
-            final Process process = start(Map.of("JOURNAL_STREAM", "8:12345"),
+            final Path stderrFile = Files.createFile(dir.resolve("stderr"));
+            final Map<String, Object> stream = Files.readAttributes(stderrFile, "unix:dev,ino");
+            final Process process = start(Map.of("JOURNAL_STREAM", stream.get("dev") + ":" + stream.get("ino")),
                 "--control-port", Integer.toString(taken.getLocalPort()));
             assertTrue(process.waitFor(30, TimeUnit.SECONDS), "appliance did not exit");
             final List<String> stderr = lines("stderr");
@@ -59,7 +62,7 @@ class ApplianceCommandLogTest
     @Test
     void aBadOptionValueIsOneErrorLineWithATimestampOutsideTheJournal() throws Exception
     {
-        final Process process = start(Map.of(), "--shards", "0");
+        final Process process = start(Map.of("JOURNAL_STREAM", "8:12345"), "--shards", "0");
         assertTrue(process.waitFor(30, TimeUnit.SECONDS), "appliance did not exit");
         final List<String> stderr = lines("stderr");
         assertEquals(2, process.exitValue(), stderr::toString);

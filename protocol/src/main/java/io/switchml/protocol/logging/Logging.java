@@ -5,8 +5,12 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.LoggerContext;
 import org.slf4j.LoggerFactory;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * The processes' logging: SLF4J with logback as its one backend (Chronicle Queue logs through it too), configured in
@@ -88,13 +92,42 @@ public final class Logging
     }
 
     /**
-     * @return whether stderr goes to the systemd journal ({@code JOURNAL_STREAM} is set, as systemd does for a
-     * unit whose output is the journal): then lines carry a syslog priority prefix instead of a timestamp.
+     * @return whether stderr is the systemd journal's stream: {@code JOURNAL_STREAM}, which systemd sets to the
+     * "device:inode" of the stream it connects to a unit's output, names the file that fd 2 is (the check systemd.exec(5)
+     * asks for, since a child whose stderr was redirected inherits the variable). Then lines carry a syslog priority
+     * prefix instead of a timestamp.
      */
     public static boolean toJournal()
     {
-        final String stream = System.getenv("JOURNAL_STREAM");
-        return null != stream && !stream.isEmpty();
+        return isJournalStream(System.getenv("JOURNAL_STREAM"), Path.of("/proc/self/fd/2"));
+    }
+
+    /**
+     * @param journalStream the value of {@code JOURNAL_STREAM}, or null.
+     * @param stderr        the file stderr is (a link to it, such as {@code /proc/self/fd/2}).
+     * @return whether the stream the variable names is that file.
+     */
+    static boolean isJournalStream(final String journalStream, final Path stderr)
+    {
+        if (null == journalStream || journalStream.isEmpty())
+        {
+            return false;
+        }
+        final int colon = journalStream.indexOf(':');
+        if (colon < 0)
+        {
+            return false;
+        }
+        try
+        {
+            final Map<String, Object> attributes = Files.readAttributes(stderr, "unix:dev,ino");
+            return journalStream.substring(0, colon).equals(String.valueOf(attributes.get("dev"))) &&
+                journalStream.substring(colon + 1).equals(String.valueOf(attributes.get("ino")));
+        }
+        catch (final IOException | UnsupportedOperationException | IllegalArgumentException ex)
+        {
+            return false;
+        }
     }
 
     /**

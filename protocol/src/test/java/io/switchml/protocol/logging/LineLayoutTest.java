@@ -5,9 +5,13 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.LoggerContext;
 import ch.qos.logback.classic.spi.LoggingEvent;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.slf4j.LoggerFactory;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -78,6 +82,18 @@ class LineLayoutTest
         final org.slf4j.Logger root = LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
         assertTrue(root instanceof Logger, "logback is the SLF4J backend: " + root.getClass());
         assertTrue(((Logger)root).getAppender("stderr") != null, "LogbackConfigurator's appender");
+    }
+
+    @Test
+    void theJournalIsRecognisedByTheDeviceAndInodeOfStderr(@TempDir final Path dir)
+        throws Exception
+    {
+        final Path stream = Files.createFile(dir.resolve("stream"));
+        final Map<String, Object> id = Files.readAttributes(stream, "unix:dev,ino");
+        assertTrue(Logging.isJournalStream(id.get("dev") + ":" + id.get("ino"), stream));
+        assertFalse(Logging.isJournalStream(id.get("dev") + ":" + ((Long)id.get("ino") + 1), stream), "another stream");
+        assertFalse(Logging.isJournalStream(null, stream));
+        assertFalse(Logging.isJournalStream("garbage", stream));
     }
 
     @Test
