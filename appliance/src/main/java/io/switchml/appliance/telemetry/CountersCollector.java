@@ -13,6 +13,7 @@ import io.switchml.protocol.telemetry.CounterTypes;
 import io.switchml.protocol.telemetry.MetricNames;
 import io.switchml.protocol.telemetry.SystemCounter;
 import org.HdrHistogram.Histogram;
+import org.agrona.DirectBuffer;
 import org.agrona.concurrent.status.CountersReader;
 
 import java.util.ArrayList;
@@ -139,7 +140,7 @@ public final class CountersCollector implements MultiCollector
         return builder.build();
     }
 
-    private static Labels labels(final int typeId, final org.agrona.DirectBuffer keyBuffer, final String reason)
+    private static Labels labels(final int typeId, final DirectBuffer keyBuffer, final String reason)
     {
         final Labels labels = switch (typeId)
         {
