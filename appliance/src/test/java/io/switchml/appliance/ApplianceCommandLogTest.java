@@ -5,7 +5,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import picocli.CommandLine;
+
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.BindException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -18,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -86,6 +91,28 @@ class ApplianceCommandLogTest
         final List<String> warnLines = awaitLine("stderr", "control channel is plain TCP");
         assertTrue(warnLines.stream().allMatch((line) -> line.contains(" WARN  ")), warnLines::toString);
         assertFalse(warnLines.stream().anyMatch((line) -> line.contains("appliance ready")), warnLines::toString);
+    }
+
+    @Test
+    void environmentalFailuresAreExpectedAndOthersAreBugs()
+    {
+        final UncheckedIOException portInUse = new UncheckedIOException("cannot bind the HTTP endpoint to 127.0.0.1:7472",
+            new BindException("Address already in use"));
+        assertTrue(ApplianceCommand.isExpected(portInUse));
+        assertEquals("cannot bind the HTTP endpoint to 127.0.0.1:7472: Address already in use",
+            ApplianceCommand.describe(portInUse));
+        assertTrue(ApplianceCommand.isExpected(new IllegalStateException("native bind", new IOException("errno 98"))));
+        assertFalse(ApplianceCommand.isExpected(new IllegalStateException("slot pool corrupt")));
+        assertFalse(ApplianceCommand.isExpected(new NullPointerException()));
+    }
+
+    @Test
+    void anUnknownLogLevelIsABadOptionValue()
+    {
+        final CommandLine.ParameterException bad = assertThrows(CommandLine.ParameterException.class,
+            () -> new CommandLine(new ApplianceCommand()).parseArgs("--log-level", "loud"));
+        assertTrue(bad.getMessage().contains("'--log-level'") &&
+            bad.getMessage().contains("expected one of error, warn, info, debug, trace"), bad.getMessage());
     }
 
     private Process start(final Map<String, String> environment, final String... arguments) throws IOException
