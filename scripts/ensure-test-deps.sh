@@ -2,7 +2,10 @@
 # ensure-test-deps.sh: make sure the build's and the test suite's non-Maven dependencies are present.
 #   PyTorch (CPU, with Gloo) for /usr/bin/python3, used by the PyTorch bridge test (PyTorchBridgeTest).
 #   clang, llvm, libbpf-dev and bpftool, which build and inspect the XDP aggregator (smartnic-offload);
-#   iproute2, nftables and unzip for the namespace tests (the XDP rack test). With --build, only what the build needs (not PyTorch).
+#   iproute2, nftables and unzip for the namespace tests (the XDP rack test).
+#   prometheus (Debian's: promtool and the server), which GrafanaFilesTest uses to check the alerting rules and to
+#   evaluate the dashboard's queries against a real scrape. With --build, only what the build needs (not PyTorch or
+#   prometheus).
 # Idempotent: when everything is there it returns at once without touching apt. Otherwise it runs
 # `apt-get update` and `apt-get install -y` for what is missing (Debian 12; python3-torch takes about
 # 60 s and 1 GiB); that needs root (CI runs as root) or sudo.
@@ -23,6 +26,7 @@ have_bpf_toolchain() {
 missing=()
 # --build: only what building needs (the launcher's first build), not the test suite's PyTorch
 [ "${1:-}" = --build ] || have_torch || missing+=(python3-torch)
+[ "${1:-}" = --build ] || { [ -x /usr/bin/promtool ] && [ -x /usr/bin/prometheus ]; } || missing+=(prometheus)
 have_bpf_toolchain || missing+=(clang llvm libbpf-dev bpftool iproute2 nftables unzip)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

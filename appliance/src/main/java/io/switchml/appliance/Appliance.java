@@ -16,11 +16,14 @@ import java.util.concurrent.ConcurrentHashMap;
 import io.switchml.appliance.control.JobRegistry;
 import io.switchml.appliance.journal.Journal;
 import io.switchml.appliance.journal.JournalContext;
+import io.switchml.appliance.telemetry.ApplianceMetrics;
 import io.switchml.appliance.telemetry.HttpEndpoint;
 import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.appliance.transport.DataPlane;
 import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.telemetry.SystemCounter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -37,6 +40,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Appliance implements AutoCloseable
 {
+    private static final Logger LOG = LoggerFactory.getLogger(Appliance.class);
+
     /** How often offload backends' jobs and health are checked. */
     public static final long BACKEND_POLL_INTERVAL_MS = 50;
 
@@ -91,8 +96,13 @@ public final class Appliance implements AutoCloseable
             control.credentials(context.controlCredentials());
             if (context.httpPort() >= 0)
             {
-                http = new HttpEndpoint(context.resolvedBindAddress(), context.httpPort(),
-                    telemetry.countersFile().countersReader(), telemetry::slotLatencyTotals, () -> !closed, this::healthJson);
+                final DataPlane shardPlane = plane;
+                final ApplianceMetrics metrics = new ApplianceMetrics(
+                    telemetry.countersFile().countersReader(), telemetry::slotLatencyTotals)
+                    .memory(registry::memoryUsedBytes, registry::memoryBudgetBytes)
+                    .shardCpu(context.shards(), shardPlane::shardThreadId);
+                http = new HttpEndpoint(context.resolvedBindAddress(), context.httpPort(), metrics, () -> !closed,
+                    this::healthJson);
             }
         }
         catch (final IOException | RuntimeException | InterruptedException ex)
@@ -178,7 +188,7 @@ public final class Appliance implements AutoCloseable
 
     private void logBackend(final String line)
     {
-        System.err.println("switchml appliance: " + line);
+        LOG.info("{}", line);
         journal.offerFault(JournalSeverity.INFO, JournalRecord.NO_JOB_ID, null, null, line);
     }
 

@@ -1,11 +1,17 @@
 package io.switchml.appliance;
 
+import io.switchml.protocol.logging.LogLevelOption;
+import io.switchml.protocol.logging.Logging;
 import io.switchml.service.SystemdNotifier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -21,6 +27,8 @@ import java.util.concurrent.CountDownLatch;
     description = "Run the SwitchML aggregation appliance (UDP data plane, TCP control endpoint) until SIGTERM.")
 public final class ApplianceCommand implements Callable<Integer>
 {
+    private static final Logger LOG = LoggerFactory.getLogger(ApplianceCommand.class);
+
     @Option(names = "--config", paramLabel = "FILE",
         description = "Properties file with switchml.appliance.* options; command-line options override it.")
     private Path config;
@@ -85,17 +93,44 @@ public final class ApplianceCommand implements Callable<Integer>
     @Option(names = "--print-config", description = "Print the resolved configuration and exit.")
     private boolean printConfig;
 
+    @Mixin
+    private LogLevelOption logLevel;
+
     @Override
-    public Integer call() throws IOException, InterruptedException
+    public Integer call() throws InterruptedException
+    {
+        Logging.logUncaughtExceptions();
+        try
+        {
+            return run();
+        }
+        catch (final RuntimeException ex)
+        {
+            if (isExpected(ex))
+            {
+                LOG.error("cannot start: {}", describe(ex));
+                return 1;
+            }
+            LOG.error("bug: the appliance failed", ex);
+            return 70;
+        }
+    }
+
+    private int run() throws InterruptedException
     {
         final ApplianceContext context = new ApplianceContext();
         try
         {
             configure(context);
         }
-        catch (final IllegalArgumentException ex)
+        catch (final IllegalArgumentException | IllegalStateException ex)
         {
-            System.err.println("switchml appliance: bad configuration: " + ex.getMessage());
+            LOG.error("bad configuration: {}", ex.getMessage());
+            return 2;
+        }
+        catch (final IOException ex)
+        {
+            LOG.error("bad configuration: cannot read --config {}: {}", config, describe(ex));
             return 2;
         }
         if (insecureControl)
@@ -109,7 +144,7 @@ public final class ApplianceCommand implements Callable<Integer>
         }
         if (context.controlTlsContext() == null && !context.controlInsecure())
         {
-            System.err.println("switchml appliance: bad configuration: the control channel has no TLS (JOIN replies carry " +
+            LOG.error("bad configuration: the control channel has no TLS (JOIN replies carry " +
                 "jobs' MAC keys): set " + ApplianceContext.CONTROL_TLS_KEYSTORE_PROP + " and " +
                 ApplianceContext.CONTROL_TLS_PASSWORD_FILE_PROP + ", or pass --insecure-control (" +
                 ApplianceContext.CONTROL_INSECURE_PROP + "=true) to serve plain TCP");
@@ -118,7 +153,16 @@ public final class ApplianceCommand implements Callable<Integer>
 
         final SystemdNotifier notifier = SystemdNotifier.fromEnvironment();
         io.switchml.appliance.engine.EngineWarmUp.maybeStart();
-        final Appliance appliance = Appliance.launch(context);
+        final Appliance appliance;
+        try
+        {
+            appliance = Appliance.launch(context);
+        }
+        catch (final IOException ex)
+        {
+            LOG.error("cannot start: {}", describe(ex));
+            return 1;
+        }
         final CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() ->
         {
@@ -127,30 +171,39 @@ public final class ApplianceCommand implements Callable<Integer>
             notifier.close();
             stopped.countDown();
         }, "switchml-shutdown"));
-        appliance.pinning().forEach(line -> System.out.println("switchml appliance: " + line));
-        System.out.println("switchml appliance ready: data udp " + context.resolvedBindAddress().getHostAddress() + ":" +
+        appliance.pinning().forEach(line -> LOG.info("{}", line));
+        LOG.info("switchml appliance ready: data udp " + context.resolvedBindAddress().getHostAddress() + ":" +
             appliance.dataPort() + " (" + context.shards() + " shard(s), " + appliance.transportName() + "), control tcp " +
             context.resolvedBindAddress().getHostAddress() + ":" + appliance.controlPort() +
             (appliance.httpPort() >= 0 ? ", http " + context.resolvedBindAddress().getHostAddress() + ":" + appliance.httpPort() : "") +
             ", counters " + appliance.telemetry().countersFile().file());
-        System.out.println(context.controlCredentials() != null ?
-            "switchml appliance: control authorization on: " + context.controlCredentials().size() + " credential(s) from " +
-                context.controlCredentialsFile() :
-            "switchml appliance: WARNING control authorization OFF: anyone who reaches the control port may create, list and " +
+        if (context.controlCredentials() != null)
+        {
+            LOG.info("control authorization on: " + context.controlCredentials().size() + " credential(s) from " +
+                context.controlCredentialsFile());
+        }
+        else
+        {
+            LOG.warn("control authorization OFF: anyone who reaches the control port may create, list and " +
                 "abort jobs; set " + ApplianceContext.CONTROL_CREDENTIALS_FILE_PROP);
-        System.out.println(context.controlTlsContext() != null ?
-            "switchml appliance: control channel TLS on (" + context.controlTlsKeystore() +
-                (context.controlTlsClientAuth() ? "; client certificates required" : "") + ")" :
-            "switchml appliance: WARNING control channel is plain TCP: JOIN replies carry jobs' MAC keys and clients' " +
+        }
+        if (context.controlTlsContext() != null)
+        {
+            LOG.info("control channel TLS on (" + context.controlTlsKeystore() +
+                (context.controlTlsClientAuth() ? "; client certificates required" : "") + ")");
+        }
+        else
+        {
+            LOG.warn("control channel is plain TCP: JOIN replies carry jobs' MAC keys and clients' " +
                 "auth= secrets in clear text; set " + ApplianceContext.CONTROL_TLS_KEYSTORE_PROP + " and " +
                 ApplianceContext.CONTROL_TLS_PASSWORD_FILE_PROP);
-        System.out.flush();
+        }
         if (notifier.isEnabled())
         {
             final String failure = notifier.ready("serving: " + appliance.statusLine());
             if (failure != null)
             {
-                System.err.println("switchml appliance: systemd notify failed: " + failure);
+                LOG.warn("systemd notify failed: {}", failure);
             }
             notifier.startWatchdog(appliance::isLive, appliance.telemetry().errorLog());
             Thread.ofPlatform().daemon().name("switchml-status").start(() ->
@@ -171,6 +224,37 @@ public final class ApplianceCommand implements Callable<Integer>
         }
         stopped.await();
         return 0;
+    }
+
+    /**
+     * @return whether a failure to start comes from the environment (an address in use or not available, a file
+     * that cannot be read or written), which the operator fixes, rather than from a bug.
+     */
+    static boolean isExpected(final Throwable failure)
+    {
+        for (Throwable cause = failure; cause != null; cause = cause.getCause())
+        {
+            if (cause instanceof IOException || cause instanceof UncheckedIOException)
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * @return the failure in one line: its message, and its innermost cause's where that adds something.
+     */
+    static String describe(final Throwable failure)
+    {
+        Throwable root = failure;
+        while (root.getCause() != null && root.getCause() != root)
+        {
+            root = root.getCause();
+        }
+        final String message = failure.getMessage() != null ? failure.getMessage() : failure.toString();
+        final String rootMessage = root.getMessage() != null ? root.getMessage() : root.toString();
+        return root == failure || message.contains(rootMessage) ? message : message + ": " + rootMessage;
     }
 
     private void configure(final ApplianceContext context) throws IOException

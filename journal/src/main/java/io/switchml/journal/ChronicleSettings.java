@@ -6,20 +6,13 @@ package io.switchml.journal;
  * reporting usage statistics to Chronicle's vendor, writing a client id file in {@code $HOME}, or
  * printing a banner.
  * <p>
- * Chronicle logs through SLF4J (slf4j-simple here). Its INFO messages are timings of file growth and disk
- * polls, so its loggers are set to WARN. Two WARNs are expected and set to ERROR: OpenHFT affinity saying
- * that JNA is missing (the appliance's pom leaves JNA out on purpose), and a reader, which cannot know the
- * journal's roll cycle before opening it, being told the roll cycle is taken from the journal's metadata.
- * A {@code -D} of the same property overrides any of them.
+ * Chronicle logs through SLF4J; its levels are set with everyone else's by
+ * {@link io.switchml.protocol.logging.Logging} (WARN, and ERROR for its two expected warnings).
  */
 public final class ChronicleSettings
 {
     static final String ANALYTICS_DISABLE_PROP = "chronicle.analytics.disable";
     static final String ANNOUNCER_DISABLE_PROP = "chronicle.announcer.disable";
-    static final String CHRONICLE_LOG_LEVEL_PROP = "org.slf4j.simpleLogger.log.net.openhft";
-    static final String AFFINITY_LOG_LEVEL_PROP = "org.slf4j.simpleLogger.log.net.openhft.affinity";
-    static final String ROLL_OVERRIDE_LOG_LEVEL_PROP =
-        "org.slf4j.simpleLogger.log.net.openhft.chronicle.queue.impl.single.SCQMeta";
 
     private ChronicleSettings()
     {
@@ -32,9 +25,6 @@ public final class ChronicleSettings
     {
         setIfAbsent(ANALYTICS_DISABLE_PROP, "true");
         setIfAbsent(ANNOUNCER_DISABLE_PROP, "true");
-        setIfAbsent(CHRONICLE_LOG_LEVEL_PROP, "warn");
-        setIfAbsent(AFFINITY_LOG_LEVEL_PROP, "error");
-        setIfAbsent(ROLL_OVERRIDE_LOG_LEVEL_PROP, "error");
     }
 
     private static void setIfAbsent(final String name, final String value)

@@ -2,6 +2,7 @@ package io.switchml.ops;
 
 import io.switchml.protocol.telemetry.CounterTypes;
 import io.switchml.protocol.telemetry.CountersFileReader;
+import io.switchml.protocol.telemetry.MetricNames;
 import io.switchml.protocol.telemetry.SystemCounter;
 import org.agrona.concurrent.status.CountersReader;
 
@@ -31,7 +32,12 @@ record CounterRow(int id, String type, int ownerId, String name, String tenant, 
     static final String SHARD = "shard";
     static final String JOB = "job";
 
-    private static final String PREFIX = "switchml_";
+    private static final String TOTAL_SUFFIX = "_total";
+    private static final String SHARD_PREFIX = MetricNames.PREFIX + MetricNames.scope(CounterTypes.SHARD);
+    private static final String JOB_PREFIX = MetricNames.PREFIX + MetricNames.scope(CounterTypes.JOB);
+    private static final String BACKEND_PREFIX = MetricNames.PREFIX + MetricNames.scope(CounterTypes.BACKEND);
+    private static final List<String> NOT_IN_COUNTERS_FILE = List.of(MetricNames.SLOT_LATENCY_SECONDS,
+        MetricNames.SHARD_CPU_SECONDS, MetricNames.MEMORY_USED_BYTES, MetricNames.MEMORY_BUDGET_BYTES, MetricNames.BUILD);
 
     /**
      * @return a key that identifies the counter across reads (for rates), e.g. "shard/0/packets_in".
@@ -114,8 +120,9 @@ record CounterRow(int id, String type, int ownerId, String name, String tenant, 
     }
 
     /**
-     * @return the counters in {@code /metrics} samples (system, per shard and per job), leaving out the
-     * slot latency summary.
+     * @return the counters of the counters file in {@code /metrics} samples (system, per shard, per job and per
+     * backend), named back as in the file ({@link MetricNames#internalName}); the slot latency histogram, the build
+     * info, the JVM's and process's metrics and the other values the file does not hold are left out.
      */
     static List<CounterRow> fromSamples(final List<PrometheusParser.Sample> samples)
     {
@@ -123,26 +130,41 @@ record CounterRow(int id, String type, int ownerId, String name, String tenant, 
         for (final PrometheusParser.Sample sample : samples)
         {
             final String metric = sample.name();
-            if (!metric.startsWith(PREFIX) || metric.startsWith(PREFIX + "slot_latency_seconds") || Double.isNaN(sample.value()))
+            if (!metric.startsWith(MetricNames.PREFIX) || NOT_IN_COUNTERS_FILE.stream().anyMatch(metric::startsWith) ||
+                Double.isNaN(sample.value()))
             {
                 continue;
             }
-            final boolean gauge = "gauge".equals(sample.type().toLowerCase(Locale.ROOT));
-            final long value = (long)sample.value();
+            final String type = sample.type().toLowerCase(Locale.ROOT);
+            final boolean gauge = "gauge".equals(type);
+            final String family = "counter".equals(type) && metric.endsWith(TOTAL_SUFFIX) ?
+                metric.substring(0, metric.length() - TOTAL_SUFFIX.length()) : metric;
             final Map<String, String> labels = sample.labels();
-            if (labels.containsKey("job") && metric.startsWith(PREFIX + "job_"))
+            final String reason = labels.get(MetricNames.REASON_LABEL);
+            if (labels.containsKey(MetricNames.JOB_LABEL) && family.startsWith(JOB_PREFIX))
             {
-                rows.add(new CounterRow(-1, JOB, parseId(labels.get("job")), metric.substring(PREFIX.length() + 4),
-                    labels.getOrDefault("tenant", ""), labels.getOrDefault("name", ""), gauge, value, metric));
+                final String scoped = family.substring(JOB_PREFIX.length());
+                rows.add(new CounterRow(-1, JOB, parseId(labels.get(MetricNames.JOB_LABEL)),
+                    MetricNames.internalName(scoped, reason), labels.getOrDefault(MetricNames.TENANT_LABEL, ""),
+                    labels.getOrDefault(MetricNames.JOB_NAME_LABEL, ""), gauge, value(sample, scoped), metric));
             }
-            else if (labels.containsKey("shard") && metric.startsWith(PREFIX + "shard_"))
+            else if (labels.containsKey(MetricNames.SHARD_LABEL) && family.startsWith(SHARD_PREFIX))
             {
-                rows.add(new CounterRow(-1, SHARD, parseId(labels.get("shard")), metric.substring(PREFIX.length() + 6),
-                    "", "", gauge, value, metric));
+                final String scoped = family.substring(SHARD_PREFIX.length());
+                rows.add(new CounterRow(-1, SHARD, parseId(labels.get(MetricNames.SHARD_LABEL)),
+                    MetricNames.internalName(scoped, reason), "", "", gauge, value(sample, scoped), metric));
+            }
+            else if (labels.containsKey(MetricNames.BACKEND_LABEL) && family.startsWith(BACKEND_PREFIX))
+            {
+                final String scoped = family.substring(BACKEND_PREFIX.length());
+                final String name = MetricNames.FALLBACKS.equals(scoped) ? scoped : MetricNames.internalName(scoped, reason);
+                rows.add(new CounterRow(-1, "backend " + labels.get(MetricNames.BACKEND_LABEL), -1, name, "", "", gauge,
+                    value(sample, scoped), MetricNames.FALLBACKS.equals(scoped) && null != reason ? reason : metric));
             }
             else if (labels.isEmpty())
             {
-                final String name = metric.substring(PREFIX.length());
+                final String scoped = family.substring(MetricNames.PREFIX.length());
+                final String name = MetricNames.internalName(scoped, null);
                 int ownerId = -1;
                 for (final SystemCounter counter : SystemCounter.values())
                 {
@@ -151,10 +173,15 @@ record CounterRow(int id, String type, int ownerId, String name, String tenant, 
                         ownerId = counter.id();
                     }
                 }
-                rows.add(new CounterRow(-1, SYSTEM, ownerId, name, "", "", gauge, value, metric));
+                rows.add(new CounterRow(-1, SYSTEM, ownerId, name, "", "", gauge, value(sample, scoped), metric));
             }
         }
         return rows;
+    }
+
+    private static long value(final PrometheusParser.Sample sample, final String scopedName)
+    {
+        return Math.round(sample.value() * MetricNames.internalScale(scopedName));
     }
 
     private static int parseId(final String text)

@@ -4,8 +4,11 @@ import io.switchml.protocol.Json;
 import io.switchml.journal.JournalEvent;
 import io.switchml.journal.JournalReader;
 import io.switchml.journal.JournalRecord;
+import io.switchml.protocol.telemetry.MetricNames;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+
+import io.switchml.protocol.telemetry.MetricNames;
 
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -29,7 +32,7 @@ import java.util.TreeMap;
         "From the journal's per-shard snapshots (every switchml.appliance.histogram.snapshot.interval.ms, 10 s by " +
             "default): percentiles, the distribution, and slots completed per second and percentiles over time. " +
             "Window percentiles are estimated from each interval's min/p50/p90/p99/p99.9/max; count, min and max are " +
-            "exact. Remotely (--url) only the since-start summary of /metrics is available."})
+            "exact. Remotely (--url) only the since-start histogram of /metrics is available."})
 final class HistogramsCommand extends OpsSubcommand
 {
     private static final String DEFAULT_SINCE = "1h";
@@ -316,13 +319,15 @@ final class HistogramsCommand extends OpsSubcommand
     {
         final List<PrometheusParser.Sample> samples = PrometheusParser.parse(target().httpGetOk("metrics"));
         final Map<Integer, Map<String, Object>> byShard = new TreeMap<>();
+        final Map<Integer, TreeMap<Double, Double>> bucketsByShard = new TreeMap<>();
         for (final PrometheusParser.Sample sample : samples)
         {
-            if (!sample.name().startsWith("switchml_slot_latency_seconds") || !sample.labels().containsKey("shard"))
+            if (!sample.name().startsWith(MetricNames.SLOT_LATENCY_SECONDS) ||
+                !sample.labels().containsKey(MetricNames.SHARD_LABEL))
             {
                 continue;
             }
-            final int shardId = Integer.parseInt(sample.labels().get("shard"));
+            final int shardId = Integer.parseInt(sample.labels().get(MetricNames.SHARD_LABEL));
             if (shard != null && shard != shardId)
             {
                 continue;
@@ -337,18 +342,24 @@ final class HistogramsCommand extends OpsSubcommand
             {
                 entry.put("count", (long)sample.value());
             }
-            else if (sample.labels().containsKey("quantile") && !Double.isNaN(sample.value()))
+            else if (sample.name().endsWith("_bucket") && sample.labels().containsKey("le"))
             {
-                final double quantile = Double.parseDouble(sample.labels().get("quantile"));
-                for (int i = 0; i < LatencyWindow.REPORTED_QUANTILES.length; i++)
-                {
-                    if (Math.abs(LatencyWindow.REPORTED_QUANTILES[i] - quantile) < 1e-9)
-                    {
-                        entry.put(LatencyWindow.JSON_NAMES[i], Math.round(sample.value() * 1e9));
-                    }
-                }
+                final String le = sample.labels().get("le");
+                bucketsByShard.computeIfAbsent(shardId, id -> new TreeMap<>()).put(
+                    "+Inf".equals(le) ? Double.POSITIVE_INFINITY : Double.parseDouble(le), sample.value());
             }
         }
+        bucketsByShard.forEach((shardId, buckets) ->
+        {
+            for (int i = 0; i < LatencyWindow.REPORTED_QUANTILES.length; i++)
+            {
+                final double seconds = bucketQuantile(LatencyWindow.REPORTED_QUANTILES[i], buckets);
+                if (!Double.isNaN(seconds))
+                {
+                    byShard.get(shardId).put(LatencyWindow.JSON_NAMES[i], Math.round(seconds * 1e9));
+                }
+            }
+        });
         if (byShard.isEmpty())
         {
             throw new OpsException(OpsException.FAILED, target().url() + "metrics has no slot latency" +
@@ -359,13 +370,15 @@ final class HistogramsCommand extends OpsSubcommand
             final Map<String, Object> json = new LinkedHashMap<>();
             json.put("source", target().url() + "metrics");
             json.put("window", "since the appliance started");
+            json.put("quantiles", "interpolated within the histogram buckets");
             json.put("unit", "ns");
             json.put("per_shard", new ArrayList<>(byShard.values()));
             out().println(Json.pretty(json));
             return OpsException.OK;
         }
         final PrintWriter out = out();
-        out.println("slot-completion latency since the appliance started, from " + target().url() + "metrics");
+        out.println("slot-completion latency since the appliance started, from " + target().url() + "metrics" +
+            " (quantiles interpolated within its histogram buckets, as PromQL's histogram_quantile does)");
         out.println("(windows, the distribution chart and --html need the journal: run on the appliance host)");
         out.printf("%-7s  %12s", "shard", "count");
         for (final String name : LatencyWindow.REPORTED_NAMES)
@@ -384,5 +397,41 @@ final class HistogramsCommand extends OpsSubcommand
             out.println();
         }
         return OpsException.OK;
+    }
+
+    /**
+     * The q-quantile of a classic histogram the way PromQL's {@code histogram_quantile} estimates it: linear
+     * interpolation within the bucket the rank falls in (from 0 for the first bucket); the highest finite bound when
+     * it falls in the +Inf bucket.
+     *
+     * @param buckets cumulative counts by upper bound, +Inf included.
+     * @return the estimate in the buckets' unit, or NaN when there are no observations.
+     */
+    static double bucketQuantile(final double q, final TreeMap<Double, Double> buckets)
+    {
+        final Double total = buckets.get(Double.POSITIVE_INFINITY);
+        if (null == total || total <= 0)
+        {
+            return Double.NaN;
+        }
+        final double rank = q * total;
+        double lowerBound = 0;
+        double below = 0;
+        for (final Map.Entry<Double, Double> bucket : buckets.entrySet())
+        {
+            if (bucket.getValue() >= rank)
+            {
+                if (Double.isInfinite(bucket.getKey()))
+                {
+                    return lowerBound;
+                }
+                final double inBucket = bucket.getValue() - below;
+                return inBucket <= 0 ? bucket.getKey() :
+                    lowerBound + (bucket.getKey() - lowerBound) * (rank - below) / inBucket;
+            }
+            lowerBound = bucket.getKey();
+            below = bucket.getValue();
+        }
+        return lowerBound;
     }
 }

@@ -421,6 +421,15 @@ class OpsCommandTest
         assertTrue(remote.out().contains("since the appliance started"), remote::toString);
         final Map<String, Object> json = jsonObject(ok(OpsCli.run(remote("histograms", "--json"))));
         assertEquals(2, ((List<?>)json.get("per_shard")).size(), json::toString);
+        for (final Object entry : (List<?>)json.get("per_shard"))
+        {
+            final Map<?, ?> shard = (Map<?, ?>)entry;
+            if ((Long)shard.get("count") > 0)
+            {
+                final long p50 = (Long)shard.get("p50");
+                assertTrue(p50 > 0 && p50 <= (Long)shard.get("p99"), json::toString);
+            }
+        }
     }
 
     @Test

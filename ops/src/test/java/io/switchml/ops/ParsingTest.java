@@ -8,6 +8,7 @@ import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -43,31 +44,64 @@ class ParsingTest
     void prometheusTextBecomesCounterRows()
     {
         final String text = """
-            # HELP switchml_packets_in Datagrams received
-            # TYPE switchml_packets_in counter
-            switchml_packets_in 42
+            # HELP switchml_received_packets_total Datagrams received
+            # TYPE switchml_received_packets_total counter
+            switchml_received_packets_total 42.0
             # TYPE switchml_jobs_active gauge
-            switchml_jobs_active 1
-            # TYPE switchml_shard_drop_bad_mac counter
-            switchml_shard_drop_bad_mac{shard="1"} 3
-            # TYPE switchml_job_slots_completed counter
-            switchml_job_slots_completed{job="7",tenant="acme",name="res\\"net"} 9
-            # TYPE switchml_slot_latency_seconds summary
-            switchml_slot_latency_seconds{shard="0",quantile="0.5"} 1.2E-5
+            switchml_jobs_active 1.0
+            # TYPE switchml_shard_dropped_packets_total counter
+            switchml_shard_dropped_packets_total{reason="bad_mac",shard="1"} 3.0
+            # TYPE switchml_job_slots_completed_total counter
+            switchml_job_slots_completed_total{job_name="res\\"net",sml_job="7",tenant="acme"} 9.0
+            # TYPE switchml_shard_duty_cycle_max_seconds gauge
+            switchml_shard_duty_cycle_max_seconds{shard="0"} 1.234E-6
+            # TYPE switchml_backend_fallbacks_total counter
+            switchml_backend_fallbacks_total{backend="xdp",reason="k=8192 exceeds 256"} 2.0
+            # TYPE switchml_slot_latency_seconds histogram
+            switchml_slot_latency_seconds_bucket{shard="0",le="1.0E-5"} 4
+            switchml_slot_latency_seconds_bucket{shard="0",le="+Inf"} 10
             switchml_slot_latency_seconds_count{shard="0"} 10
+            # TYPE switchml_shard_cpu_seconds_total counter
+            switchml_shard_cpu_seconds_total{shard="0"} 1.5
+            # TYPE switchml_build_info gauge
+            switchml_build_info{commit="abc",version="1"} 1
+            # TYPE process_cpu_seconds_total counter
+            process_cpu_seconds_total 3.0
             """;
         final List<PrometheusParser.Sample> samples = PrometheusParser.parse(text);
-        assertEquals(6, samples.size());
-        assertEquals("summary", samples.get(5).type());
-        assertEquals(1.2e-5, samples.get(4).value());
+        assertEquals(12, samples.size());
+        assertEquals("histogram", samples.get(6).type());
+        assertEquals(1.234e-6, samples.get(4).value());
         final List<CounterRow> rows = CounterRow.fromSamples(samples);
-        assertEquals(4, rows.size(), rows::toString);
-        assertEquals(new CounterRow(-1, "system", 1, "packets_in", "", "", false, 42, "switchml_packets_in"), rows.get(0));
+        assertEquals(6, rows.size(), rows::toString);
+        assertEquals(new CounterRow(-1, "system", 1, "packets_in", "", "", false, 42, "switchml_received_packets_total"),
+            rows.get(0));
         assertTrue(rows.get(1).gauge());
+        assertEquals("jobs_active", rows.get(1).name());
         assertEquals("shard 1", rows.get(2).owner());
         assertEquals("drop_bad_mac", rows.get(2).name());
+        assertEquals(3, rows.get(2).value());
         assertEquals("job 7 acme/res\"net", rows.get(3).owner());
+        assertEquals("slots_completed", rows.get(3).name());
+        assertEquals("duty_cycle_max_ns", rows.get(4).name());
+        assertEquals(1234, rows.get(4).value());
+        assertEquals("backend xdp", rows.get(5).type());
+        assertEquals("fallbacks", rows.get(5).name());
+        assertEquals("k=8192 exceeds 256", rows.get(5).label());
         assertThrows(IllegalArgumentException.class, () -> PrometheusParser.parse("switchml_x{a=b} 1"));
+    }
+
+    @Test
+    void bucketQuantilesInterpolateLikeHistogramQuantile()
+    {
+        final TreeMap<Double, Double> buckets = new TreeMap<>(Map.of(
+            1e-5, 10.0, 5e-5, 50.0, 1e-4, 100.0, Double.POSITIVE_INFINITY, 100.0));
+        assertEquals(5e-6, HistogramsCommand.bucketQuantile(0.05, buckets), 1e-12);
+        assertEquals(3e-5, HistogramsCommand.bucketQuantile(0.3, buckets), 1e-12);
+        assertEquals(9e-5, HistogramsCommand.bucketQuantile(0.9, buckets), 1e-12);
+        buckets.put(Double.POSITIVE_INFINITY, 200.0);
+        assertEquals(1e-4, HistogramsCommand.bucketQuantile(0.99, buckets), 1e-12);
+        assertTrue(Double.isNaN(HistogramsCommand.bucketQuantile(0.5, new TreeMap<>(Map.of(Double.POSITIVE_INFINITY, 0.0)))));
     }
 
     @Test

@@ -1,6 +1,8 @@
 package io.switchml.service;
 
 import org.agrona.ErrorHandler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -35,6 +37,8 @@ import java.util.function.BooleanSupplier;
  */
 public final class SystemdNotifier implements AutoCloseable
 {
+    private static final Logger LOG = LoggerFactory.getLogger(SystemdNotifier.class);
+
     /** Environment variable with the address of systemd's notification socket. */
     public static final String NOTIFY_SOCKET_ENV = "NOTIFY_SOCKET";
     /** Environment variable with the watchdog timeout in microseconds, set when the unit has WatchdogSec=. */
@@ -519,7 +523,7 @@ public final class SystemdNotifier implements AutoCloseable
 
     private static void printError(final Throwable error)
     {
-        System.err.println(WATCHDOG_THREAD_NAME + ": " + error);
+        LOG.warn("{}: {}", WATCHDOG_THREAD_NAME, error);
     }
 
     private static String withStatus(final String assignment, final String status)

@@ -1,7 +1,11 @@
 package io.switchml.worker;
 
+import io.switchml.protocol.logging.LogLevelOption;
+import io.switchml.protocol.logging.Logging;
 import io.switchml.protocol.ElementType;
 import org.HdrHistogram.Histogram;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -19,6 +23,11 @@ import java.util.concurrent.Callable;
     description = "Join a job as one rank and all-reduce tensors whose sum is known, checking every result.")
 public final class WorkerRunCommand implements Callable<Integer>
 {
+    private static final Logger LOG = LoggerFactory.getLogger(WorkerRunCommand.class);
+
+    @Mixin
+    private LogLevelOption logLevel;
+
     @Mixin
     private TransportOptions transport;
 
@@ -60,6 +69,7 @@ public final class WorkerRunCommand implements Callable<Integer>
     @Override
     public Integer call()
     {
+        Logging.logUncaughtExceptions();
         final byte elementType;
         final WorkerContext context;
         try
@@ -75,7 +85,7 @@ public final class WorkerRunCommand implements Callable<Integer>
         }
         catch (final IllegalArgumentException ex)
         {
-            System.err.println("switchml worker: " + ex.getMessage());
+            LOG.error("{}", ex.getMessage());
             return 2;
         }
 
@@ -83,7 +93,7 @@ public final class WorkerRunCommand implements Callable<Integer>
         final Histogram tatNs = new Histogram(3);
         try (WorkerClient client = WorkerClient.connect(context))
         {
-            System.err.println("switchml worker: rank " + rank + " transport " + client.transportDescription());
+            LOG.info("rank {} transport {}", rank, client.transportDescription());
             final float[] floats = ElementType.isFloat(elementType) ? new float[elements] : null;
             final int[] ints = elementType == ElementType.INT32 ? new int[elements] : null;
             for (int round = 0; round < warmups + iterations; round++)

@@ -197,8 +197,8 @@ class ApplianceServiceTest
             HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + appliance.httpPort() + "/metrics")).build(),
             HttpResponse.BodyHandlers.ofString());
         assertEquals(200, metrics.statusCode());
-        assertTrue(metrics.body().contains("switchml_shard_slots_completed{shard=\"1\"}"), metrics.body());
-        assertTrue(metrics.body().contains("switchml_jobs_created 2"), metrics.body());
+        assertTrue(metrics.body().contains("switchml_shard_slots_completed_total{shard=\"1\"}"), metrics.body());
+        assertTrue(metrics.body().contains("switchml_jobs_created_total 2.0"), metrics.body());
         final HttpResponse<String> health = HttpClient.newHttpClient().send(
             HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + appliance.httpPort() + "/health")).build(),
             HttpResponse.BodyHandlers.ofString());

@@ -22,7 +22,7 @@ import java.util.function.Function;
  * @param multicastPorts   UDP port results of each shard are multicast to; empty when results are unicast.
  * @param counter          allocates a counter in the appliance's counters file by metric name ([a-z][a-z0-9_]*),
  *                         for the backend's own statistics ({@code ops counters}, {@code /metrics} as
- *                         switchml_backend_NAME{backend="..."}).
+ *                         switchml_backend_NAME_total{backend="..."}, see MetricNames).
  * @param log              writes one line to the appliance's log and journal.
  */
 public record BackendEnvironment(

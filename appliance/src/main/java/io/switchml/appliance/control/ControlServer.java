@@ -3,6 +3,8 @@ package io.switchml.appliance.control;
 import io.switchml.protocol.ControlCredentials;
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.ElementType;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.io.OutputStream;
@@ -33,6 +35,8 @@ import java.util.function.Supplier;
  */
 public final class ControlServer implements AutoCloseable
 {
+    private static final Logger LOG = LoggerFactory.getLogger(ControlServer.class);
+
     private final ServerSocket serverSocket;
     private final JobRegistry registry;
     private final ControlDefaults defaults;
@@ -187,7 +191,7 @@ public final class ControlServer implements AutoCloseable
             {
                 if (running)
                 {
-                    System.err.println("control endpoint accept failed: " + ex);
+                    LOG.warn("control endpoint accept failed: {}", ex.toString());
                 }
             }
         }

@@ -8,6 +8,7 @@ import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.SystemEpochClock;
+import org.slf4j.LoggerFactory;
 
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -134,11 +135,7 @@ public final class JournalContext
         }
         if (null == errorHandler)
         {
-            errorHandler = error ->
-            {
-                System.err.println("journal: writer error");
-                error.printStackTrace(System.err);
-            };
+            errorHandler = error -> LoggerFactory.getLogger(JournalContext.class).error("journal writer error", error);
         }
         concluded = true;
         return this;

@@ -6,6 +6,8 @@ import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 import org.agrona.concurrent.status.AtomicCounter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The appliance's error log: an Agrona {@link DistinctErrorLog} over the counters file's error section,
@@ -18,6 +20,8 @@ import org.agrona.concurrent.status.AtomicCounter;
  */
 public final class ErrorLog implements ErrorHandler
 {
+    private static final Logger LOG = LoggerFactory.getLogger(ErrorLog.class);
+
     private final DistinctErrorLog log;
     private final AtomicCounter errors;
 
@@ -44,8 +48,7 @@ public final class ErrorLog implements ErrorHandler
         final boolean recorded = log.record(error);
         if (!recorded)
         {
-            System.err.println("error log full, error not recorded:");
-            error.printStackTrace(System.err);
+            LOG.error("error log full, error not recorded", error);
         }
         return recorded;
     }

@@ -2,16 +2,16 @@ package io.switchml.appliance.telemetry;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import org.HdrHistogram.Histogram;
-import org.agrona.concurrent.status.CountersReader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.BooleanSupplier;
@@ -20,16 +20,23 @@ import java.util.function.Supplier;
 /**
  * HTTP endpoint for monitoring, on the JDK's {@link HttpServer} with one daemon thread:
  * <ul>
- *   <li>{@code GET /metrics}: every counter and the slot latencies in the Prometheus text format
- *   ({@link PrometheusText}).</li>
+ *   <li>{@code GET /metrics}: the {@link ApplianceMetrics} registry, written by the Prometheus client's own
+ *   exposition writers: OpenMetrics 1.0 when the {@code Accept} header asks for it (as Prometheus does), else the
+ *   text format 0.0.4.</li>
  *   <li>{@code GET /health}: 200 with the supplied JSON body when the readiness check passes, else 503
  *   with the same body.</li>
  *   <li>Any other path: 404. Any other method on a known path: 405.</li>
  * </ul>
- * Scrapes read the counters through a {@link CountersReader}, so they never touch the shards' state.
+ * Scrapes read the counters file through a reader, so they never touch the shards' state.
+ * <p>
+ * The client's own server ({@code prometheus-metrics-exporter-httpserver}) is the same JDK server with the same
+ * writers behind it; it is not used because {@code /health} with its 503, and 404/405 for anything else, would have
+ * to be added to it anyway, and it would bring a second configuration surface (its properties) for no gain.
  */
 public final class HttpEndpoint implements AutoCloseable
 {
+    private static final Logger LOG = LoggerFactory.getLogger(HttpEndpoint.class);
+
     /** Path of the Prometheus metrics. */
     public static final String METRICS_PATH = "/metrics";
     /** Path of the health check. */
@@ -38,8 +45,7 @@ public final class HttpEndpoint implements AutoCloseable
     private static final String JSON_CONTENT_TYPE = "application/json; charset=utf-8";
     private static final String TEXT_CONTENT_TYPE = "text/plain; charset=utf-8";
 
-    private final CountersReader counters;
-    private final Supplier<? extends Map<Integer, ? extends Histogram>> slotLatencies;
+    private final ApplianceMetrics metrics;
     private final BooleanSupplier ready;
     private final Supplier<String> healthJson;
     private final HttpServer server;
@@ -50,9 +56,7 @@ public final class HttpEndpoint implements AutoCloseable
      *
      * @param bindAddress   address to listen on.
      * @param port          port to listen on; 0 for any free port (see {@link #port()}).
-     * @param counters      the counters to export, e.g. {@link CountersFile#countersReader()}.
-     * @param slotLatencies called on each scrape: latency histograms in ns by shard id, e.g.
-     *                      {@link SlotLatency#totalSnapshot()} of each shard.
+     * @param metrics       what {@code /metrics} exports.
      * @param ready         readiness check for {@code /health}.
      * @param healthJson    body of {@code /health}, a small JSON object.
      * @throws UncheckedIOException if the address cannot be bound.
@@ -60,13 +64,11 @@ public final class HttpEndpoint implements AutoCloseable
     public HttpEndpoint(
         final InetAddress bindAddress,
         final int port,
-        final CountersReader counters,
-        final Supplier<? extends Map<Integer, ? extends Histogram>> slotLatencies,
+        final ApplianceMetrics metrics,
         final BooleanSupplier ready,
         final Supplier<String> healthJson)
     {
-        this.counters = counters;
-        this.slotLatencies = slotLatencies;
+        this.metrics = metrics;
         this.ready = ready;
         this.healthJson = healthJson;
         try
@@ -129,24 +131,26 @@ public final class HttpEndpoint implements AutoCloseable
             {
                 final int status;
                 final String contentType;
-                final String body;
+                final byte[] body;
                 try
                 {
                     if (METRICS_PATH.equals(path))
                     {
-                        body = PrometheusText.render(counters, slotLatencies.get());
-                        contentType = PrometheusText.CONTENT_TYPE;
+                        final ByteArrayOutputStream out = new ByteArrayOutputStream(16 * 1024);
+                        contentType = metrics.write(exchange.getRequestHeaders().getFirst("Accept"), out);
+                        body = out.toByteArray();
                         status = 200;
                     }
                     else
                     {
                         status = ready.getAsBoolean() ? 200 : 503;
-                        body = healthJson.get();
+                        body = healthJson.get().getBytes(StandardCharsets.UTF_8);
                         contentType = JSON_CONTENT_TYPE;
                     }
                 }
                 catch (final RuntimeException ex)
                 {
+                    LOG.error("bug: {} failed", path, ex);
                     send(exchange, 500, TEXT_CONTENT_TYPE, "internal error: " + ex + "\n");
                     return;
                 }
@@ -158,7 +162,12 @@ public final class HttpEndpoint implements AutoCloseable
     private static void send(final HttpExchange exchange, final int status, final String contentType, final String body)
         throws IOException
     {
-        final byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        send(exchange, status, contentType, body.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static void send(final HttpExchange exchange, final int status, final String contentType, final byte[] bytes)
+        throws IOException
+    {
         exchange.getResponseHeaders().set("Content-Type", contentType);
         exchange.sendResponseHeaders(status, 0 == bytes.length ? -1 : bytes.length);
         if (bytes.length > 0)

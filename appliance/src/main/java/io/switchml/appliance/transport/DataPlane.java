@@ -33,6 +33,7 @@ import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * The UDP data plane: S shards, each a single thread that owns one UDP socket and slot i of every job for
@@ -63,6 +64,7 @@ public final class DataPlane implements AutoCloseable
     private final List<String> details = new ArrayList<>();
     private final String transportName;
     private final int[] ports;
+    private final AtomicLongArray shardThreadIds;
 
     /**
      * Open every shard's socket and start the shards.
@@ -86,6 +88,11 @@ public final class DataPlane implements AutoCloseable
         final int[] shardCpus = context.resolvedShardCpus();
         transportName = resolveTransport(context.transport(), bindAddress);
         ports = new int[shardCount];
+        shardThreadIds = new AtomicLongArray(shardCount);
+        for (int shard = 0; shard < shardCount; shard++)
+        {
+            shardThreadIds.set(shard, -1);
+        }
         final int basePort = context.dataPort();
         final boolean multicast = context.multicastEnabled();
         final int multicastBase = context.resolvedMulticastBase();
@@ -112,8 +119,8 @@ public final class DataPlane implements AutoCloseable
                     processor.multicastPort(multicastPort(context, ports[shard]));
                     final AgentRunner runner = new AgentRunner(agent.idleStrategy(), telemetry.errorLog(), null, agent);
                     runners.add(runner);
-                    AgentRunner.startOnThread(runner,
-                        runnable -> Thread.ofPlatform().name("switchml-shard-" + shardId).daemon().unstarted(runnable));
+                    AgentRunner.startOnThread(runner, runnable -> shardThread(shardId,
+                        Thread.ofPlatform().name("switchml-shard-" + shardId).daemon().unstarted(runnable)));
                     pinning.add("shard " + shard + " " + agent.awaitPinning(5_000));
                     details.add("shard " + shard + " native: " + agent.description());
                 }
@@ -148,7 +155,7 @@ public final class DataPlane implements AutoCloseable
         final int multicastTtl, final DataPlaneHandler handler) throws InterruptedException, IOException
     {
         final String[] pinResult = new String[1];
-        final ThreadFactory threadFactory = runnable -> Thread.ofPlatform()
+        final ThreadFactory threadFactory = runnable -> shardThread(shardId, Thread.ofPlatform()
             .name("switchml-shard-" + shardId).daemon().unstarted(() ->
             {
                 if (cpu >= 0)
@@ -161,7 +168,7 @@ public final class DataPlane implements AutoCloseable
                     }
                 }
                 runnable.run();
-            });
+            }));
         final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, threadFactory, ioHandlerFactory());
         groups.add(group);
         final Bootstrap bootstrap = new Bootstrap()
@@ -273,6 +280,20 @@ public final class DataPlane implements AutoCloseable
             case "io_uring" -> IoUringDatagramChannel.class;
             default -> NioDatagramChannel.class;
         };
+    }
+
+    /**
+     * @return the id of a shard's thread (for its CPU time), or -1 before it has one.
+     */
+    public long shardThreadId(final int shard)
+    {
+        return shardThreadIds.get(shard);
+    }
+
+    private Thread shardThread(final int shard, final Thread thread)
+    {
+        shardThreadIds.set(shard, thread.threadId());
+        return thread;
     }
 
     /**

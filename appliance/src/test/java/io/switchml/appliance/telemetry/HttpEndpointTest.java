@@ -1,8 +1,8 @@
 package io.switchml.appliance.telemetry;
 
+import io.switchml.protocol.BuildInfo;
 import io.switchml.protocol.DropReason;
 import io.switchml.protocol.telemetry.SystemCounter;
-import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -21,7 +21,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -37,7 +36,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 class HttpEndpointTest
 {
     private static final Pattern HELP = Pattern.compile("# HELP ([a-z_][a-z0-9_]*) .*");
-    private static final Pattern TYPE = Pattern.compile("# TYPE ([a-z_][a-z0-9_]*) (counter|gauge|summary|untyped)");
+    private static final Pattern TYPE = Pattern.compile("# TYPE ([a-z_][a-z0-9_]*) (counter|gauge|histogram|summary|untyped)");
     private static final Pattern SAMPLE = Pattern.compile(
         "([a-z_][a-z0-9_]*)(\\{(?:[a-z_][a-z0-9_]*=\"(?:[^\"\\\\\\n]|\\\\[\\\\\"n])*\",?)*})? " +
         "(-?[0-9.]+(?:E-?[0-9]+)?|NaN|[+-]Inf)");
@@ -59,8 +58,7 @@ class HttpEndpointTest
         endpoint = new HttpEndpoint(
             InetAddress.getLoopbackAddress(),
             0,
-            countersFile.countersReader(),
-            () -> Map.of(latency.shardId(), latency.totalSnapshot()),
+            new ApplianceMetrics(countersFile.countersReader(), () -> Map.of(latency.shardId(), latency.totalSnapshot())),
             ready::get,
             () -> "{\"status\":\"" + (ready.get() ? "up" : "starting") + "\"}");
         client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
@@ -101,43 +99,80 @@ class HttpEndpointTest
         assertEquals("text/plain; version=0.0.4; charset=utf-8",
             response.headers().firstValue("Content-Type").orElse(""));
 
-        final Map<String, String> samples = parse(response.body());
-        assertEquals("4", samples.get("switchml_packets_in"), response.body());
-        assertEquals("310", samples.get("switchml_bytes_in"));
-        assertEquals("1", samples.get("switchml_jobs_active"));
-        assertEquals("1", samples.get("switchml_drops"));
-        assertEquals("0", samples.get("switchml_control_connections"));
-        assertEquals("3", samples.get("switchml_shard_packets_in{shard=\"0\"}"));
-        assertEquals("1", samples.get("switchml_shard_packets_in{shard=\"1\"}"));
-        assertEquals("1", samples.get("switchml_shard_drop_bad_magic{shard=\"0\"}"));
-        assertEquals("1234", samples.get("switchml_shard_duty_cycle_max_ns{shard=\"0\"}"));
-        assertEquals("2", samples.get("switchml_job_packets_in{job=\"7\",tenant=\"acme\",name=\"resnet\"}"));
-        assertEquals("200", samples.get("switchml_job_bytes_in{job=\"7\",tenant=\"acme\",name=\"resnet\"}"));
-        assertEquals("1",
-            samples.get("switchml_job_slots_completed{job=\"9\",tenant=\"we\\\"ird\\\\\",name=\"line\\nbreak\"}"));
-        assertEquals("100", samples.get("switchml_slot_latency_seconds_count{shard=\"0\"}"));
-        final double p99 =
-            Double.parseDouble(samples.get("switchml_slot_latency_seconds{shard=\"0\",quantile=\"0.99\"}"));
-        assertEquals(99e-6, p99, 0.5e-6);
-        final double sum = Double.parseDouble(samples.get("switchml_slot_latency_seconds_sum{shard=\"0\"}"));
-        assertEquals(5050e-6, sum, 10e-6);
+        final String body = response.body();
+        final Map<String, String> samples = parse(body);
+        assertEquals(4.0, value(samples, "switchml_received_packets_total"), body);
+        assertEquals(310.0, value(samples, "switchml_received_bytes_total"));
+        assertEquals(1.0, value(samples, "switchml_jobs_active"));
+        assertEquals(1.0, value(samples, "switchml_dropped_packets_total"));
+        assertEquals(0.0, value(samples, "switchml_control_connections"));
+        assertEquals(3.0, value(samples, "switchml_shard_received_packets_total{shard=\"0\"}"));
+        assertEquals(1.0, value(samples, "switchml_shard_received_packets_total{shard=\"1\"}"));
+        assertEquals(1.0, value(samples, "switchml_shard_dropped_packets_total{reason=\"bad_magic\",shard=\"0\"}"));
+        assertEquals(0.0, value(samples, "switchml_shard_dropped_packets_total{reason=\"bad_mac\",shard=\"1\"}"));
+        assertEquals(1.234e-6, value(samples, "switchml_shard_duty_cycle_max_seconds{shard=\"0\"}"), 1e-12);
+        assertEquals(2.0, value(samples, "switchml_job_received_packets_total{job_name=\"resnet\",sml_job=\"7\",tenant=\"acme\"}"));
+        assertEquals(200.0, value(samples, "switchml_job_received_bytes_total{job_name=\"resnet\",sml_job=\"7\",tenant=\"acme\"}"));
+        assertEquals(1.0, value(samples,
+            "switchml_job_slots_completed_total{job_name=\"line\\nbreak\",sml_job=\"9\",tenant=\"we\\\"ird\\\\\"}"));
+        assertTrue(samples.keySet().stream().noneMatch((name) -> name.contains("job=") && !name.contains("sml_job=")),
+            "no label called job: " + body);
+        assertTrue(samples.keySet().stream().noneMatch((name) -> name.startsWith("switchml_shard_drop_")), body);
 
-        assertTrue(response.body().contains("# TYPE switchml_jobs_active gauge\n"));
-        assertTrue(response.body().contains("# TYPE switchml_packets_in counter\n"));
-        assertTrue(response.body().contains("# TYPE switchml_shard_duty_cycle_max_ns gauge\n"));
-        assertTrue(response.body().contains("# TYPE switchml_slot_latency_seconds summary\n"));
+        assertEquals(100.0, value(samples, "switchml_slot_latency_seconds_count{shard=\"0\"}"));
+        assertEquals(10.0, value(samples, "switchml_slot_latency_seconds_bucket{shard=\"0\",le=\"1.0E-5\"}"));
+        assertEquals(50.0, value(samples, "switchml_slot_latency_seconds_bucket{shard=\"0\",le=\"5.0E-5\"}"));
+        assertEquals(100.0, value(samples, "switchml_slot_latency_seconds_bucket{shard=\"0\",le=\"1.0E-4\"}"));
+        assertEquals(100.0, value(samples, "switchml_slot_latency_seconds_bucket{shard=\"0\",le=\"+Inf\"}"));
+        assertEquals(5050e-6, value(samples, "switchml_slot_latency_seconds_sum{shard=\"0\"}"), 10e-6);
+
+        assertEquals(1.0, value(samples, "switchml_build_info{commit=\"" + BuildInfo.commit() + "\",version=\"" +
+            BuildInfo.version() + "\"}"));
+        assertTrue(value(samples, "process_cpu_seconds_total") > 0, "process metrics");
+        assertTrue(samples.keySet().stream().anyMatch((name) -> name.startsWith("jvm_memory_used_bytes{")), "JVM metrics");
+
+        assertTrue(body.contains("# TYPE switchml_jobs_active gauge\n"));
+        assertTrue(body.contains("# TYPE switchml_received_packets_total counter\n"));
+        assertTrue(body.contains("# TYPE switchml_shard_duty_cycle_max_seconds gauge\n"));
+        assertTrue(body.contains("# TYPE switchml_slot_latency_seconds histogram\n"));
+        for (final String name : samples.keySet())
+        {
+            final String family = name.replaceFirst("\\{.*", "");
+            assertTrue(!body.contains("# TYPE " + family + " counter") || family.endsWith("_total"), family);
+        }
 
         job.close();
         final Map<String, String> afterClose = parse(get("/metrics").body());
-        assertTrue(afterClose.keySet().stream().noneMatch((name) -> name.contains("job=\"7\"")), afterClose.toString());
+        assertTrue(afterClose.keySet().stream().noneMatch((name) -> name.contains("sml_job=\"7\"")), afterClose.toString());
     }
 
     @Test
-    void emptyLatencyHistogramsExportNaNQuantiles() throws Exception
+    void openMetricsOnlyWhenTheScraperAsksForIt() throws Exception
+    {
+        countersFile.systemCounter(SystemCounter.JOBS_CREATED).increment();
+        final HttpResponse<String> openMetrics = send(HttpRequest.newBuilder(uri("/metrics"))
+            .header("Accept", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+            .GET().build());
+        assertEquals(200, openMetrics.statusCode());
+        assertTrue(openMetrics.headers().firstValue("Content-Type").orElse("").startsWith("application/openmetrics-text"),
+            openMetrics.headers().toString());
+        final String body = openMetrics.body();
+        assertTrue(body.endsWith("# EOF\n"), "OpenMetrics ends with # EOF");
+        assertTrue(body.contains("# TYPE switchml_jobs_created counter\n"), body);
+        assertTrue(body.contains("\nswitchml_jobs_created_total 1.0\n"), body);
+        assertTrue(body.contains("# UNIT switchml_slot_latency_seconds seconds\n"), body);
+
+        final HttpResponse<String> text = send(HttpRequest.newBuilder(uri("/metrics")).header("Accept", "text/plain").GET().build());
+        assertTrue(text.headers().firstValue("Content-Type").orElse("").startsWith("text/plain; version=0.0.4"));
+        assertTrue(!text.body().contains("# EOF"));
+    }
+
+    @Test
+    void emptyLatencyHistogramsExportZeroCounts() throws Exception
     {
         final Map<String, String> samples = parse(get("/metrics").body());
-        assertEquals("NaN", samples.get("switchml_slot_latency_seconds{shard=\"0\",quantile=\"0.5\"}"));
-        assertEquals("0", samples.get("switchml_slot_latency_seconds_count{shard=\"0\"}"));
+        assertEquals(0.0, value(samples, "switchml_slot_latency_seconds_bucket{shard=\"0\",le=\"+Inf\"}"));
+        assertEquals(0.0, value(samples, "switchml_slot_latency_seconds_count{shard=\"0\"}"));
     }
 
     @Test
@@ -169,15 +204,11 @@ class HttpEndpointTest
         assertEquals(200, get("/metrics?name=x").statusCode());
     }
 
-    @Test
-    void renderedNamesAreSanitised()
+    private static double value(final Map<String, String> samples, final String key)
     {
-        assertEquals("drop_bad_magic", PrometheusText.sanitize("Drop Bad-Magic"));
-        assertEquals("_9lives", PrometheusText.sanitize("9lives"));
-        assertEquals("_", PrometheusText.sanitize(""));
-        final Histogram empty = SlotLatency.newHistogram();
-        final String text = PrometheusText.render(countersFile.countersReader(), new TreeMap<>(Map.of(2, empty)));
-        parse(text);
+        final String value = samples.get(key);
+        assertTrue(null != value, "no sample " + key + " in " + samples.keySet());
+        return Double.parseDouble(value);
     }
 
     private HttpResponse<String> get(final String path) throws Exception
@@ -224,7 +255,8 @@ class HttpEndpointTest
             {
                 final String name = matcher.group(1);
                 final boolean ofFamily = name.equals(family) ||
-                    ("summary".equals(type) && (name.equals(family + "_sum") || name.equals(family + "_count")));
+                    (("summary".equals(type) || "histogram".equals(type)) &&
+                    (name.equals(family + "_sum") || name.equals(family + "_count") || name.equals(family + "_bucket")));
                 assertTrue(null != type && ofFamily, "sample outside its family: " + line);
                 final String labels = null == matcher.group(2) ? "" : matcher.group(2);
                 assertTrue(null == samples.put(name + labels, matcher.group(3)), "duplicate sample: " + line);

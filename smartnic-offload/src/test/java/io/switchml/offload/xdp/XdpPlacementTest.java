@@ -97,8 +97,8 @@ final class XdpPlacementTest
 
         final String metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
             URI.create("http://127.0.0.1:" + appliance.httpPort() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
-        assertTrue(metrics.contains("switchml_backend_fallbacks{backend=\"xdp\",reason=\"k=8192 exceeds 256\"} 1"), metrics);
-        assertTrue(metrics.contains("switchml_backend_absorbed_in_kernel{backend=\"xdp\"}"), metrics);
+        assertTrue(metrics.contains("switchml_backend_fallbacks_total{backend=\"xdp\",reason=\"k=8192 exceeds 256\"} 1.0"), metrics);
+        assertTrue(metrics.contains("switchml_backend_absorbed_in_kernel_total{backend=\"xdp\"}"), metrics);
         assertTrue(jobs().stream().anyMatch(line -> line.contains("name=bigk") && line.contains("backend=software") &&
             line.endsWith("fallback=xdp: k=8192 exceeds 256")), jobs().toString());
     }

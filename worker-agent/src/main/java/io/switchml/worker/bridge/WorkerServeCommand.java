@@ -1,9 +1,13 @@
 package io.switchml.worker.bridge;
 
+import io.switchml.protocol.logging.LogLevelOption;
+import io.switchml.protocol.logging.Logging;
 import io.switchml.service.SystemdNotifier;
 import io.switchml.worker.AllReduceException;
 import io.switchml.worker.TransportOptions;
 import io.switchml.worker.WorkerContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -31,6 +35,11 @@ import java.util.concurrent.Callable;
             "bridge; each prints 'switchml worker serve ready: socket=... shm=...' once all have joined."})
 public final class WorkerServeCommand implements Callable<Integer>
 {
+    private static final Logger LOG = LoggerFactory.getLogger(WorkerServeCommand.class);
+
+    @Mixin
+    private LogLevelOption logLevel;
+
     @Mixin
     private TransportOptions transport;
 
@@ -67,6 +76,7 @@ public final class WorkerServeCommand implements Callable<Integer>
     @Override
     public Integer call()
     {
+        Logging.logUncaughtExceptions();
         final BridgeContext context;
         try
         {
@@ -77,7 +87,7 @@ public final class WorkerServeCommand implements Callable<Integer>
         }
         catch (final IllegalArgumentException ex)
         {
-            System.err.println("switchml worker serve: " + ex.getMessage());
+            LOG.error("{}", ex.getMessage());
             return 2;
         }
 
