@@ -198,6 +198,9 @@ check "distribution archive $(basename "$ARCHIVE") has bin/switchml, lib/switchm
 check "distribution archive has the man pages (share/man/man1/switchml-ops.1.gz) and bash completion" \
   bash -c "tar tzf '$ARCHIVE' | grep -q '/share/man/man1/switchml-ops.1.gz\$' &&
     tar tzf '$ARCHIVE' | grep -q '/share/bash-completion/completions/switchml\$'"
+check "distribution archive has the Grafana dashboard and alerting rules (grafana/)" \
+  bash -c "tar tzf '$ARCHIVE' | grep -q '/grafana/switchml-appliance.json\$' &&
+    tar tzf '$ARCHIVE' | grep -q '/grafana/switchml-alerts.yml\$'"
 
 # ---------------------------------------------------------------------------------------------------------
 step "lintian"
@@ -227,7 +230,8 @@ INSTALLED_BY_US=1
 dpkg -i "$DEB" >"$WORK/dpkg-install.log" 2>&1 || { cat "$WORK/dpkg-install.log" >&2; fail "dpkg -i $(basename "$DEB")"; }
 check "dpkg status: install ok installed" bash -c "dpkg-query -W -f='\${Status}' $PKG | grep -qx 'install ok installed'"
 for path in /usr/bin/switchml /usr/lib/switchml/switchml.jar "$APPLIANCE_UNIT" "$WORKER_UNIT" "$CONFIG" \
-  /etc/switchml/worker.env /usr/share/doc/switchml/README.md /usr/share/doc/switchml/examples/worker-INSTANCE.env; do
+  /etc/switchml/worker.env /usr/share/doc/switchml/README.md /usr/share/doc/switchml/examples/worker-INSTANCE.env \
+  /usr/share/doc/switchml/grafana/switchml-appliance.json /usr/share/doc/switchml/grafana/switchml-alerts.yml; do
   check "installed $path" test -f "$path"
 done
 check "/usr/bin/switchml is executable" test -x /usr/bin/switchml
