@@ -66,7 +66,7 @@ Matrix
 Measurement
   --iterations N         timed all-reduces per cell (default: 10 for >=50MB, 20 for >=10MB, else 50)
   --warmups N            untimed ones first (default: ~1.5 GB worth, at least 3: 15 x 100MB, 1500 x 1MB)
-  -k N / -s N            SwitchML elements per packet / pool size (default: k from the MTU, 8192 on loopback;
+  -k N / -s N            SwitchML elements per packet / pool size (default: k from the MTU, 8176 on loopback;
                          s: the link's bandwidth x 1 ms in packets, at least 16; 32 unlimited and on loopback)
   --mac on|off           SwitchML packet MAC (default off: a trusted rack, as with a switch)
   --rto-ms N             SwitchML workers' initial retransmission timeout (default: the worker's, 20 ms; a value
@@ -156,7 +156,7 @@ rack_slots_for() {
   else awk -v b="$bits" -v m="$MTU" 'BEGIN { s = b * 0.001 / (8 * (m + 14)); s = (s == int(s)) ? s : int(s) + 1; print (s < 16) ? 16 : s }'
   fi
 }
-LOOP_LANES=${LANES:-8192}
+LOOP_LANES=${LANES:-8176}
 LOOP_SLOTS=${SLOTS:-32}
 case "$MAC" in on|off) ;; *) die "--mac must be on or off" ;; esac
 case "$FAST_RETRANSMIT" in on|off) ;; *) die "--fast-retransmit must be on or off" ;; esac
