@@ -48,6 +48,38 @@ def data():
     return sample(TRAIN), sample(TEST)
 
 
+def check_dtypes(rank, world):
+    """SUM and AVG of float16, bfloat16 and int32 through the appliance, exact here; float64 refused."""
+    mult = torch.arange(1, world + 1).sum().item()  # sum over ranks of (rank + 1)
+    for dtype, n in ((torch.float16, 100), (torch.bfloat16, 25), (torch.int32, 1000)):
+        base = torch.arange(n)
+        t = (base * (rank + 1)).to(dtype)
+        dist.all_reduce(t)
+        expected = (base * mult).to(dtype)
+        assert t.dtype == dtype and torch.equal(t, expected), (dtype, "sum", t[:8], expected[:8])
+        t = (base * (rank + 1)).to(dtype)
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        if dtype == torch.int32:
+            expected = torch.div(base * mult, world, rounding_mode="trunc").to(dtype)
+        else:
+            expected = (base * mult / world).to(dtype)
+        assert torch.equal(t, expected), (dtype, "avg", t[:8], expected[:8])
+    big = torch.full((1000,), 2 ** 29 + rank, dtype=torch.int32)  # the int32 sum wraps, exactly
+    dist.all_reduce(big)
+    assert torch.equal(big, torch.full((1000,), (2 ** 29 * world + world * (world - 1) // 2 + 2 ** 31) % 2 ** 32 - 2 ** 31,
+                                       dtype=torch.int32)), big[:4]
+    d = torch.ones(3, dtype=torch.float64)
+    try:
+        dist.all_reduce(d)
+        raise AssertionError("float64 was not refused")
+    except TypeError as ex:
+        assert "float64" in str(ex), ex
+    m = torch.tensor([float(rank)])
+    dist.all_reduce(m, op=dist.ReduceOp.MAX)  # not SUM/AVG: the inner Gloo group
+    assert m.item() == world - 1, m
+    print("DTYPES rank=%d ok=true" % rank, flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", required=True)
@@ -68,6 +100,7 @@ def main():
     agent_pid = None
     if args.backend == "switchml":
         agent_pid = switchml.process_group().agent_pid
+        check_dtypes(rank, world)
     print("AGENT rank=%d pid=%s" % (rank, agent_pid), flush=True)
 
     losses, step_times = [], []
