@@ -404,12 +404,13 @@ class Client:
         if ok:
             self.requests += 1
             self.agent_us += int(fields.get("us", "0"))
-            part = submission.flat[request.flat_start:request.flat_start + request.count]
-            if submission.stream is not None:
-                with torch.cuda.stream(submission.stream):
+            with torch.no_grad():  # grad mode is per thread: this one's is on
+                part = submission.flat[request.flat_start:request.flat_start + request.count]
+                if submission.stream is not None:
+                    with torch.cuda.stream(submission.stream):
+                        part.copy_(request.region)
+                else:
                     part.copy_(request.region)
-            else:
-                part.copy_(request.region)
         elif submission.error is None:
             submission.error = fields.get("message", "the agent refused the request")
         submission.pieces_left -= 1
