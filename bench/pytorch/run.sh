@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# bench/pytorch/run.sh: DDP step time of a ResNet-18-shaped CNN (11.2 M parameters, random data), 4 ranks,
+# with init_process_group("gloo"), ("switchml") and ("switchml") plus a synchronous comm hook (the old bridge).
+#
+#   bench/pytorch/run.sh [--steps 10] [--warmups 4] [--batch 8] [--modes gloo,switchml,switchml-sync]
+#                        [--where loopback,rack] [--rate 1gbit]
+#
+# loopback: an appliance on 127.0.0.1 and torchrun --standalone --nproc_per_node=4.
+# rack (root): bench/rack/rack.sh's namespaces (appliance 10.77.0.1, rank r in its own namespace at 10.77.0.(11+r),
+#   every worker link limited to --rate by tbf, MTU 9000, k = 2233, s = 16 as in the rack bench); each rank is
+#   started with torchrun's environment by hand (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT), since torchrun's
+#   local ranks would all share one namespace.
+# Prints rank 0's BENCH line per cell (see ddp_bench.py) and nothing is asserted.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+PY=/usr/bin/python3
+STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) STEPS=$2; shift 2 ;;
+    --warmups) WARMUPS=$2; shift 2 ;;
+    --batch) BATCH=$2; shift 2 ;;
+    --modes) MODES=$2; shift 2 ;;
+    --where) WHERE=$2; shift 2 ;;
+    --rate) RATE=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "bench/pytorch/run.sh: unknown option $1 (--help)" >&2; exit 2 ;;
+  esac
+done
+
+"$ROOT/switchml" worker serve --help >/dev/null   # builds once if the tree is newer than the jar
+export SWITCHML_LAUNCHER="$ROOT/switchml" OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+WORK=$(mktemp -d /tmp/switchml-ddp-bench.XXXXXX)
+APPLIANCE_PID=
+cleanup() {
+  [ -n "$APPLIANCE_PID" ] && kill "$APPLIANCE_PID" 2>/dev/null && wait "$APPLIANCE_PID" 2>/dev/null || true
+  if [ -n "${RACK_PREFIX:-}" ]; then rack_down || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# start_appliance NETNS_PREFIX BIND: the appliance, waiting for its ready line.
+start_appliance() {
+  local prefix=$1 bind=$2
+  $prefix "$ROOT/switchml" appliance --insecure-control --bind "$bind" --control-port 17570 --data-port 17571 \
+    --http-port 17572 --dir "$WORK/appliance" >"$WORK/appliance.log" 2>&1 &
+  APPLIANCE_PID=$!
+  for _ in $(seq 100); do
+    grep -q "switchml appliance ready" "$WORK/appliance.log" && return 0
+    sleep 0.2
+  done
+  echo "bench/pytorch: the appliance did not start:" >&2; cat "$WORK/appliance.log" >&2; exit 1
+}
+
+stop_appliance() {
+  kill "$APPLIANCE_PID" 2>/dev/null; wait "$APPLIANCE_PID" 2>/dev/null || true; APPLIANCE_PID=
+}
+
+bench_args() { echo "--steps $STEPS --warmups $WARMUPS --batch $BATCH"; }
+
+loopback() {
+  start_appliance "" 127.0.0.1
+  local mode
+  for mode in ${MODES//,/ }; do
+    SWITCHML_APPLIANCE=127.0.0.1:17570 GLOO_SOCKET_IFNAME=lo SWITCHML_AGENT_ARGS="" \
+      "$PY" -m torch.distributed.run --standalone --nproc_per_node=4 --monitor_interval 1 --redirects 2 --tee 1 \
+      --log_dir "$WORK/logs-loopback-$mode" "$ROOT/bench/pytorch/ddp_bench.py" --mode "$mode" $(bench_args) 2>&1 |
+      sed -n 's/^\[default0\]:BENCH /BENCH where=loopback /p'
+  done
+  stop_appliance
+}
+
+rack() {
+  [ "$(id -u)" = 0 ] || { echo "bench/pytorch: --where rack needs root (network namespaces)" >&2; exit 2; }
+  # shellcheck source=../rack/rack.sh
+  source "$ROOT/bench/rack/rack.sh"
+  RACK_PREFIX=pyrack-$$
+  rack_up 4 "$RATE" none 9000 >&2
+  start_appliance "ip netns exec $(rack_ns_ap)" "$RACK_APPLIANCE_ADDR"
+  local mode r pids
+  for mode in ${MODES//,/ }; do
+    pids=()
+    for r in 0 1 2 3; do
+      ip netns exec "$(rack_ns_w "$r")" env RANK=$r WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
+        MASTER_ADDR="$(rack_worker_addr 0)" MASTER_PORT=29511 GLOO_SOCKET_IFNAME=eth0 \
+        SWITCHML_APPLIANCE="$RACK_APPLIANCE_ADDR:17570" SWITCHML_AGENT_ARGS="-k 2233 -s 16" \
+        "$PY" "$ROOT/bench/pytorch/ddp_bench.py" --mode "$mode" $(bench_args) >"$WORK/rack-$mode-$r.log" 2>&1 &
+      pids+=($!)
+    done
+    for r in 0 1 2 3; do wait "${pids[$r]}" || { echo "rank $r of $mode failed:" >&2; tail -20 "$WORK/rack-$mode-$r.log" >&2; }; done
+    sed -n "s/^BENCH /BENCH where=rack-$RATE /p" "$WORK/rack-$mode-0.log"
+  done
+  stop_appliance
+}
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(getconf _NPROCESSORS_ONLN) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), torch $("$PY" -c 'import torch; print(torch.__version__)'), commit $(git -C "$ROOT" rev-parse --short HEAD)"
+for where in ${WHERE//,/ }; do
+  case "$where" in
+    loopback) loopback ;;
+    rack) rack ;;
+    *) echo "bench/pytorch: --where takes loopback and/or rack: $where" >&2; exit 2 ;;
+  esac
+done
