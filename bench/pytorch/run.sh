@@ -30,8 +30,14 @@ while [ $# -gt 0 ]; do
 done
 
 "$ROOT/switchml" worker serve --help >/dev/null   # builds once if the tree is newer than the jar
-export SWITCHML_LAUNCHER="$ROOT/switchml" OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 WORK=$(mktemp -d /tmp/switchml-ddp-bench.XXXXXX)
+# a private copy of the launcher and jars (as bench/rack does): an edit to the tree during the run must not make
+# every agent's launcher rebuild the project
+mkdir -p "$WORK/snap/dist/target" "$WORK/snap/packaging/bin"
+cp "$ROOT/switchml" "$WORK/snap/switchml"
+cp -a "$ROOT/packaging/bin/switchml" "$WORK/snap/packaging/bin/"
+cp -a "$ROOT/dist/target/switchml.jar" "$ROOT/dist/target/lib" "$ROOT/dist/target/package-lib" "$WORK/snap/dist/target/"
+export SWITCHML_LAUNCHER="$WORK/snap/switchml" OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 APPLIANCE_PID=
 cleanup() {
   [ -n "$APPLIANCE_PID" ] && kill "$APPLIANCE_PID" 2>/dev/null && wait "$APPLIANCE_PID" 2>/dev/null || true
@@ -43,7 +49,7 @@ trap cleanup EXIT
 # start_appliance NETNS_PREFIX BIND: the appliance, waiting for its ready line.
 start_appliance() {
   local prefix=$1 bind=$2
-  $prefix "$ROOT/switchml" appliance --insecure-control --bind "$bind" --control-port 17570 --data-port 17571 \
+  $prefix "$SWITCHML_LAUNCHER" appliance --insecure-control --bind "$bind" --control-port 17570 --data-port 17571 \
     --http-port 17572 --dir "$WORK/appliance" >"$WORK/appliance.log" 2>&1 &
   APPLIANCE_PID=$!
   for _ in $(seq 100); do

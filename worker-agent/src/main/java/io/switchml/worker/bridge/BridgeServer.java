@@ -310,6 +310,27 @@ public final class BridgeServer implements AutoCloseable
         return joined;
     }
 
+    /**
+     * The session's client disconnected without {@code CLOSE}. A bridge started {@code --once} serves one
+     * training process, which has died or abandoned the job mid-way: abort the job naming this rank, so that the
+     * other ranks fail at once with that reason instead of at the slot deadline.
+     */
+    void onClientLost()
+    {
+        if (!context.once())
+        {
+            return;
+        }
+        final String reason = "rank " + context.worker().rank() + "'s training process disconnected from its agent " +
+            "without CLOSE (it died or exited mid-job)";
+        client.abort(reason);
+        final WorkerClient joinedInt32 = int32Client;
+        if (joinedInt32 != null)
+        {
+            joinedInt32.abort(reason);
+        }
+    }
+
     void onRequestCompleted()
     {
         requests.incrementAndGet();

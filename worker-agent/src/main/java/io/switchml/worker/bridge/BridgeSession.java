@@ -54,6 +54,7 @@ final class BridgeSession
     void run()
     {
         final Thread writer = Thread.ofPlatform().daemon().name("switchml-bridge-replies").start(this::writeReplies);
+        boolean closedByClient = false;
         try
         {
             String line;
@@ -66,8 +67,13 @@ final class BridgeSession
                 replies.put(onRequest(line));
                 if (line.strip().equals(BridgeProtocol.CLOSE))
                 {
+                    closedByClient = true;
                     break;
                 }
+            }
+            if (!closedByClient && !server.isClosed())
+            {
+                server.onClientLost();
             }
         }
         catch (final IOException ignore)
