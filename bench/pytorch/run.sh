@@ -3,19 +3,20 @@
 # with init_process_group("gloo"), ("switchml") and ("switchml") plus a synchronous comm hook (the old bridge).
 #
 #   bench/pytorch/run.sh [--steps 10] [--warmups 4] [--batch 8] [--modes gloo,switchml,switchml-sync]
-#                        [--where loopback,rack] [--rate 1gbit]
+#                        [--where loopback,rack] [--rate 1gbit] [--mac off|on] [--multicast on|off] [--bucket-mb 25]
 #
 # loopback: an appliance on 127.0.0.1 and torchrun --standalone --nproc_per_node=4.
 # rack (root): bench/rack/rack.sh's namespaces (appliance 10.77.0.1, rank r in its own namespace at 10.77.0.(11+r),
 #   every worker link limited to --rate by tbf, MTU 9000, k = 2233, s = 16 as in the rack bench); each rank is
 #   started with torchrun's environment by hand (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT), since torchrun's
-#   local ranks would all share one namespace.
+#   local ranks would all share one namespace. Results multicast to the job's group (--multicast on, as the rack
+#   bench and the paper's switch), packet MACs off (--mac off: a trusted rack, as the rack bench's default).
 # Prints rank 0's BENCH line per cell (see ddp_bench.py) and nothing is asserted.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 PY=/usr/bin/python3
-STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit
+STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
@@ -24,6 +25,9 @@ while [ $# -gt 0 ]; do
     --modes) MODES=$2; shift 2 ;;
     --where) WHERE=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
+    --mac) MAC=$2; shift 2 ;;
+    --multicast) MULTICAST=$2; shift 2 ;;
+    --bucket-mb) BUCKET_MB=$2; shift 2 ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "bench/pytorch/run.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
@@ -46,11 +50,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start_appliance NETNS_PREFIX BIND: the appliance, waiting for its ready line.
+# start_appliance NETNS_PREFIX BIND [MULTICAST_BASE]: the appliance, waiting for its ready line.
 start_appliance() {
-  local prefix=$1 bind=$2
+  local prefix=$1 bind=$2 group=${3:-}
   $prefix "$SWITCHML_LAUNCHER" appliance --insecure-control --bind "$bind" --control-port 17570 --data-port 17571 \
-    --http-port 17572 --dir "$WORK/appliance" >"$WORK/appliance.log" 2>&1 &
+    --http-port 17572 --dir "$WORK/appliance" --mac "$MAC" ${group:+--multicast "$group"} >"$WORK/appliance.log" 2>&1 &
   APPLIANCE_PID=$!
   for _ in $(seq 100); do
     grep -q "switchml appliance ready" "$WORK/appliance.log" && return 0
@@ -63,13 +67,13 @@ stop_appliance() {
   kill "$APPLIANCE_PID" 2>/dev/null; wait "$APPLIANCE_PID" 2>/dev/null || true; APPLIANCE_PID=
 }
 
-bench_args() { echo "--steps $STEPS --warmups $WARMUPS --batch $BATCH"; }
+bench_args() { echo "--steps $STEPS --warmups $WARMUPS --batch $BATCH --bucket-mb $BUCKET_MB"; }
 
 loopback() {
   start_appliance "" 127.0.0.1
   local mode
   for mode in ${MODES//,/ }; do
-    SWITCHML_APPLIANCE=127.0.0.1:17570 GLOO_SOCKET_IFNAME=lo SWITCHML_AGENT_ARGS="" \
+    SWITCHML_APPLIANCE=127.0.0.1:17570 GLOO_SOCKET_IFNAME=lo SWITCHML_AGENT_ARGS="--mac $MAC" \
       "$PY" -m torch.distributed.run --standalone --nproc_per_node=4 --monitor_interval 1 --redirects 2 --tee 1 \
       --log_dir "$WORK/logs-loopback-$mode" "$ROOT/bench/pytorch/ddp_bench.py" --mode "$mode" $(bench_args) 2>&1 |
       sed -n 's/^\[default0\]:BENCH /BENCH where=loopback /p'
@@ -83,14 +87,14 @@ rack() {
   source "$ROOT/bench/rack/rack.sh"
   RACK_PREFIX=pyrack-$$
   rack_up 4 "$RATE" none 9000 >&2
-  start_appliance "ip netns exec $(rack_ns_ap)" "$RACK_APPLIANCE_ADDR"
+  start_appliance "ip netns exec $(rack_ns_ap)" "$RACK_APPLIANCE_ADDR" "$([ "$MULTICAST" = on ] && echo 239.7.0.0)"
   local mode r pids
   for mode in ${MODES//,/ }; do
     pids=()
     for r in 0 1 2 3; do
       ip netns exec "$(rack_ns_w "$r")" env RANK=$r WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
         MASTER_ADDR="$(rack_worker_addr 0)" MASTER_PORT=29511 GLOO_SOCKET_IFNAME=eth0 \
-        SWITCHML_APPLIANCE="$RACK_APPLIANCE_ADDR:17570" SWITCHML_AGENT_ARGS="-k 2233 -s 16" \
+        SWITCHML_APPLIANCE="$RACK_APPLIANCE_ADDR:17570" SWITCHML_AGENT_ARGS="-k 2233 -s 16 --mac $MAC" \
         "$PY" "$ROOT/bench/pytorch/ddp_bench.py" --mode "$mode" $(bench_args) >"$WORK/rack-$mode-$r.log" 2>&1 &
       pids+=($!)
     done
@@ -100,6 +104,7 @@ rack() {
   stop_appliance
 }
 
+echo "# mac=$MAC multicast(rack)=$MULTICAST bucket_mb=$BUCKET_MB steps=$STEPS warmups=$WARMUPS batch=$BATCH"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(getconf _NPROCESSORS_ONLN) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), torch $("$PY" -c 'import torch; print(torch.__version__)'), commit $(git -C "$ROOT" rev-parse --short HEAD)"
 for where in ${WHERE//,/ }; do
   case "$where" in
