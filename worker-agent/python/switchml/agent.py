@@ -100,7 +100,7 @@ class AgentProcess:
                     hint = (" -- job name '%s' is taken on the appliance by an earlier or concurrent run; set "
                             "SWITCHML_JOB (or pg_options job=...) to a fresh name, or give torchrun a unique "
                             "--rdzv_id" % self.job)
-                elif code == 127 or "no JDK" in detail:
+                elif code in (2, 126, 127) and ("no JDK" in detail or "no Java" in detail or "not found" in detail):
                     hint = " -- " + _INSTALL_HINT
                 raise SwitchMLError("the switchml worker agent for rank %d exited with code %s before it was ready: "
                                     "%s%s\ncommand: %s\nits output:\n%s"

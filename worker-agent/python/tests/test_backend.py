@@ -63,5 +63,23 @@ class ConfigTest(unittest.TestCase):
             find_launcher("/nonexistent/switchml")
 
 
+class AgentStartTest(unittest.TestCase):
+
+    def test_a_launcher_without_a_jdk_is_named_with_what_to_install(self):
+        import tempfile
+        from switchml.agent import AgentProcess
+        with tempfile.TemporaryDirectory() as d:
+            launcher = os.path.join(d, "switchml")
+            with open(launcher, "w") as f:
+                f.write("#!/bin/sh\necho 'switchml: no Java 25 or newer found (checked JAVA_HOME and /usr/lib/jvm/*).' >&2\nexit 2\n")
+            os.chmod(launcher, 0o755)
+            with self.assertRaises(switchml.SwitchMLError) as raised:
+                AgentProcess(launcher, ["--world", "1"], {}, rank=0, job="j", ready_timeout_s=20)
+        message = str(raised.exception)
+        self.assertIn("exited with code 2", message)
+        self.assertIn("no Java 25 or newer found", message)
+        self.assertIn("install the switchml package", message)
+
+
 if __name__ == "__main__":
     unittest.main()
