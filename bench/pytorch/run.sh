@@ -4,6 +4,7 @@
 #
 #   bench/pytorch/run.sh [--steps 10] [--warmups 4] [--batch 8] [--modes gloo,switchml,switchml-sync]
 #                        [--where loopback,rack] [--rate 1gbit] [--mac off|on] [--multicast on|off] [--bucket-mb 25]
+#                        [--repeat 1]
 #
 # loopback: an appliance on 127.0.0.1 and torchrun --standalone --nproc_per_node=4.
 # rack (root): bench/rack/rack.sh's namespaces (appliance 10.77.0.1, rank r in its own namespace at 10.77.0.(11+r),
@@ -11,12 +12,14 @@
 #   started with torchrun's environment by hand (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT), since torchrun's
 #   local ranks would all share one namespace. Results multicast to the job's group (--multicast on, as the rack
 #   bench and the paper's switch), packet MACs off (--mac off: a trusted rack, as the rack bench's default).
-# Prints rank 0's BENCH line per cell (see ddp_bench.py) and nothing is asserted.
+# Prints rank 0's BENCH line per cell (see ddp_bench.py) and nothing is asserted. --repeat N runs every mode N
+# times, the modes interleaved (this machine's other users make single runs vary by 2x), then prints each mode's
+# median step time as a SUMMARY line.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 PY=/usr/bin/python3
-STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25
+STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25 REPEAT=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
     --mac) MAC=$2; shift 2 ;;
     --multicast) MULTICAST=$2; shift 2 ;;
     --bucket-mb) BUCKET_MB=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "bench/pytorch/run.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
@@ -71,13 +75,13 @@ bench_args() { echo "--steps $STEPS --warmups $WARMUPS --batch $BATCH --bucket-m
 
 loopback() {
   start_appliance "" 127.0.0.1
-  local mode
-  for mode in ${MODES//,/ }; do
+  local mode round
+  for round in $(seq "$REPEAT"); do for mode in ${MODES//,/ }; do
     SWITCHML_APPLIANCE=127.0.0.1:17570 GLOO_SOCKET_IFNAME=lo SWITCHML_AGENT_ARGS="--mac $MAC" \
       "$PY" -m torch.distributed.run --standalone --nproc_per_node=4 --monitor_interval 1 --redirects 2 --tee 1 \
       --log_dir "$WORK/logs-loopback-$mode" "$ROOT/bench/pytorch/ddp_bench.py" --mode "$mode" $(bench_args) 2>&1 |
       sed -n 's/^\[default0\]:BENCH /BENCH where=loopback /p'
-  done
+  done; done
   stop_appliance
 }
 
@@ -88,8 +92,8 @@ rack() {
   RACK_PREFIX=pyrack-$$
   rack_up 4 "$RATE" none 9000 >&2
   start_appliance "ip netns exec $(rack_ns_ap)" "$RACK_APPLIANCE_ADDR" "$([ "$MULTICAST" = on ] && echo 239.7.0.0)"
-  local mode r pids
-  for mode in ${MODES//,/ }; do
+  local mode r pids round
+  for round in $(seq "$REPEAT"); do for mode in ${MODES//,/ }; do
     pids=()
     for r in 0 1 2 3; do
       ip netns exec "$(rack_ns_w "$r")" env RANK=$r WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
@@ -100,10 +104,11 @@ rack() {
     done
     for r in 0 1 2 3; do wait "${pids[$r]}" || { echo "rank $r of $mode failed:" >&2; tail -20 "$WORK/rack-$mode-$r.log" >&2; }; done
     sed -n "s/^BENCH /BENCH where=rack-$RATE /p" "$WORK/rack-$mode-0.log"
-  done
+  done; done
   stop_appliance
 }
 
+{
 echo "# mac=$MAC multicast(rack)=$MULTICAST bucket_mb=$BUCKET_MB steps=$STEPS warmups=$WARMUPS batch=$BATCH"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(getconf _NPROCESSORS_ONLN) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), torch $("$PY" -c 'import torch; print(torch.__version__)'), commit $(git -C "$ROOT" rev-parse --short HEAD)"
 for where in ${WHERE//,/ }; do
@@ -113,3 +118,19 @@ for where in ${WHERE//,/ }; do
     *) echo "bench/pytorch: --where takes loopback and/or rack: $where" >&2; exit 2 ;;
   esac
 done
+} > >(tee "$WORK/bench.txt")   # not a pipe: the cells must run in this shell, whose EXIT trap cleans up
+sleep 0.5
+# the median step time of each (where, mode) over the repeats
+"$PY" - "$WORK/bench.txt" <<'EOF'
+import statistics, sys
+cells = {}
+for line in open(sys.argv[1]):
+    if line.startswith("BENCH "):
+        f = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+        cells.setdefault((f["where"], f["mode"]), []).append(float(f["step_ms_p50"]))
+for (where, mode), steps in cells.items():
+    gloo = cells.get((where, "gloo"))
+    ratio = " vs_gloo_steps_per_s=%.2fx" % (statistics.median(gloo) / statistics.median(steps)) if gloo else ""
+    print("SUMMARY where=%s mode=%s runs=%d step_ms_median=%.1f step_ms_runs=%s%s" % (
+        where, mode, len(steps), statistics.median(steps), ",".join("%.0f" % s for s in steps), ratio))
+EOF
