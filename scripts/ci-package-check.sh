@@ -217,7 +217,7 @@ done
 check "/usr/bin/switchml is executable" test -x /usr/bin/switchml
 # The Python package, for Debian's python3: import switchml registers the torch.distributed backend.
 PYPKG=/usr/lib/python3/dist-packages/switchml
-for module in __init__ backend client agent config; do
+for module in __init__ backend client requests errors agent config; do
   check "installed $PYPKG/$module.py" test -f "$PYPKG/$module.py"
 done
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then

@@ -25,7 +25,8 @@ import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 
 from .agent import AgentProcess, find_launcher
-from .client import Client, SwitchMLError, check_tensor
+from .client import Client, SwitchMLError
+from .requests import check_tensor
 from .config import Config
 
 __all__ = ["ProcessGroupSwitchML", "register", "current"]

@@ -22,7 +22,6 @@ serialized in the order they take the client's lock, which the ranks must agree 
 """
 
 import collections
-import ctypes
 import itertools
 import mmap
 import os
@@ -32,21 +31,12 @@ import threading
 
 import torch
 
-__all__ = ["Client", "SwitchMLError", "ddp_comm_hook"]
+from .errors import SwitchMLError
+from .requests import WIRE_DTYPE, Request, Submission, check_tensor, fail_submission
 
-_OPS = ("sum", "average")
+__all__ = ["Client", "SwitchMLError", "ddp_comm_hook", "check_tensor"]
+
 _PROTOCOL_VERSION = 2
-# float16 and bfloat16 widen to float32 exactly in the shared memory, and the sum is rounded back once
-_WIRE_DTYPE = {torch.float32: "float32", torch.float16: "float32", torch.bfloat16: "float32", torch.int32: "int32"}
-_SUPPORTED = "float32, float16, bfloat16 and int32"
-
-
-class SwitchMLError(RuntimeError):
-    """The agent refused or failed a request, or went away.
-
-    ``str(error)`` is the agent's message, for example the appliance's account of a rank whose
-    control connection dropped.
-    """
 
 
 def _parse(line):
@@ -65,58 +55,6 @@ def _parse(line):
         value, _, rest = value.partition(" ")
         fields[key] = value
     return fields
-
-
-def check_tensor(tensor, op):
-    """Raise TypeError/ValueError unless ``tensor`` and ``op`` can be all-reduced through the appliance."""
-    if op not in _OPS:
-        raise ValueError("op must be 'sum' or 'average': %r" % (op,))
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError("all_reduce needs a torch.Tensor, got %s" % type(tensor).__name__)
-    if tensor.layout != torch.strided:
-        raise TypeError("all_reduce needs a dense tensor, got layout %s" % tensor.layout)
-    if tensor.device.type not in ("cpu", "cuda"):
-        raise TypeError("all_reduce needs a CPU or CUDA tensor, got one on %s" % tensor.device)
-    if tensor.dtype == torch.float64:
-        # the agent sums float32 through block floating point: passing float64 through it would narrow every
-        # element to float32 without saying so
-        raise TypeError("all_reduce does not take float64: SwitchML sums float32 (float16 and bfloat16 pass "
-                        "through float32 exactly) and would narrow it silently; convert it yourself "
-                        "(tensor.float()) if float32 precision is enough, or all-reduce it over a gloo group")
-    if tensor.dtype not in _WIRE_DTYPE:
-        raise TypeError("all_reduce takes %s tensors through the appliance, not %s" % (_SUPPORTED, tensor.dtype))
-
-
-class _Submission:
-    """One tensor's all-reduce: its pieces in flight and the future completed when the last is back."""
-
-    __slots__ = ("tensor", "flat", "op", "future", "pieces_left", "error", "stream", "result", "raise_thread")
-
-    def __init__(self, tensor, flat, op, pieces, stream, result, raise_thread):
-        self.tensor = tensor
-        self.flat = flat
-        self.op = op
-        self.future = torch.futures.Future()
-        self.pieces_left = pieces
-        self.error = None
-        self.stream = stream
-        self.result = result
-        self.raise_thread = raise_thread
-
-
-class _Request:
-    """One request line in flight: a range of the ring, or a STATS request (``submission`` None)."""
-
-    __slots__ = ("ident", "submission", "ring_start", "count", "flat_start", "region", "future")
-
-    def __init__(self, ident, submission=None, ring_start=0, count=0, flat_start=0, region=None, future=None):
-        self.ident = ident
-        self.submission = submission
-        self.ring_start = ring_start
-        self.count = count
-        self.flat_start = flat_start
-        self.region = region
-        self.future = future
 
 
 class Client:
@@ -256,7 +194,7 @@ class Client:
             failed future of a process group's Work, so the process group uses this.
         """
         check_tensor(tensor, op)
-        wire = _WIRE_DTYPE[tensor.dtype]
+        wire = WIRE_DTYPE[tensor.dtype]
         if wire not in self.dtypes:
             raise TypeError("the agent serves %s only (started with --int32 off?), not %s"
                             % (",".join(self.dtypes), tensor.dtype))
@@ -274,7 +212,7 @@ class Client:
             flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
             piece = self.piece_elements
             pieces = (total + piece - 1) // piece
-            submission = _Submission(tensor, flat, op, pieces, stream, result,
+            submission = Submission(tensor, flat, op, pieces, stream, result,
                                      threading.get_ident() if raise_in_caller else None)
             wire_op = "sum" if wire == "int32" else op
             shm = self._shm[wire]
@@ -284,7 +222,7 @@ class Client:
                 region = shm[ring_start:ring_start + count]
                 region.copy_(flat[flat_start:flat_start + count])
                 ident = next(self._ids)
-                request = _Request(ident, submission, ring_start, count, flat_start, region)
+                request = Request(ident, submission, ring_start, count, flat_start, region)
                 with self._cond:
                     self._inflight.append(request)
                 self._send("ALLREDUCE offset=%d count=%d op=%s dtype=%s id=%d"
@@ -297,7 +235,7 @@ class Client:
         with self._submit_lock:
             self._raise_if_failed()
             with self._cond:
-                self._inflight.append(_Request(next(self._ids), future=future))
+                self._inflight.append(Request(next(self._ids), future=future))
             self._send("STATS")
         fields = future.wait()
         return {key: int(value) for key, value in fields.items() if key and value.lstrip("-").isdigit()}
@@ -419,7 +357,7 @@ class Client:
 
     def _complete(self, submission):
         if submission.error is not None:
-            _fail_submission(submission, submission.error)
+            fail_submission(submission, submission.error)
             return
         with torch.no_grad():
             if submission.op == "average" and submission.flat.dtype == torch.int32:
@@ -448,7 +386,7 @@ class Client:
             elif id(request.submission) not in failed:
                 failed.add(id(request.submission))
                 if not request.submission.future.done():
-                    _fail_submission(request.submission, self._failure)
+                    fail_submission(request.submission, self._failure)
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
@@ -464,10 +402,16 @@ class Client:
             self._closed = True
             if self._reader_thread is not None and self._failure is None:
                 self.synchronize()
-            try:
-                sock.sendall(b"CLOSE\n")
-            except OSError:
-                pass
+            if self._reader_thread is not None and self._failure is None:
+                # wait for CLOSE's reply, so that the agent is not left writing to a closed socket
+                with self._cond:
+                    self._inflight.append(Request(next(self._ids), future=torch.futures.Future()))
+                try:
+                    sock.sendall(b"CLOSE\n")
+                except OSError:
+                    pass
+                with self._cond:
+                    self._cond.wait_for(lambda: not self._inflight or self._failure is not None, timeout=5)
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -496,26 +440,6 @@ class Client:
     def __repr__(self):
         return "Client(socket=%r, rank=%s, world_size=%s, shm=%r)" % (
             self.socket_path, getattr(self, "rank", None), getattr(self, "world_size", None), getattr(self, "shm_path", None))
-
-
-_raised = set()
-
-
-def _fail_submission(submission, message):
-    """Fail one tensor's all-reduce: its future, or (raise_thread set) its caller thread."""
-    if submission.raise_thread is None:
-        submission.future.set_exception(SwitchMLError(message))
-        return
-    with torch.no_grad():
-        if submission.tensor.is_floating_point():
-            submission.tensor.fill_(float("nan"))
-    key = (submission.raise_thread, message)
-    if key not in _raised:
-        _raised.add(key)
-        error = type("SwitchMLError", (SwitchMLError,), {"__init__": lambda self: SwitchMLError.__init__(self, message),
-                                                          "__module__": SwitchMLError.__module__})
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(submission.raise_thread), ctypes.py_object(error))
-    submission.future.set_result(submission.result)
 
 
 def ddp_comm_hook(state, bucket):
