@@ -229,7 +229,7 @@ if /usr/bin/python3 -c "import torch" 2>/dev/null; then
 else
   note "no torch for /usr/bin/python3 (python3-torch): the packaged switchml module is not imported"
 fi
-if /usr/bin/python3 -c "import pip, setuptools" 2>/dev/null; then
+if /usr/bin/python3 -c "import setuptools" 2>/dev/null && /usr/bin/python3 -m pip --version >/dev/null 2>&1; then
   cp -r "$ROOT/worker-agent/python" "$WORK/pysrc"
   rm -rf "$WORK/pysrc/build" "$WORK/pysrc"/*.egg-info
   check "pyproject.toml builds a wheel offline (pip wheel --no-index --no-build-isolation) holding switchml/backend.py" \
