@@ -118,6 +118,12 @@ class TorchrunBackendTest
     private Map<String, String> environment()
     {
         final Map<String, String> environment = new HashMap<>();
+        // a caller's own settings must not leak in (the package reads an empty variable as unset)
+        for (final String name : List.of("SWITCHML_JOB", "SWITCHML_JOB_TOKEN", "SWITCHML_SOCKET", "SWITCHML_TENANT",
+            "SWITCHML_CONTROL_PORT", "SWITCHML_SHM_BYTES", "SWITCHML_JOIN_TIMEOUT_S"))
+        {
+            environment.put(name, "");
+        }
         environment.put("PYTHONPATH", pythonDir().toString());
         environment.put("PYTHONUNBUFFERED", "1");
         environment.put("PYTHONDONTWRITEBYTECODE", "1");
