@@ -194,6 +194,8 @@ check "distribution archive $(basename "$ARCHIVE") has bin/switchml, lib/switchm
     tar tzf '$ARCHIVE' | grep -q '/etc/switchml/appliance.properties\$' &&
     tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-appliance.service\$' &&
     tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-worker@.service\$'"
+check "distribution archive has the Python package: python/pyproject.toml, python/switchml/backend.py" \
+  bash -c "tar tzf '$ARCHIVE' | grep -q '/python/pyproject.toml\$' && tar tzf '$ARCHIVE' | grep -q '/python/switchml/backend.py\$'"
 
 check "distribution archive has the man pages (share/man/man1/switchml-ops.1.gz) and bash completion" \
   bash -c "tar tzf '$ARCHIVE' | grep -q '/share/man/man1/switchml-ops.1.gz\$' &&
@@ -235,6 +237,29 @@ for path in /usr/bin/switchml /usr/lib/switchml/switchml.jar "$APPLIANCE_UNIT" "
   check "installed $path" test -f "$path"
 done
 check "/usr/bin/switchml is executable" test -x /usr/bin/switchml
+# The Python package, for Debian's python3: import switchml registers the torch.distributed backend.
+PYPKG=/usr/lib/python3/dist-packages/switchml
+for module in __init__ backend client requests errors agent config; do
+  check "installed $PYPKG/$module.py" test -f "$PYPKG/$module.py"
+done
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  imported=$(cd / && env -i PATH=/usr/bin:/bin /usr/bin/python3 -c \
+    "import switchml, torch.distributed as d; assert 'SWITCHML' in d.Backend._plugins; print(switchml.__file__)" 2>&1) ||
+    fail "import switchml with Debian's python3 registers backend switchml: $imported"
+  [ "$imported" = "$PYPKG/__init__.py" ] || fail "python3 imports the packaged switchml, not $imported"
+  ok "python3 -c 'import switchml' (from /) loads $PYPKG and registers backend switchml"
+else
+  note "no torch for /usr/bin/python3 (python3-torch): the packaged switchml module is not imported"
+fi
+if /usr/bin/python3 -c "import setuptools" 2>/dev/null && /usr/bin/python3 -m pip --version >/dev/null 2>&1; then
+  cp -r "$ROOT/worker-agent/python" "$WORK/pysrc"
+  rm -rf "$WORK/pysrc/build" "$WORK/pysrc"/*.egg-info
+  check "pyproject.toml builds a wheel offline (pip wheel --no-index --no-build-isolation) holding switchml/backend.py" \
+    bash -c "/usr/bin/python3 -m pip wheel -q --no-deps --no-index --no-build-isolation -w '$WORK/wheel' '$WORK/pysrc' &&
+      /usr/bin/python3 -m zipfile -l '$WORK'/wheel/switchml-*.whl | grep -q 'switchml/backend.py'"
+else
+  note "no pip/setuptools for /usr/bin/python3: the wheel build is not checked"
+fi
 check "conffiles registered: $CONFIG, /etc/switchml/worker.env" \
   bash -c "dpkg-query -W -f='\${Conffiles}' $PKG | grep -q ' $CONFIG ' && dpkg-query -W -f='\${Conffiles}' $PKG | grep -q ' /etc/switchml/worker.env '"
 IFS=: read -r _ _ SWITCHML_UID SWITCHML_GID _ SWITCHML_HOME SWITCHML_SHELL < <(getent passwd switchml) ||
@@ -453,7 +478,7 @@ dpkg --purge "$PKG" >"$WORK/dpkg-purge.log" 2>&1 || { cat "$WORK/dpkg-purge.log"
 INSTALLED_BY_US=0
 check "package is gone from dpkg's database" bash -c "! dpkg-query -W -f='\${Status}' $PKG 2>/dev/null | grep -q 'installed\\|config-files'"
 for path in /usr/bin/switchml /usr/lib/switchml "$APPLIANCE_UNIT" "$WORKER_UNIT" /etc/switchml "$STATE_DIR" \
-  /usr/share/doc/switchml /run/switchml; do
+  /usr/share/doc/switchml /run/switchml /usr/lib/python3/dist-packages/switchml; do
   check "removed $path" test ! -e "$path"
 done
 check "user switchml removed" bash -c "! getent passwd switchml"

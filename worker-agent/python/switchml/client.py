@@ -1,17 +1,28 @@
 """Client of a local SwitchML worker agent (``switchml worker serve``).
 
-Protocol (one UTF-8 text line each way, fields ``key=value`` separated by spaces; only ``message``
-may hold spaces and runs to the end of the line)::
+Protocol version 2 (one UTF-8 text line each way, fields ``key=value`` separated by spaces; only
+``message`` may hold spaces and runs to the end of the line)::
 
-    INFO                                        -> OK version=1 shm=PATH shmBytes=N rank=R world=W k=K ...
-    ALLREDUCE offset=BYTES count=ELEMS op=sum|average -> OK us=MICROS | ERR message=...
-    CLOSE                                       -> OK
+    INFO            -> OK version=2 shm=PATH shmBytes=N rank=R world=W k=K ... dtypes=float32,int32 pipeline=P
+    ALLREDUCE offset=BYTES count=ELEMS op=sum|average [dtype=float32|int32] [id=ID]
+                    -> OK us=MICROS [id=ID] | ERR message=...
+    STATS           -> OK requests=N allReduces=N packetsSent=N ...
+    CLOSE           -> OK
 
-Tensor data travels only through the shared-memory file named by ``INFO``: the client copies
-float32 elements into it, asks the agent to all-reduce a range of it in place, and copies the
-result back.
+Tensor data travels only through the shared-memory file named by ``INFO``. Requests are pipelined:
+the client writes a tensor (or a piece of it) into a free range of the file, sends the request and
+goes on; the agent puts it on the wire at once and answers requests in the order they came. A
+reader thread takes the replies, copies each result back into its tensor and completes the
+tensor's future. The file is used as a ring: ranges are freed in request order, and a submission
+waits while the ring is full.
+
+Ordering contract: every rank must make the same sequence of all-reduce calls (the same element
+counts, dtypes and ops, in the same order). Calls from several threads of one process are
+serialized in the order they take the client's lock, which the ranks must agree on.
 """
 
+import collections
+import itertools
 import mmap
 import os
 import socket
@@ -20,18 +31,12 @@ import threading
 
 import torch
 
-__all__ = ["Client", "SwitchMLError", "ddp_comm_hook"]
+from .errors import SwitchMLError
+from .requests import WIRE_DTYPE, Request, Submission, check_tensor, fail_submission
 
-_OPS = ("sum", "average")
-_PROTOCOL_VERSION = 1
+__all__ = ["Client", "SwitchMLError", "ddp_comm_hook", "check_tensor"]
 
-
-class SwitchMLError(RuntimeError):
-    """The agent refused or failed a request, or went away.
-
-    ``str(error)`` is the agent's message, for example the appliance's account of a rank whose
-    control connection dropped.
-    """
+_PROTOCOL_VERSION = 2
 
 
 def _parse(line):
@@ -56,16 +61,17 @@ class Client:
     """One training process's connection to its rank's agent.
 
     Connects to the agent's Unix-domain socket, asks it for the shared-memory file and maps it.
-    Calls are serialized with a lock (the agent handles one request at a time, and every rank must
-    issue the same sequence of all-reduces with the same lengths).
+    :meth:`all_reduce_async` returns at once with a ``torch.futures.Future``; :meth:`all_reduce`
+    waits for it.
 
     Attributes after construction: ``rank``, ``world_size``, ``lanes`` (k, elements per packet),
     ``shm_path``, ``shm_bytes``, ``piece_elements`` (the most elements sent in one request),
-    ``requests`` (all-reduce requests made) and ``agent_us`` (microseconds the agent spent in them).
+    ``dtypes`` (wire types the agent serves), ``requests`` (all-reduce requests answered) and
+    ``agent_us`` (microseconds from each request's arrival at the agent to its result, summed).
 
     :param socket_path: the agent's ``--socket``; default ``$SWITCHML_SOCKET``.
-    :param timeout: seconds to wait for any reply, or None to wait as long as the agent does
-        (it fails a stalled all-reduce itself after its ``--progress-timeout-ms``).
+    :param timeout: seconds to wait for the connection and INFO; replies to all-reduces are awaited as
+        long as the agent takes (it fails a stalled all-reduce itself after its ``--progress-timeout-ms``).
     :raises SwitchMLError: when the agent cannot be reached, is busy with another client, or
         speaks another protocol version.
     """
@@ -76,7 +82,16 @@ class Client:
             raise ValueError("no agent socket: pass socket_path or set SWITCHML_SOCKET "
                              "(the --socket of 'switchml worker serve')")
         self.socket_path = str(path)
-        self._lock = threading.Lock()
+        self._submit_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._inflight = collections.deque()
+        self._ids = itertools.count()
+        self._failure = None
+        self._closed = False
+        self._reader_thread = None
+        self._pinned = False
+        self.requests = 0
+        self.agent_us = 0
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
@@ -89,9 +104,13 @@ class Client:
         self._mm = None
         self._shm = None
         try:
-            info = self._request("INFO")
+            self._sock.sendall(b"INFO\n")
+            info = self._read_reply()
+            if info[""] != "OK":
+                raise SwitchMLError(info.get("message", "agent refused INFO"))
             if int(info.get("version", "0")) != _PROTOCOL_VERSION:
-                raise SwitchMLError("agent speaks protocol version %s, this client %d"
+                raise SwitchMLError("agent speaks bridge protocol version %s, this client %d; use the switchml "
+                                    "Python package of the same release as the agent"
                                     % (info.get("version"), _PROTOCOL_VERSION))
             byte_order = info.get("byteOrder", "LITTLE_ENDIAN").split("_")[0].lower()
             if info.get("dtype") != "float32" or byte_order != sys.byteorder:
@@ -100,6 +119,9 @@ class Client:
             self.rank = int(info["rank"])
             self.world_size = int(info["world"])
             self.lanes = int(info["k"])
+            self.job = info.get("job")
+            self.dtypes = tuple(info.get("dtypes", "float32").split(","))
+            self.pipeline = int(info.get("pipeline", "1"))
             self.shm_path = info["shm"]
             self.shm_bytes = int(info["shmBytes"])
             fd = os.open(self.shm_path, os.O_RDWR)
@@ -107,103 +129,306 @@ class Client:
                 self._mm = mmap.mmap(fd, self.shm_bytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             finally:
                 os.close(fd)
-            self._shm = torch.frombuffer(self._mm, dtype=torch.float32)
+            self._shm = {"float32": torch.frombuffer(self._mm, dtype=torch.float32),
+                         "int32": torch.frombuffer(self._mm, dtype=torch.int32)}
         except BaseException:
             self.close()
             raise
-        elements = self.shm_bytes // 4
-        # whole chunks of k per piece keep every piece's block-exponent chunks aligned with the tensor's
-        self.piece_elements = elements - elements % self.lanes if elements >= self.lanes else elements
-        self.requests = 0
-        self.agent_us = 0
+        self._sock.settimeout(None)
+        self.capacity = self.shm_bytes // 4
+        # whole chunks of k per piece keep every piece's block-exponent chunks aligned with the tensor's, and
+        # pieces of half the ring let a large tensor's next piece be written while the previous is on the wire
+        half = self.capacity // 2
+        if half >= self.lanes:
+            self.piece_elements = half - half % self.lanes
+        elif self.capacity >= self.lanes:
+            self.piece_elements = self.capacity - self.capacity % self.lanes
+        else:
+            self.piece_elements = self.capacity
+        self._ring_head = 0
+        self._reader_thread = threading.Thread(target=self._read_loop, name="switchml-replies-%d" % self.rank,
+                                               daemon=True)
+        self._reader_thread.start()
 
-    def _request(self, line):
-        """Send one request line and return the parsed ``OK`` reply; raise SwitchMLError on ``ERR``."""
-        try:
-            self._sock.sendall((line + "\n").encode("utf-8"))
-            reply = self._reader.readline()
-        except OSError as ex:
-            raise SwitchMLError("lost the connection to the switchml agent at %s: %s" % (self.socket_path, ex)) from ex
-        if not reply:
-            raise SwitchMLError("the switchml agent at %s closed the connection (did it exit?)" % self.socket_path)
-        fields = _parse(reply.decode("utf-8"))
-        if fields[""] != "OK":
-            raise SwitchMLError(fields.get("message", reply.decode("utf-8").strip()))
-        return fields
+    # ---- submission side -------------------------------------------------------------------------------------
 
     def all_reduce(self, tensor, op="sum"):
-        """All-reduce ``tensor`` in place across the job's ranks and return it.
+        """All-reduce ``tensor`` in place across the job's ranks, wait, and return it.
 
-        The tensor must live on the CPU and hold float32, float16 or bfloat16 values; float32 is the
-        native format (the 16-bit types pass through it exactly). float64 is refused rather than
-        narrowed to float32 without a word. It may have any
-        shape and need not be contiguous. Tensors larger than the shared memory are reduced in
-        pieces of ``piece_elements``, one request each. Every rank must make the same calls with
-        the same element counts in the same order.
+        See :meth:`all_reduce_async` for the tensors taken and the precision.
+
+        :raises SwitchMLError: with the agent's message when the job failed (a rank died, a NaN
+            or infinity in the input, the appliance went away).
+        """
+        return self.all_reduce_async(tensor, op).wait()
+
+    def all_reduce_async(self, tensor, op="sum"):
+        """Start an in-place all-reduce of ``tensor`` and return a ``torch.futures.Future`` of it.
+
+        float32, float16 and bfloat16 tensors are summed in float32 by the appliance (the 16-bit
+        types widen exactly and the result is rounded back once); int32 tensors are summed exactly
+        (wrapping like int32) through the agent's int32 job, and ``average`` of int32 truncates
+        towards zero. float64 and other dtypes are refused (TypeError), never narrowed. CPU and CUDA
+        tensors are taken; a CUDA tensor is staged through the shared memory (host) and its result
+        copied back on the stream that was current at the call. The tensor may have any shape and
+        need not be contiguous; it must not be touched until the future completes. Tensors larger
+        than ``piece_elements`` go in several requests.
 
         The result is exact up to SwitchML's block floating-point quantization: for a chunk of k
         elements whose largest magnitude over all ranks is below 2^m, each summed element is off by
         at most n^2 * 2^m / (2^31 - 1) for n ranks (divided by n for ``average``).
 
-        :param tensor: a floating-point CPU ``torch.Tensor``.
+        :param tensor: a dense CPU or CUDA ``torch.Tensor`` of a supported dtype.
         :param op: ``"sum"`` or ``"average"``.
-        :raises SwitchMLError: with the agent's message when the job failed (a rank died, a NaN
-            or infinity in the input, the appliance went away).
+        :returns: a Future whose value is ``tensor``; it fails with SwitchMLError when the agent
+            answers with an error.
         """
-        if op not in _OPS:
-            raise ValueError("op must be 'sum' or 'average': %r" % (op,))
-        if not isinstance(tensor, torch.Tensor):
-            raise TypeError("all_reduce needs a torch.Tensor, got %s" % type(tensor).__name__)
-        if tensor.device.type != "cpu":
-            raise TypeError("all_reduce needs a CPU tensor, got one on %s" % tensor.device)
-        if not tensor.is_floating_point():
-            raise TypeError("all_reduce needs a floating-point tensor, got %s" % tensor.dtype)
-        if tensor.dtype == torch.float64:
-            # the agent sums float32 through block floating point: passing float64 through it would narrow every
-            # element to float32 without saying so
-            raise TypeError("all_reduce does not take float64: SwitchML sums float32 (float16 and bfloat16 pass "
-                            "through float32 exactly) and would narrow it silently; convert it yourself "
-                            "(tensor.float()) if float32 precision is enough")
+        return self.submit(tensor, op, result=tensor)
+
+    def submit(self, tensor, op, result, raise_in_caller=False):
+        """As :meth:`all_reduce_async`, with the future's value given (the process group passes a list).
+
+        :param raise_in_caller: report a failure by raising SwitchMLError in the calling thread (as an
+            asynchronous exception, at its next Python instruction) and completing the future with the tensor
+            filled with NaN, instead of failing the future. torch 1.13's DDP reducer crashes (SIGSEGV) on a
+            failed future of a process group's Work, so the process group uses this.
+        """
+        check_tensor(tensor, op)
+        wire = WIRE_DTYPE[tensor.dtype]
+        if wire not in self.dtypes:
+            raise TypeError("the agent serves %s only (started with --int32 off?), not %s"
+                            % (",".join(self.dtypes), tensor.dtype))
         total = tensor.numel()
         if total == 0:
-            return tensor
-        if self._shm is None:
-            raise SwitchMLError("client is closed")
-        with torch.no_grad(), self._lock:
-            contiguous = tensor.is_contiguous()
-            flat = tensor.view(-1) if contiguous else tensor.contiguous().view(-1)
+            future = torch.futures.Future()
+            future.set_result(result)
+            return future
+        stream = None
+        if tensor.is_cuda:
+            stream = torch.cuda.current_stream(tensor.device)
+            self._pin()
+        with torch.no_grad(), self._submit_lock:
+            self._raise_if_failed()
+            flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
             piece = self.piece_elements
-            for start in range(0, total, piece):
-                count = min(piece, total - start)
-                region = self._shm[:count]
-                part = flat[start:start + count]
-                region.copy_(part)
-                reply = self._request("ALLREDUCE offset=0 count=%d op=%s" % (count, op))
-                part.copy_(region)
-                self.requests += 1
-                self.agent_us += int(reply.get("us", "0"))
-            if not contiguous:
-                tensor.copy_(flat.view_as(tensor))
-        return tensor
+            pieces = (total + piece - 1) // piece
+            submission = Submission(tensor, flat, op, pieces, stream, result,
+                                     threading.get_ident() if raise_in_caller else None)
+            wire_op = "sum" if wire == "int32" else op
+            shm = self._shm[wire]
+            for flat_start in range(0, total, piece):
+                count = min(piece, total - flat_start)
+                ring_start = self._allocate(count)
+                region = shm[ring_start:ring_start + count]
+                region.copy_(flat[flat_start:flat_start + count])
+                ident = next(self._ids)
+                request = Request(ident, submission, ring_start, count, flat_start, region)
+                with self._cond:
+                    self._inflight.append(request)
+                self._send("ALLREDUCE offset=%d count=%d op=%s dtype=%s id=%d"
+                           % (ring_start * 4, count, wire_op, wire, ident))
+        return submission.future
+
+    def stats(self):
+        """The agent's counters (``STATS``), answered after every request sent before: a dict of ints."""
+        future = torch.futures.Future()
+        with self._submit_lock:
+            self._raise_if_failed()
+            with self._cond:
+                self._inflight.append(Request(next(self._ids), future=future))
+            self._send("STATS")
+        fields = future.wait()
+        return {key: int(value) for key, value in fields.items() if key and value.lstrip("-").isdigit()}
+
+    def synchronize(self):
+        """Wait until every request sent so far has been answered."""
+        with self._cond:
+            while self._inflight and self._failure is None:
+                self._cond.wait()
+
+    def _pin(self):
+        if self._pinned:
+            return
+        # page-locked staging makes the device copies direct DMA; untested here (no GPU on the build machines)
+        tensor = self._shm["float32"]
+        try:
+            torch.cuda.cudart().cudaHostRegister(tensor.data_ptr(), tensor.numel() * 4, 0)
+        except Exception:  # noqa: BLE001 - pageable staging still gives the same results, only slower
+            pass
+        self._pinned = True
+
+    def _allocate(self, count):
+        """Reserve ``count`` elements of the ring, waiting for the oldest requests to come back if it is full."""
+        capacity = self.capacity
+        with self._cond:
+            while True:
+                if self._failure is not None:
+                    raise SwitchMLError(self._failure)
+                ranges = [r for r in self._inflight if r.submission is not None]
+                if not ranges:
+                    self._ring_head = 0
+                    start = 0
+                else:
+                    oldest = ranges[0].ring_start
+                    head = self._ring_head
+                    if head > oldest:  # in use: [oldest, head); free: [head, capacity) and [0, oldest)
+                        if capacity - head >= count:
+                            start = head
+                        elif oldest >= count:
+                            start = 0
+                        else:
+                            start = None
+                    else:  # wrapped, in use: [oldest, capacity) and [0, head); free: [head, oldest)
+                        start = head if oldest - head >= count else None
+                if start is not None:
+                    self._ring_head = start + count
+                    return start
+                self._cond.wait()
+
+    def _send(self, line):
+        try:
+            self._sock.sendall((line + "\n").encode("utf-8"))
+        except OSError as ex:
+            self._fail("lost the connection to the switchml agent at %s: %s" % (self.socket_path, ex))
+            raise SwitchMLError(self._failure) from ex
+
+    def _raise_if_failed(self):
+        if self._closed:
+            raise SwitchMLError("client is closed")
+        if self._failure is not None:
+            raise SwitchMLError(self._failure)
+
+    # ---- reply side ------------------------------------------------------------------------------------------
+
+    def _read_reply(self):
+        reply = self._reader.readline()
+        if not reply:
+            raise SwitchMLError("the switchml agent at %s closed the connection (did it exit?)" % self.socket_path)
+        return _parse(reply.decode("utf-8"))
+
+    def _read_loop(self):
+        try:
+            while True:
+                try:
+                    fields = self._read_reply()
+                except (OSError, ValueError) as ex:
+                    raise SwitchMLError("lost the connection to the switchml agent at %s: %s"
+                                        % (self.socket_path, ex)) from ex
+                with self._cond:
+                    if not self._inflight:
+                        raise SwitchMLError("the switchml agent sent a reply nobody asked for: %r" % fields)
+                    request = self._inflight[0]
+                self._on_reply(request, fields)
+                with self._cond:
+                    self._inflight.popleft()
+                    self._cond.notify_all()
+        except SwitchMLError as ex:
+            self._fail(str(ex))
+        except BaseException as ex:  # a bug here must not leave futures waiting forever
+            self._fail("switchml client reply thread failed: %r" % (ex,))
+
+    def _on_reply(self, request, fields):
+        ok = fields[""] == "OK"
+        if request.submission is None:
+            if ok:
+                request.future.set_result(fields)
+            else:
+                request.future.set_exception(SwitchMLError(fields.get("message", "STATS refused")))
+            return
+        if ok and "id" in fields and fields["id"] != str(request.ident):
+            raise SwitchMLError("the switchml agent answered request %s out of order (expected %d)"
+                                % (fields["id"], request.ident))
+        submission = request.submission
+        if ok:
+            self.requests += 1
+            self.agent_us += int(fields.get("us", "0"))
+            with torch.no_grad():  # grad mode is per thread: this one's is on
+                part = submission.flat[request.flat_start:request.flat_start + request.count]
+                if submission.stream is not None:
+                    with torch.cuda.stream(submission.stream):
+                        part.copy_(request.region)
+                else:
+                    part.copy_(request.region)
+        elif submission.error is None:
+            submission.error = fields.get("message", "the agent refused the request")
+        submission.pieces_left -= 1
+        if submission.pieces_left == 0:
+            self._complete(submission)
+
+    def _complete(self, submission):
+        if submission.error is not None:
+            fail_submission(submission, submission.error)
+            return
+        with torch.no_grad():
+            if submission.op == "average" and submission.flat.dtype == torch.int32:
+                torch.div(submission.flat, self.world_size, rounding_mode="trunc", out=submission.flat)
+            if submission.flat.data_ptr() != submission.tensor.data_ptr() or not submission.tensor.is_contiguous():
+                if submission.stream is not None:
+                    with torch.cuda.stream(submission.stream):
+                        submission.tensor.copy_(submission.flat.view_as(submission.tensor))
+                else:
+                    submission.tensor.copy_(submission.flat.view_as(submission.tensor))
+        submission.future.set_result(submission.result)
+
+    def _fail(self, message):
+        """Fail every request in flight and every later call with ``message``."""
+        with self._cond:
+            if self._failure is None:
+                self._failure = message
+            pending = list(self._inflight)
+            self._inflight.clear()
+            self._cond.notify_all()
+        failed = set()
+        for request in pending:
+            if request.submission is None:
+                if not request.future.done():
+                    request.future.set_exception(SwitchMLError(self._failure))
+            elif id(request.submission) not in failed:
+                failed.add(id(request.submission))
+                if not request.submission.future.done():
+                    fail_submission(request.submission, self._failure)
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
 
     def close(self):
-        """End the session (the agent keeps running for the next one) and unmap the shared memory."""
+        """End the session (an agent started with ``--once`` then exits) and unmap the shared memory.
+
+        Requests still in flight fail with "client is closed".
+        """
         sock = getattr(self, "_sock", None)
         if sock is None:
             return
-        try:
-            if self._shm is not None:
-                sock.sendall(b"CLOSE\n")
-                self._reader.readline()
-        except OSError:
-            pass
-        self._shm = None
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
-        self._reader.close()
-        sock.close()
-        self._sock = None
+        with self._submit_lock:
+            self._closed = True
+            if self._reader_thread is not None and self._failure is None:
+                self.synchronize()
+            if self._reader_thread is not None and self._failure is None:
+                # wait for CLOSE's reply, so that the agent is not left writing to a closed socket
+                with self._cond:
+                    self._inflight.append(Request(next(self._ids), future=torch.futures.Future()))
+                try:
+                    sock.sendall(b"CLOSE\n")
+                except OSError:
+                    pass
+                with self._cond:
+                    self._cond.wait_for(lambda: not self._inflight or self._failure is not None, timeout=5)
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            if self._reader_thread is not None:
+                self._reader_thread.join(timeout=5)
+            self._fail("client is closed")
+            self._shm = None
+            if self._mm is not None:
+                try:
+                    self._mm.close()
+                except BufferError:
+                    pass  # a tensor view of the mapping is still referenced; it goes with the process
+                self._mm = None
+            self._reader.close()
+            sock.close()
+            self._sock = None
 
     def __enter__(self):
         return self
@@ -222,16 +447,13 @@ def ddp_comm_hook(state, bucket):
 
     Register it with ``ddp_model.register_comm_hook(client, switchml.ddp_comm_hook)``: ``state``
     is the :class:`Client` of this rank's agent. The bucket's flattened gradient
-    (``bucket.buffer()``, torch 1.13 API) is averaged over all ranks in place, and a Future already
-    completed with it is returned, as DDP expects.
+    (``bucket.buffer()``, torch 1.13 API) is averaged over all ranks in place; the returned Future
+    completes when the result is back, so DDP goes on with the backward pass meanwhile. (With
+    ``init_process_group(backend="switchml")`` no hook is needed.)
 
     :raises SwitchMLError: with the agent's message when the all-reduce fails; it surfaces from
         ``loss.backward()``.
     """
     if not isinstance(state, Client):
         raise TypeError("ddp_comm_hook's state must be a switchml.Client, got %s" % type(state).__name__)
-    buffer = bucket.buffer()
-    state.all_reduce(buffer, op="average")
-    future = torch.futures.Future()
-    future.set_result(buffer)
-    return future
+    return state.all_reduce_async(bucket.buffer(), op="average")

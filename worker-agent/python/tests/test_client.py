@@ -31,6 +31,7 @@ class FakeAgent:
         self.lanes = lanes
         self.fail_with = fail_with
         self.requests = []
+        self.answered = 0
         with open(self.shm_path, "wb") as f:
             f.truncate(shm_bytes)
         fd = os.open(self.shm_path, os.O_RDWR)
@@ -56,21 +57,26 @@ class FakeAgent:
         request = _parse(line)
         verb = request[""]
         if verb == "INFO":
-            return ("OK version=1 shm=%s shmBytes=%d rank=0 world=2 job=test tenant=default k=%d s=4 "
-                    "dtype=float32 byteOrder=LITTLE_ENDIAN" % (self.shm_path, self.shm_bytes, self.lanes))
+            return ("OK version=2 shm=%s shmBytes=%d rank=0 world=2 job=test tenant=default k=%d s=4 "
+                    "dtype=float32 byteOrder=LITTLE_ENDIAN dtypes=float32,int32 pipeline=8"
+                    % (self.shm_path, self.shm_bytes, self.lanes))
+        if verb == "STATS":
+            return "OK requests=%d allReduces=%d smoothedRttNs=-1" % (self.answered, self.answered)
         if verb == "CLOSE":
             return "OK"
         if verb == "ALLREDUCE":
             if self.fail_with:
                 return "ERR message=" + self.fail_with
             offset, count = int(request["offset"]), int(request["count"])
-            view = torch.frombuffer(self.mm, dtype=torch.float32, count=count, offset=offset)
+            dtype = torch.int32 if request.get("dtype") == "int32" else torch.float32
+            view = torch.frombuffer(self.mm, dtype=dtype, count=count, offset=offset)
             if request["op"] == "sum":
                 view.mul_(2).add_(1)
             else:
                 view.add_(0.5)
             del view
-            return "OK us=7"
+            self.answered += 1
+            return "OK us=7" + (" id=" + request["id"] if "id" in request else "")
         return "ERR message=unknown request"
 
     def close(self):
@@ -102,7 +108,7 @@ class ClientTest(unittest.TestCase):
         with switchml.Client(agent.socket_path) as client:
             self.assertEqual((client.rank, client.world_size, client.lanes), (0, 2, 64))
             self.assertEqual(client.shm_bytes, 4000)
-            self.assertEqual(client.piece_elements, 960, "pieces are whole chunks of k")
+            self.assertEqual(client.piece_elements, 448, "pieces are whole chunks of k, at most half the ring")
         self.assertEqual(agent.requests, ["INFO", "CLOSE"])
 
     def test_sum_and_average_in_place(self):
@@ -115,19 +121,51 @@ class ClientTest(unittest.TestCase):
             y = torch.arange(5, dtype=torch.float32)
             client.all_reduce(y, op="average")
             self.assertTrue(torch.equal(y, torch.arange(5, dtype=torch.float32) + 0.5))
-        self.assertEqual(agent.requests[1:3], ["ALLREDUCE offset=0 count=12 op=sum",
-                                               "ALLREDUCE offset=0 count=5 op=average"])
+        self.assertEqual(agent.requests[1:3], ["ALLREDUCE offset=0 count=12 op=sum dtype=float32 id=0",
+                                               "ALLREDUCE offset=0 count=5 op=average dtype=float32 id=1"])
 
-    def test_large_tensor_goes_in_shm_sized_pieces(self):
+    def test_large_tensor_goes_in_pieces_of_half_the_ring(self):
         agent = self.agent(shm_bytes=64 * 4, lanes=16)
         with switchml.Client(agent.socket_path) as client:
             x = torch.arange(150, dtype=torch.float32)
             client.all_reduce(x)
             self.assertTrue(torch.equal(x, torch.arange(150, dtype=torch.float32) * 2 + 1))
-            self.assertEqual(client.requests, 3)
-            self.assertEqual(client.agent_us, 21)
-        counts = [_parse(r)["count"] for r in agent.requests if r.startswith("ALLREDUCE")]
-        self.assertEqual(counts, ["64", "64", "22"])
+            self.assertEqual(client.requests, 5)
+            self.assertEqual(client.agent_us, 35)
+        requests = [_parse(r) for r in agent.requests if r.startswith("ALLREDUCE")]
+        self.assertEqual([r["count"] for r in requests], ["32", "32", "32", "32", "22"])
+        for r in requests:
+            self.assertLessEqual(int(r["offset"]) + 4 * int(r["count"]), 64 * 4, "inside the ring: %r" % r)
+
+    def test_pipelined_tensors_wrap_around_the_ring(self):
+        agent = self.agent(shm_bytes=64 * 4, lanes=16)
+        with switchml.Client(agent.socket_path) as client:
+            tensors = [torch.arange(20, dtype=torch.float32) + 100 * i for i in range(12)]
+            futures = [client.all_reduce_async(t) for t in tensors]
+            for i, (t, f) in enumerate(zip(tensors, futures)):
+                self.assertIs(f.wait(), t)
+                self.assertTrue(torch.equal(t, (torch.arange(20, dtype=torch.float32) + 100 * i) * 2 + 1), i)
+        requests = [_parse(r) for r in agent.requests if r.startswith("ALLREDUCE")]
+        self.assertEqual([int(r["id"]) for r in requests], list(range(12)))
+        self.assertIn("0", [r["offset"] for r in requests[1:]], "the ring wrapped")
+
+    def test_int32_sum_is_exact_and_average_truncates(self):
+        agent = self.agent()
+        with switchml.Client(agent.socket_path) as client:
+            x = torch.tensor([1, -3, 2 ** 30], dtype=torch.int32)
+            client.all_reduce(x)
+            self.assertTrue(torch.equal(x, torch.tensor([3, -5, 2 ** 31 + 1 - 2 ** 32], dtype=torch.int32)))
+            y = torch.tensor([1, -3, 4], dtype=torch.int32)
+            client.all_reduce(y, op="average")  # the fake's other rank adds x + 1: sums 3, -5, 9; world 2
+            self.assertTrue(torch.equal(y, torch.tensor([1, -2, 4], dtype=torch.int32)))
+        self.assertTrue(all("dtype=int32 " in r and "op=sum" in r for r in agent.requests if r.startswith("ALLREDUCE")))
+
+    def test_stats_come_after_earlier_requests(self):
+        agent = self.agent()
+        with switchml.Client(agent.socket_path) as client:
+            client.all_reduce_async(torch.ones(3))
+            client.all_reduce_async(torch.ones(3))
+            self.assertEqual(client.stats(), {"requests": 2, "allReduces": 2, "smoothedRttNs": -1})
 
     def test_non_contiguous_16_bit_and_refused_float64_tensors(self):
         agent = self.agent()
@@ -197,12 +235,11 @@ class ClientTest(unittest.TestCase):
             else:
                 os.environ["SWITCHML_SOCKET"] = previous
 
-    def test_ddp_comm_hook_averages_and_returns_completed_future(self):
+    def test_ddp_comm_hook_averages_and_returns_a_future(self):
         agent = self.agent()
         with switchml.Client(agent.socket_path) as client:
             grad = torch.arange(10, dtype=torch.float32)
             future = switchml.ddp_comm_hook(client, FakeBucket(grad))
-            self.assertTrue(future.done())
             result = future.wait()
             self.assertIs(result, grad)
             self.assertTrue(torch.equal(result, torch.arange(10, dtype=torch.float32) + 0.5))
@@ -228,7 +265,7 @@ class ClientTest(unittest.TestCase):
                     ddp(x).sum().backward()
                     for p, e in zip(model.parameters(), expected):
                         self.assertTrue(torch.allclose(p.grad, e), (p.grad, e))
-                self.assertTrue(any(r.endswith("op=average") for r in agent.requests), agent.requests)
+                self.assertTrue(any("op=average" in r for r in agent.requests), agent.requests)
 
                 failing = self.agent(fail_with="job 9 aborted: rank 2 lost its control connection")
                 with switchml.Client(failing.socket_path) as client:

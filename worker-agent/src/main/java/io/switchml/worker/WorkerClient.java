@@ -459,6 +459,18 @@ public final class WorkerClient implements AutoCloseable
     }
 
     /**
+     * Abort the job at the appliance with a reason, so that every rank's pending and later calls fail with it
+     * at once (rather than at the slot deadline); this client's calls fail the same way. For a local service
+     * whose user went away mid-job, such as the PyTorch bridge when its training process dies.
+     *
+     * @param reason what happened, naming this rank.
+     */
+    public void abort(final String reason)
+    {
+        fail(reason, true);
+    }
+
+    /**
      * End the client: every pending and later call fails with the message.
      *
      * @param message  what happened, for the exception.

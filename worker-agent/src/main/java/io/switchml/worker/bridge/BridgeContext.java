@@ -21,6 +21,8 @@ public final class BridgeContext
     public static final long SHM_BYTES_MIN = Float.BYTES;
     /** Directory of the default shared-memory file when it exists (a tmpfs on Linux). */
     public static final String SHM_DIR_DEFAULT = "/dev/shm";
+    /** Requests a client may have outstanding on one session before the bridge stops reading (protocol v2). */
+    public static final int PIPELINE_DEPTH_DEFAULT = 64;
     /** A Unix-domain socket path is limited to 108 bytes including the terminating NUL (Linux sun_path). */
     public static final int MAX_SOCKET_PATH_BYTES = 107;
 
@@ -29,6 +31,8 @@ public final class BridgeContext
     private Path shmPath;
     private long shmBytes = SHM_BYTES_DEFAULT;
     private boolean once;
+    private WorkerContext int32Worker;
+    private int pipelineDepth = PIPELINE_DEPTH_DEFAULT;
 
     /**
      * Validate every option and derive the default paths from the job's tenant, name and rank.
@@ -39,6 +43,18 @@ public final class BridgeContext
     public BridgeContext conclude()
     {
         worker.conclude();
+        if (int32Worker != null)
+        {
+            int32Worker.conclude();
+            if (int32Worker.elementType() != io.switchml.protocol.ElementType.INT32)
+            {
+                throw new IllegalArgumentException("the int32 job's context must have element type int32");
+            }
+        }
+        if (pipelineDepth < 1 || pipelineDepth > 4096)
+        {
+            throw new IllegalArgumentException("--pipeline-depth must be 1..4096: " + pipelineDepth);
+        }
         if (shmBytes < SHM_BYTES_MIN || shmBytes % Float.BYTES != 0)
         {
             throw new IllegalArgumentException("--shm-bytes must be a positive multiple of 4: " + shmBytes);
@@ -154,6 +170,40 @@ public final class BridgeContext
     public BridgeContext once(final boolean once)
     {
         this.once = once;
+        return this;
+    }
+
+    /**
+     * @return the int32 job this bridge joins on the first int32 request, or null when int32 is not served.
+     */
+    public WorkerContext int32Worker()
+    {
+        return int32Worker;
+    }
+
+    /**
+     * @param int32Worker a second job, of element type int32, with the same ranks; joined lazily on the first
+     *                    int32 all-reduce (every rank makes it at the same point of its sequence), so float-only
+     *                    training never creates it.
+     */
+    public BridgeContext int32Worker(final WorkerContext int32Worker)
+    {
+        this.int32Worker = int32Worker;
+        return this;
+    }
+
+    public int pipelineDepth()
+    {
+        return pipelineDepth;
+    }
+
+    /**
+     * @param pipelineDepth requests a client may send before reading a reply; the bridge stops reading
+     *                      the socket while this many are outstanding.
+     */
+    public BridgeContext pipelineDepth(final int pipelineDepth)
+    {
+        this.pipelineDepth = pipelineDepth;
         return this;
     }
 }

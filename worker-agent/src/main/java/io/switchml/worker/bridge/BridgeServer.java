@@ -1,27 +1,22 @@
 package io.switchml.worker.bridge;
 
-import io.switchml.protocol.ControlProtocol;
 import io.switchml.worker.AllReduceException;
-import io.switchml.worker.ReduceOp;
 import io.switchml.worker.WorkerClient;
 import io.switchml.worker.WorkerContext;
+import io.switchml.worker.WorkerCounters;
 
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.FloatBuffer;
-import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -48,7 +43,8 @@ public final class BridgeServer implements AutoCloseable
     private final AtomicReference<SocketChannel> activeSession = new AtomicReference<>();
     private volatile Thread sessionThread;
     private volatile boolean closed;
-    private volatile long requests;
+    private final AtomicLong requests = new AtomicLong();
+    private volatile WorkerClient int32Client;
 
     private BridgeServer(final BridgeContext context, final ServerSocketChannel acceptor, final SharedMemoryRegion shm)
     {
@@ -59,7 +55,8 @@ public final class BridgeServer implements AutoCloseable
         this.infoReply = BridgeProtocol.OK + " version=" + BridgeProtocol.VERSION + " shm=" + shm.path() +
             " shmBytes=" + shm.sizeBytes() + " rank=" + worker.rank() + " world=" + worker.worldSize() +
             " job=" + worker.jobName() + " tenant=" + worker.tenant() + " k=" + worker.lanes() + " s=" + worker.slots() +
-            " dtype=float32 byteOrder=" + ByteOrder.nativeOrder();
+            " dtype=float32 byteOrder=" + ByteOrder.nativeOrder() + " dtypes=float32" +
+            (context.int32Worker() == null ? "" : ",int32") + " pipeline=" + context.pipelineDepth();
     }
 
     /**
@@ -240,7 +237,7 @@ public final class BridgeServer implements AutoCloseable
     {
         try (channel)
         {
-            write(channel, BridgeProtocol.error("busy: another client is connected to this bridge (one training process per rank)"));
+            BridgeSession.write(channel, BridgeProtocol.error("busy: another client is connected to this bridge (one training process per rank)"));
         }
         catch (final IOException ignore)
         {
@@ -250,27 +247,13 @@ public final class BridgeServer implements AutoCloseable
 
     private void runSession(final SocketChannel channel)
     {
-        final LineReader reader = new LineReader(channel);
         try (channel)
         {
-            String line;
-            while (!closed && (line = reader.readLine()) != null)
-            {
-                if (line.isBlank())
-                {
-                    continue;
-                }
-                final String reply = onRequest(line);
-                write(channel, reply);
-                if (line.strip().equals(BridgeProtocol.CLOSE))
-                {
-                    break;
-                }
-            }
+            new BridgeSession(this, channel, context.pipelineDepth()).run();
         }
         catch (final IOException ignore)
         {
-            // the client closed the connection or sent an over-long line; the session ends either way
+            // closing anyway
         }
         finally
         {
@@ -282,68 +265,105 @@ public final class BridgeServer implements AutoCloseable
         }
     }
 
+    boolean isClosed()
+    {
+        return closed;
+    }
+
+    SharedMemoryRegion shm()
+    {
+        return shm;
+    }
+
+    WorkerClient floatClient()
+    {
+        return client;
+    }
+
     /**
-     * Handle one request line.
-     *
-     * @return the reply line, {@code OK ...} or {@code ERR message=...}.
+     * @return the int32 job's client, joining it on first use (every rank's first int32 request joins it).
+     * @throws IllegalArgumentException when this bridge was started without an int32 job.
+     * @throws AllReduceException       when the join is refused or times out.
      */
-    String onRequest(final String line)
+    WorkerClient int32Client()
     {
-        try
+        WorkerClient joined = int32Client;
+        if (joined != null)
         {
-            final Map<String, String> request = ControlProtocol.parse(line);
-            final String verb = request.get("");
-            switch (verb)
+            return joined;
+        }
+        final WorkerContext int32Context = context.int32Worker();
+        if (int32Context == null)
+        {
+            throw new IllegalArgumentException("this bridge serves no int32 job (started without one)");
+        }
+        joined = WorkerClient.connect(int32Context);
+        synchronized (this)
+        {
+            if (closed)
             {
-                case BridgeProtocol.ALLREDUCE:
-                    return onAllReduce(request);
-                case BridgeProtocol.INFO:
-                    return infoReply;
-                case BridgeProtocol.CLOSE:
-                    return BridgeProtocol.OK;
-                default:
-                    return BridgeProtocol.error("unknown request '" + verb + "'; expected INFO, ALLREDUCE or CLOSE");
+                joined.close();
+                throw new AllReduceException("bridge closed while joining job '" + int32Context.jobName() + "'");
             }
+            int32Client = joined;
         }
-        catch (final IllegalArgumentException | AllReduceException | IllegalStateException ex)
+        return joined;
+    }
+
+    /**
+     * The session's client disconnected without {@code CLOSE}. A bridge started {@code --once} serves one
+     * training process, which has died or abandoned the job mid-way: abort the job naming this rank, so that the
+     * other ranks fail at once with that reason instead of at the slot deadline.
+     */
+    void onClientLost()
+    {
+        if (!context.once())
         {
-            return BridgeProtocol.error(ex.getMessage());
+            return;
+        }
+        final String reason = "rank " + context.worker().rank() + "'s training process disconnected from its agent " +
+            "without CLOSE (it died or exited mid-job)";
+        client.abort(reason);
+        final WorkerClient joinedInt32 = int32Client;
+        if (joinedInt32 != null)
+        {
+            joinedInt32.abort(reason);
         }
     }
 
-    private String onAllReduce(final Map<String, String> request)
+    void onRequestCompleted()
     {
-        final long offsetBytes = longField(request, "offset");
-        final long count = longField(request, "count");
-        final String opName = request.getOrDefault("op", "sum");
-        final ReduceOp op = switch (opName)
-        {
-            case "sum" -> ReduceOp.SUM;
-            case "average" -> ReduceOp.AVERAGE;
-            default -> throw new IllegalArgumentException("op must be sum or average: " + opName);
-        };
-        final FloatBuffer range = shm.floats(offsetBytes, count);
-        final long startNs = System.nanoTime();
-        client.allReduce(range, range, op);
-        requests++;
-        return BridgeProtocol.OK + " us=" + (System.nanoTime() - startNs) / 1_000;
+        requests.incrementAndGet();
     }
 
-    private static long longField(final Map<String, String> request, final String key)
+    /**
+     * @return the reply to {@code STATS}: this bridge's request count and the float job's worker counters
+     * (and the int32 job's, prefixed {@code int32.}, once joined).
+     */
+    String stats()
     {
-        final String value = request.get(key);
-        if (value == null)
+        final StringBuilder reply = new StringBuilder(BridgeProtocol.OK).append(" requests=").append(requests.get());
+        appendCounters(reply, "", client);
+        appendCounters(reply, "int32.", int32Client);
+        return reply.toString();
+    }
+
+    private static void appendCounters(final StringBuilder reply, final String prefix, final WorkerClient worker)
+    {
+        if (worker == null)
         {
-            throw new IllegalArgumentException("ALLREDUCE needs " + key + "=");
+            return;
         }
-        try
-        {
-            return Long.parseLong(value);
-        }
-        catch (final NumberFormatException ex)
-        {
-            throw new IllegalArgumentException(key + " is not an integer: '" + value + "'");
-        }
+        final WorkerCounters counters = worker.counters();
+        reply.append(' ').append(prefix).append("allReduces=").append(counters.allReduces())
+            .append(' ').append(prefix).append("packetsSent=").append(counters.packetsSent())
+            .append(' ').append(prefix).append("packetsReceived=").append(counters.packetsReceived())
+            .append(' ').append(prefix).append("retransmissions=").append(counters.retransmissions())
+            .append(' ').append(prefix).append("fastRetransmissions=").append(counters.fastRetransmissions())
+            .append(' ').append(prefix).append("exponentOnlyPackets=").append(counters.exponentOnlyPackets())
+            .append(' ').append(prefix).append("lookaheadMisses=").append(counters.lookaheadMisses())
+            .append(' ').append(prefix).append("sendFailures=").append(counters.sendFailures())
+            .append(' ').append(prefix).append("smoothedRttNs=").append(worker.smoothedRttNs());
     }
 
     /**
@@ -351,16 +371,7 @@ public final class BridgeServer implements AutoCloseable
      */
     public long requests()
     {
-        return requests;
-    }
-
-    private static void write(final SocketChannel channel, final String line) throws IOException
-    {
-        final ByteBuffer buffer = ByteBuffer.wrap((line + "\n").getBytes(StandardCharsets.UTF_8));
-        while (buffer.hasRemaining())
-        {
-            channel.write(buffer);
-        }
+        return requests.get();
     }
 
     private static void closeAcceptor(final ServerSocketChannel acceptor, final Path socketPath)
@@ -412,6 +423,11 @@ public final class BridgeServer implements AutoCloseable
         {
             joined.close();
         }
+        final WorkerClient joinedInt32 = int32Client;
+        if (joinedInt32 != null)
+        {
+            joinedInt32.close();
+        }
         final Thread thread = sessionThread;
         if (thread != null && thread != Thread.currentThread())
         {
@@ -425,60 +441,5 @@ public final class BridgeServer implements AutoCloseable
             }
         }
         shm.close();
-    }
-
-    /**
-     * Reads request lines of bounded length from a blocking channel.
-     */
-    private static final class LineReader
-    {
-        private final SocketChannel channel;
-        private final ByteBuffer buffer = ByteBuffer.allocate(BridgeProtocol.MAX_LINE_BYTES);
-
-        LineReader(final SocketChannel channel)
-        {
-            this.channel = channel;
-            buffer.flip();
-        }
-
-        /**
-         * @return the next line without its terminator, or null at end of stream.
-         * @throws IOException when the line exceeds {@link BridgeProtocol#MAX_LINE_BYTES} or the read fails.
-         */
-        String readLine() throws IOException
-        {
-            while (true)
-            {
-                for (int i = buffer.position(); i < buffer.limit(); i++)
-                {
-                    if (buffer.get(i) == '\n')
-                    {
-                        final byte[] bytes = new byte[i - buffer.position()];
-                        buffer.get(bytes);
-                        buffer.get();
-                        return new String(bytes, StandardCharsets.UTF_8);
-                    }
-                }
-                buffer.compact();
-                if (!buffer.hasRemaining())
-                {
-                    throw new IOException("request line longer than " + BridgeProtocol.MAX_LINE_BYTES + " bytes");
-                }
-                final int read;
-                try
-                {
-                    read = channel.read(buffer);
-                }
-                catch (final ClosedChannelException ex)
-                {
-                    return null;
-                }
-                buffer.flip();
-                if (read < 0)
-                {
-                    return null;
-                }
-            }
-        }
     }
 }

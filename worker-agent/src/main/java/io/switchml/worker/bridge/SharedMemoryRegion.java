@@ -3,8 +3,10 @@ package io.switchml.worker.bridge;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -87,6 +89,19 @@ final class SharedMemoryRegion implements AutoCloseable
      */
     FloatBuffer floats(final long offsetBytes, final long count)
     {
+        return bytes(offsetBytes, count, "float32").asFloatBuffer();
+    }
+
+    /**
+     * A native-order int32 view of part of the region, under the same rules as {@link #floats}.
+     */
+    IntBuffer ints(final long offsetBytes, final long count)
+    {
+        return bytes(offsetBytes, count, "int32").asIntBuffer();
+    }
+
+    private ByteBuffer bytes(final long offsetBytes, final long count, final String typeName)
+    {
         if (offsetBytes < 0 || offsetBytes % Float.BYTES != 0)
         {
             throw new IllegalArgumentException("offset must be a non-negative multiple of 4 bytes: " + offsetBytes);
@@ -98,15 +113,15 @@ final class SharedMemoryRegion implements AutoCloseable
         final long lengthBytes = count * Float.BYTES;
         if (offsetBytes > sizeBytes || lengthBytes > sizeBytes - offsetBytes)
         {
-            throw new IllegalArgumentException("offset " + offsetBytes + " + " + count + " float32 elements (" + lengthBytes +
-                " bytes) exceeds the shared memory of " + sizeBytes + " bytes at " + path);
+            throw new IllegalArgumentException("offset " + offsetBytes + " + " + count + " " + typeName + " elements (" +
+                lengthBytes + " bytes) exceeds the shared memory of " + sizeBytes + " bytes at " + path);
         }
         if (lengthBytes > Integer.MAX_VALUE - 8)
         {
             throw new IllegalArgumentException(count + " elements exceed the largest single request of " +
                 (Integer.MAX_VALUE - 8) / Float.BYTES + " elements; send it in pieces");
         }
-        return segment.asSlice(offsetBytes, lengthBytes).asByteBuffer().order(ByteOrder.nativeOrder()).asFloatBuffer();
+        return segment.asSlice(offsetBytes, lengthBytes).asByteBuffer().order(ByteOrder.nativeOrder());
     }
 
     /**

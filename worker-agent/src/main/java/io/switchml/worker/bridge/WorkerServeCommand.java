@@ -1,5 +1,6 @@
 package io.switchml.worker.bridge;
 
+import io.switchml.protocol.ElementType;
 import io.switchml.protocol.logging.LogLevelOption;
 import io.switchml.protocol.logging.Logging;
 import io.switchml.service.SystemdNotifier;
@@ -30,7 +31,7 @@ import java.util.concurrent.Callable;
  */
 @Command(name = "serve", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = {"Serve one training process (one rank) as a local bridge for PyTorch.",
-        "All-reduces float32 tensors that the process places in shared memory, on request over a Unix-domain " +
+        "All-reduces float32 (and int32) tensors that the process places in shared memory, on request over a Unix-domain " +
             "socket (Python package 'switchml', worker-agent/python). Joins the job at start-up: start every rank's " +
             "bridge; each prints 'switchml worker serve ready: socket=... shm=...' once all have joined."})
 public final class WorkerServeCommand implements Callable<Integer>
@@ -70,6 +71,14 @@ public final class WorkerServeCommand implements Callable<Integer>
         defaultValue = "268435456")
     private long shmBytes;
 
+    @Option(names = "--int32", description = "on: also serve int32 all-reduces exactly, through a second job JOB-int32 " +
+        "that every rank joins on its first int32 request; off: refuse them (default ${DEFAULT-VALUE}).", defaultValue = "on")
+    private String int32;
+
+    @Option(names = "--pipeline-depth", description = "Requests a client may have outstanding at once (default ${DEFAULT-VALUE}).",
+        defaultValue = "" + BridgeContext.PIPELINE_DEPTH_DEFAULT)
+    private int pipelineDepth;
+
     @Option(names = "--once", description = "Exit after the first client session ends (default: serve sessions until terminated).")
     private boolean once;
 
@@ -82,7 +91,14 @@ public final class WorkerServeCommand implements Callable<Integer>
         {
             final WorkerContext worker = transport.applyTo(new WorkerContext()).jobName(jobName).token(token)
                 .worldSize(worldSize).rank(rank).joinTimeoutMs(joinTimeoutMs);
-            context = new BridgeContext().worker(worker).socketPath(socketPath).shmPath(shmPath).shmBytes(shmBytes).once(once)
+            final WorkerContext int32Worker = switch (int32)
+            {
+                case "on" -> transport.applyTo(new WorkerContext()).jobName(jobName + "-int32").token(token)
+                    .worldSize(worldSize).rank(rank).joinTimeoutMs(joinTimeoutMs).elementType(ElementType.INT32);
+                case "off" -> null;
+                default -> throw new IllegalArgumentException("--int32 must be on or off: " + int32);
+            };
+            context = new BridgeContext().worker(worker).int32Worker(int32Worker).pipelineDepth(pipelineDepth).socketPath(socketPath).shmPath(shmPath).shmBytes(shmBytes).once(once)
                 .conclude();
         }
         catch (final IllegalArgumentException ex)

@@ -77,6 +77,8 @@ class BridgeServerTest
         return new BridgeContext()
             .worker(new WorkerContext().controlPort(appliance.controlPort()).jobName(job).token(TOKEN)
                 .worldSize(world).rank(rank).lanes(LANES).slots(8))
+            .int32Worker(new WorkerContext().controlPort(appliance.controlPort()).jobName(job + "-int32").token(TOKEN)
+                .worldSize(world).rank(rank).lanes(LANES).slots(8).elementType(io.switchml.protocol.ElementType.INT32))
             .socketPath(tempDir.resolve(job + "-" + rank + ".sock"))
             .shmPath(tempDir.resolve(job + "-" + rank + ".shm"))
             .shmBytes(64 * 1024);
@@ -116,7 +118,7 @@ class BridgeServerTest
         final BridgeTestClient client = connect(server);
         final Map<String, String> info = client.mapShm();
         assertEquals("OK", info.get(""));
-        assertEquals("1", info.get("version"));
+        assertEquals("2", info.get("version"));
         assertEquals(server.context().shmPath().toString(), info.get("shm"));
         assertEquals("65536", info.get("shmBytes"));
         assertEquals("0", info.get("rank"));
@@ -181,6 +183,76 @@ class BridgeServerTest
     }
 
     @Test
+    void pipelinedRequestsAreAnsweredInOrderWithInt32AndStats() throws Exception
+    {
+        final List<BridgeServer> bridges = serveAll("pipe", 2);
+        final int requests = 12;
+        final int count = 700;
+        final List<BridgeTestClient> clients = new ArrayList<>();
+        for (int rank = 0; rank < 2; rank++)
+        {
+            final BridgeTestClient client = connect(bridges.get(rank));
+            assertEquals("float32,int32", client.mapShm().get("dtypes"));
+            final FloatBuffer shm = client.shm();
+            for (int r = 0; r < requests; r++)
+            {
+                for (int i = 0; i < count; i++)
+                {
+                    shm.put(r * count + i, r * 1000 + i + 0.25f * rank);
+                }
+            }
+            final int intBase = requests * count;
+            for (int i = 0; i < count; i++)
+            {
+                // int32 values written through the float view bit for bit (none of them is a NaN pattern)
+                shm.put(intBase + i, Float.intBitsToFloat(2_000_000_000 + i * (rank + 1)));
+            }
+            clients.add(client);
+        }
+        // every rank sends all its requests before reading any reply
+        for (final BridgeTestClient client : clients)
+        {
+            for (int r = 0; r < requests; r++)
+            {
+                client.send("ALLREDUCE offset=" + (long)r * count * Float.BYTES + " count=" + count + " op=sum id=" + r);
+            }
+            client.send("ALLREDUCE offset=" + (long)requests * count * Float.BYTES + " count=" + count + " op=sum dtype=int32 id=int");
+            client.send("STATS");
+        }
+        for (final BridgeTestClient client : clients)
+        {
+            for (int r = 0; r < requests; r++)
+            {
+                final String reply = client.readLine();
+                assertTrue(reply.startsWith("OK us=") && reply.endsWith(" id=" + r), "reply " + r + " in order: " + reply);
+            }
+            final String intReply = client.readLine();
+            assertTrue(intReply.startsWith("OK us=") && intReply.endsWith(" id=int"), intReply);
+            final Map<String, String> stats = io.switchml.protocol.ControlProtocol.parse(client.readLine());
+            assertEquals("OK", stats.get(""));
+            assertEquals(Integer.toString(requests + 1), stats.get("requests"));
+            assertTrue(Long.parseLong(stats.get("packetsSent")) >= requests, stats.toString());
+            assertEquals(Integer.toString(1), stats.get("int32.allReduces"), stats.toString());
+            final FloatBuffer shm = client.shm();
+            for (int r = 0; r < requests; r++)
+            {
+                for (int i = 0; i < count; i += 37)
+                {
+                    final double expected = 2.0 * (r * 1000 + i) + 0.25;
+                    assertEquals(expected, shm.get(r * count + i), 4.0 * 16384 / Integer.MAX_VALUE + Math.ulp((float)expected),
+                        "request " + r + " element " + i);
+                }
+            }
+            for (int i = 0; i < count; i++)
+            {
+                // exact int32 sums that wrap like Java ints
+                assertEquals(2_000_000_000 + i + 2_000_000_000 + 2 * i, Float.floatToRawIntBits(shm.get(requests * count + i)),
+                    "int32 element " + i);
+            }
+        }
+    }
+
+    @Test
     void badRequestsGetErrorsAndTheSessionGoesOn() throws Exception
     {
         final BridgeServer server = serveAll("bad", 1).getFirst();
@@ -230,7 +302,7 @@ class BridgeServerTest
             reply = third.request("INFO");
         }
         while (!reply.startsWith("OK") && System.currentTimeMillis() < deadline);
-        assertTrue(reply.startsWith("OK version=1"), reply);
+        assertTrue(reply.startsWith("OK version=2"), reply);
     }
 
     @Test

@@ -48,6 +48,16 @@ final class BridgeTestClient implements AutoCloseable
         return shm;
     }
 
+    /** Send a request line without waiting for its reply (pipelining). */
+    void send(final String line) throws IOException
+    {
+        final ByteBuffer out = ByteBuffer.wrap((line + "\n").getBytes(StandardCharsets.UTF_8));
+        while (out.hasRemaining())
+        {
+            channel.write(out);
+        }
+    }
+
     String request(final String line) throws IOException
     {
         final ByteBuffer out = ByteBuffer.wrap((line + "\n").getBytes(StandardCharsets.UTF_8));

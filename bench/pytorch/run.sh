@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# bench/pytorch/run.sh: DDP step time of a ResNet-18-shaped CNN (11.2 M parameters, random data), 4 ranks,
+# with init_process_group("gloo"), ("switchml") and ("switchml") plus a synchronous comm hook (the old bridge).
+#
+#   bench/pytorch/run.sh [--steps 10] [--warmups 4] [--batch 8] [--modes gloo,switchml,switchml-sync]
+#                        [--where loopback,rack] [--rate 1gbit] [--mac off|on] [--multicast on|off] [--bucket-mb 25]
+#                        [--repeat 1]
+#
+# loopback: an appliance on 127.0.0.1 and torchrun --standalone --nproc_per_node=4.
+# rack (root): bench/rack/rack.sh's namespaces (appliance 10.77.0.1, rank r in its own namespace at 10.77.0.(11+r),
+#   every worker link limited to --rate by tbf, MTU 9000, k = 2233, s = 16 as in the rack bench); each rank is
+#   started with torchrun's environment by hand (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT), since torchrun's
+#   local ranks would all share one namespace. Results multicast to the job's group (--multicast on, as the rack
+#   bench and the paper's switch), packet MACs off (--mac off: a trusted rack, as the rack bench's default).
+# Prints rank 0's BENCH line per cell (see ddp_bench.py) and nothing is asserted. --repeat N runs every mode N
+# times, the modes interleaved (this machine's other users make single runs vary by 2x), then prints each mode's
+# median step time as a SUMMARY line.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+PY=/usr/bin/python3
+STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25 REPEAT=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) STEPS=$2; shift 2 ;;
+    --warmups) WARMUPS=$2; shift 2 ;;
+    --batch) BATCH=$2; shift 2 ;;
+    --modes) MODES=$2; shift 2 ;;
+    --where) WHERE=$2; shift 2 ;;
+    --rate) RATE=$2; shift 2 ;;
+    --mac) MAC=$2; shift 2 ;;
+    --multicast) MULTICAST=$2; shift 2 ;;
+    --bucket-mb) BUCKET_MB=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "bench/pytorch/run.sh: unknown option $1 (--help)" >&2; exit 2 ;;
+  esac
+done
+
+"$ROOT/switchml" worker serve --help >/dev/null   # builds once if the tree is newer than the jar
+WORK=$(mktemp -d /tmp/switchml-ddp-bench.XXXXXX)
+# a private copy of the launcher and jars (as bench/rack does): an edit to the tree during the run must not make
+# every agent's launcher rebuild the project
+mkdir -p "$WORK/snap/dist/target" "$WORK/snap/packaging/bin"
+cp "$ROOT/switchml" "$WORK/snap/switchml"
+cp -a "$ROOT/packaging/bin/switchml" "$WORK/snap/packaging/bin/"
+cp -a "$ROOT/dist/target/switchml.jar" "$ROOT/dist/target/lib" "$ROOT/dist/target/package-lib" "$WORK/snap/dist/target/"
+export SWITCHML_LAUNCHER="$WORK/snap/switchml" OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+APPLIANCE_PID=
+cleanup() {
+  [ -n "$APPLIANCE_PID" ] && kill "$APPLIANCE_PID" 2>/dev/null && wait "$APPLIANCE_PID" 2>/dev/null || true
+  if [ -n "${RACK_PREFIX:-}" ]; then rack_down || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# start_appliance NETNS_PREFIX BIND [MULTICAST_BASE]: the appliance, waiting for its ready line.
+start_appliance() {
+  local prefix=$1 bind=$2 group=${3:-}
+  $prefix "$SWITCHML_LAUNCHER" appliance --insecure-control --bind "$bind" --control-port 17570 --data-port 17571 \
+    --http-port 17572 --dir "$WORK/appliance" --mac "$MAC" ${group:+--multicast "$group"} >"$WORK/appliance.log" 2>&1 &
+  APPLIANCE_PID=$!
+  for _ in $(seq 100); do
+    grep -q "switchml appliance ready" "$WORK/appliance.log" && return 0
+    sleep 0.2
+  done
+  echo "bench/pytorch: the appliance did not start:" >&2; cat "$WORK/appliance.log" >&2; exit 1
+}
+
+stop_appliance() {
+  kill "$APPLIANCE_PID" 2>/dev/null; wait "$APPLIANCE_PID" 2>/dev/null || true; APPLIANCE_PID=
+}
+
+bench_args() { echo "--steps $STEPS --warmups $WARMUPS --batch $BATCH --bucket-mb $BUCKET_MB"; }
+
+loopback() {
+  start_appliance "" 127.0.0.1
+  local mode round
+  for round in $(seq "$REPEAT"); do for mode in ${MODES//,/ }; do
+    SWITCHML_APPLIANCE=127.0.0.1:17570 GLOO_SOCKET_IFNAME=lo SWITCHML_AGENT_ARGS="--mac $MAC" \
+      "$PY" -m torch.distributed.run --standalone --nproc_per_node=4 --monitor_interval 1 --redirects 2 --tee 1 \
+      --log_dir "$WORK/logs-loopback-$mode" "$ROOT/bench/pytorch/ddp_bench.py" --mode "$mode" $(bench_args) 2>&1 |
+      sed -n 's/^\[default0\]:BENCH /BENCH where=loopback /p'
+  done; done
+  stop_appliance
+}
+
+rack() {
+  [ "$(id -u)" = 0 ] || { echo "bench/pytorch: --where rack needs root (network namespaces)" >&2; exit 2; }
+  # shellcheck source=../rack/rack.sh
+  source "$ROOT/bench/rack/rack.sh"
+  RACK_PREFIX=pyrack-$$
+  rack_up 4 "$RATE" none 9000 >&2
+  start_appliance "ip netns exec $(rack_ns_ap)" "$RACK_APPLIANCE_ADDR" "$([ "$MULTICAST" = on ] && echo 239.7.0.0)"
+  local mode r pids round
+  for round in $(seq "$REPEAT"); do for mode in ${MODES//,/ }; do
+    pids=()
+    for r in 0 1 2 3; do
+      ip netns exec "$(rack_ns_w "$r")" env RANK=$r WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
+        MASTER_ADDR="$(rack_worker_addr 0)" MASTER_PORT=29511 GLOO_SOCKET_IFNAME=eth0 \
+        SWITCHML_APPLIANCE="$RACK_APPLIANCE_ADDR:17570" SWITCHML_AGENT_ARGS="-k 2233 -s 16 --mac $MAC" \
+        "$PY" "$ROOT/bench/pytorch/ddp_bench.py" --mode "$mode" $(bench_args) >"$WORK/rack-$mode-$r.log" 2>&1 &
+      pids+=($!)
+    done
+    for r in 0 1 2 3; do wait "${pids[$r]}" || { echo "rank $r of $mode failed:" >&2; tail -20 "$WORK/rack-$mode-$r.log" >&2; }; done
+    sed -n "s/^BENCH /BENCH where=rack-$RATE /p" "$WORK/rack-$mode-0.log"
+  done; done
+  stop_appliance
+}
+
+{
+echo "# mac=$MAC multicast(rack)=$MULTICAST bucket_mb=$BUCKET_MB steps=$STEPS warmups=$WARMUPS batch=$BATCH"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(getconf _NPROCESSORS_ONLN) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), torch $("$PY" -c 'import torch; print(torch.__version__)'), commit $(git -C "$ROOT" rev-parse --short HEAD)"
+for where in ${WHERE//,/ }; do
+  case "$where" in
+    loopback) loopback ;;
+    rack) rack ;;
+    *) echo "bench/pytorch: --where takes loopback and/or rack: $where" >&2; exit 2 ;;
+  esac
+done
+} > >(tee "$WORK/bench.txt")   # not a pipe: the cells must run in this shell, whose EXIT trap cleans up
+sleep 0.5
+# the median step time of each (where, mode) over the repeats
+"$PY" - "$WORK/bench.txt" <<'EOF'
+import statistics, sys
+cells = {}
+for line in open(sys.argv[1]):
+    if line.startswith("BENCH "):
+        f = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+        cells.setdefault((f["where"], f["mode"]), []).append(float(f["step_ms_p50"]))
+for (where, mode), steps in cells.items():
+    gloo = cells.get((where, "gloo"))
+    ratio = " vs_gloo_steps_per_s=%.2fx" % (statistics.median(gloo) / statistics.median(steps)) if gloo else ""
+    print("SUMMARY where=%s mode=%s runs=%d step_ms_median=%.1f step_ms_runs=%s%s" % (
+        where, mode, len(steps), statistics.median(steps), ",".join("%.0f" % s for s in steps), ratio))
+EOF

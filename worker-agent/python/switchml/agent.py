@@ -1,0 +1,128 @@
+"""Start and stop a rank's own worker agent (``switchml worker serve``).
+
+The process group starts one agent per rank when no running agent is named (``SWITCHML_SOCKET``):
+the installed launcher (``switchml`` on PATH, or ``$SWITCHML_LAUNCHER``) with ``worker serve
+--once``, so the agent also exits when this process dies and its session's socket closes. The job
+token travels in the agent's environment, not on its command line.
+"""
+
+import collections
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+
+from .client import SwitchMLError
+
+__all__ = ["AgentProcess", "find_launcher"]
+
+_READY = "switchml worker serve ready:"
+_INSTALL_HINT = ("install the switchml package (apt install ./switchml_*.deb puts 'switchml' in /usr/bin; it needs "
+                 "a JDK 25, e.g. Temurin 25), or set SWITCHML_LAUNCHER to the launcher's path, or start "
+                 "'switchml worker serve' yourself and set SWITCHML_SOCKET to its --socket")
+
+
+def find_launcher(explicit=None):
+    """The launcher to run: ``explicit``, else ``$SWITCHML_LAUNCHER``, else ``switchml`` on PATH.
+
+    :raises SwitchMLError: naming what to install when there is none.
+    """
+    launcher = explicit or os.environ.get("SWITCHML_LAUNCHER")
+    if launcher:
+        if not (os.path.isfile(launcher) and os.access(launcher, os.X_OK)):
+            raise SwitchMLError("SWITCHML_LAUNCHER=%s is not an executable file; %s" % (launcher, _INSTALL_HINT))
+        return launcher
+    found = shutil.which("switchml")
+    if found is None:
+        raise SwitchMLError("cannot start the switchml worker agent: no 'switchml' launcher on PATH; " + _INSTALL_HINT)
+    return found
+
+
+class AgentProcess:
+    """A ``switchml worker serve`` child process for one rank, ready to take a client session.
+
+    :param launcher: path of the ``switchml`` launcher.
+    :param args: the ``worker serve`` options (job, rank, world, appliance ...), without socket and shm.
+    :param env: extra environment (the job token).
+    :param ready_timeout_s: how long to wait for every rank's agent to join and report ready.
+    """
+
+    def __init__(self, launcher, args, env, rank, job, ready_timeout_s, shm_dir="/dev/shm"):
+        self.rank = rank
+        self.job = job
+        # the agent deletes both files when it exits, also when this process was killed
+        self.socket_path = os.path.join(tempfile.gettempdir(), "switchml-%d-rank%d.sock" % (os.getpid(), rank))
+        shm_root = shm_dir if os.path.isdir(shm_dir) else tempfile.gettempdir()
+        self.shm_path = os.path.join(shm_root, "switchml-%d-rank%d.shm" % (os.getpid(), rank))
+        self.command = [launcher, "worker", "serve"] + list(args) + [
+            "--socket", self.socket_path, "--shm", self.shm_path, "--once"]
+        self._lines = collections.deque(maxlen=200)
+        self._ready = threading.Event()
+        self._exited = threading.Event()
+        environment = dict(os.environ)
+        environment.update(env)
+        try:
+            self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, env=environment)
+        except OSError as ex:
+            raise SwitchMLError("cannot run the switchml launcher %s: %s; %s" % (launcher, ex, _INSTALL_HINT)) from ex
+        self.pid = self.process.pid
+        self._pump = threading.Thread(target=self._read_output, name="switchml-agent-output-%d" % rank, daemon=True)
+        self._pump.start()
+        self._wait_ready(ready_timeout_s)
+
+    def _read_output(self):
+        for raw in self.process.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self._lines.append(line)
+            if line.startswith(_READY):
+                self._ready.set()
+            if os.environ.get("SWITCHML_AGENT_LOG") == "1":
+                print("[switchml agent rank %d] %s" % (self.rank, line), flush=True)
+        self.process.wait()
+        self._exited.set()
+
+    def output(self):
+        """The agent's last output lines, for error messages."""
+        return "\n".join(self._lines)
+
+    def _wait_ready(self, timeout_s):
+        deadline = time.monotonic() + timeout_s
+        while not self._ready.is_set():
+            if self._exited.is_set():
+                code = self.process.returncode
+                lines = [line for line in self._lines if line.startswith("ERROR") or "switchml:" in line]
+                detail = lines[-1] if lines else self.output()[-2000:]
+                hint = ""
+                if "token does not match" in detail or "already exists" in detail or "asked for" in detail:
+                    hint = (" -- job name '%s' is taken on the appliance by an earlier or concurrent run; set "
+                            "SWITCHML_JOB (or pg_options job=...) to a fresh name, or give torchrun a unique "
+                            "--rdzv_id" % self.job)
+                elif code in (2, 126, 127) and ("no JDK" in detail or "no Java" in detail or "not found" in detail):
+                    hint = " -- " + _INSTALL_HINT
+                raise SwitchMLError("the switchml worker agent for rank %d exited with code %s before it was ready: "
+                                    "%s%s\ncommand: %s\nits output:\n%s"
+                                    % (self.rank, code, detail, hint, " ".join(self.command), self.output()))
+            if time.monotonic() > deadline:
+                self.stop()
+                raise SwitchMLError("the switchml worker agent for rank %d was not ready within %.0f s (every rank's "
+                                    "agent must join job '%s'); its output:\n%s"
+                                    % (self.rank, timeout_s, self.job, self.output()))
+            self._ready.wait(0.05)
+
+    def stop(self, timeout_s=10.0):
+        """Wait for the agent to exit (it does when its session closes), then terminate it if it lingers."""
+        if self.process.poll() is None:
+            if not self._exited.wait(timeout_s if self._ready.is_set() else 0):
+                try:
+                    self.process.terminate()
+                except OSError:
+                    pass
+                if not self._exited.wait(5):
+                    try:
+                        self.process.kill()
+                    except OSError:
+                        pass
+                    self._exited.wait(5)

@@ -1,0 +1,266 @@
+"""The ``switchml`` c10d backend: ``torch.distributed.init_process_group(backend="switchml")``.
+
+``import switchml`` registers it. ``all_reduce`` with SUM or AVG of float32, float16, bfloat16 or
+int32 tensors goes through this rank's worker agent to the appliance and returns at once with a
+Work whose future completes when the result is back, so DistributedDataParallel launches its next
+gradient bucket while the previous one is on the wire. Everything else (broadcast, barrier,
+all_gather, reduce_scatter, all_reduce with MIN/MAX/PRODUCT, send/recv, ...) is delegated to an
+inner Gloo process group built from the same store, so a full DDP script runs unchanged.
+
+Ordering contract: every rank must issue the same sequence of SUM/AVG all-reduces (same element
+counts, dtypes and ops, same order). DDP does: it all-reduces its buckets in bucket order on every
+rank. A rank that breaks it is detected where the data allows and the job aborted (see the agent's
+docs); two same-length tensors swapped cannot be told apart.
+
+Tested on Debian's torch 1.13 (Python subclass of ``ProcessGroup``, Work made with
+``_create_work_from_future``). Newer torch versions register backends as ``Backend`` subclasses;
+the class below picks that base when it exists, but that path is untested.
+"""
+
+import atexit
+import threading
+
+import torch
+import torch.distributed as dist
+from torch._C import _distributed_c10d as c10d
+
+from .agent import AgentProcess, find_launcher
+from .client import Client, SwitchMLError
+from .requests import check_tensor
+from .config import Config
+
+__all__ = ["ProcessGroupSwitchML", "register", "current"]
+
+_BASE = getattr(c10d, "Backend", None) or c10d.ProcessGroup
+_lock = threading.Lock()
+_groups = []
+
+
+def current():
+    """The live switchml process group of this process, or None."""
+    with _lock:
+        return _groups[-1] if _groups else None
+
+
+class ProcessGroupSwitchML(_BASE):
+    """One rank's switchml process group: a client of its worker agent, and a Gloo group for the rest.
+
+    Built by ``init_process_group(backend="switchml")``; see the module docs and :mod:`switchml.config`.
+    """
+
+    def __init__(self, store, rank, world_size, timeout, options=None):
+        super().__init__(rank, world_size)
+        self._config = Config(options, rank, world_size)
+        self._gloo = c10d.ProcessGroupGloo(c10d.PrefixStore("switchml-gloo", store), rank, world_size, timeout)
+        self._agent = None
+        self._client = None
+        self._closed = False
+        config = self._config
+        try:
+            if config.socket is None:
+                config.agree(store)
+                launcher = find_launcher(config.launcher)
+                self._agent = AgentProcess(launcher, config.serve_args(), {"SWITCHML_JOB_TOKEN": config.token},
+                                           rank, config.job, ready_timeout_s=config.join_timeout_s + 60)
+                socket_path = self._agent.socket_path
+            else:
+                socket_path = config.socket
+            self._client = Client(socket_path, timeout=60)
+            if self._client.world_size != world_size or self._client.rank != rank:
+                raise SwitchMLError("the agent at %s serves rank %d of %d, but this process is rank %d of %d"
+                                    % (socket_path, self._client.rank, self._client.world_size, rank, world_size))
+        except BaseException:
+            self.shutdown()
+            raise
+        with _lock:
+            _groups.append(self)
+
+    # ---- identity ----------------------------------------------------------------------------------------------
+
+    def getBackendName(self):  # noqa: N802 - the C++ virtual's name
+        return "switchml"
+
+    def name(self):
+        return "switchml"
+
+    @property
+    def client(self):
+        """The :class:`switchml.Client` of this rank's agent."""
+        return self._client
+
+    @property
+    def agent_pid(self):
+        """The pid of the agent this group started, or None when it uses one started elsewhere."""
+        return None if self._agent is None else self._agent.pid
+
+    # ---- all_reduce through the appliance ------------------------------------------------------------------------
+
+    def allreduce(self, tensors, opts=None):
+        op = dist.ReduceOp.SUM if opts is None else opts.reduceOp
+        if op == dist.ReduceOp.SUM:
+            op_name = "sum"
+        elif op == getattr(dist.ReduceOp, "AVG", object()):
+            op_name = "average"
+        else:
+            return self._gloo.allreduce(tensors, opts)
+        if len(tensors) != 1:
+            raise ValueError("backend switchml all-reduces one tensor per process, got %d" % len(tensors))
+        tensor = tensors[0]
+        check_tensor(tensor, op_name)
+        if self._client is None:
+            raise SwitchMLError("the switchml process group was destroyed")
+        nbytes = tensor.numel() * tensor.element_size()
+        label = "switchml::all_reduce(backend=switchml, bytes=%d, dtype=%s, op=%s)" % (
+            nbytes, str(tensor.dtype).replace("torch.", ""), op_name)
+        with torch.autograd.profiler.record_function(label) as scope:
+            future = self._client.submit(tensor, op_name, result=tensors, raise_in_caller=True)
+            # the profiler range lasts until the result is back, not just the submission
+            future = scope._call_end_callbacks_on_future(future)
+        return c10d._create_work_from_future(future)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        return self._gloo.allreduce_coalesced(tensors, opts) if opts is not None else self._gloo.allreduce_coalesced(tensors)
+
+    # ---- delegated to Gloo -------------------------------------------------------------------------------------
+
+    def broadcast(self, tensors, opts=None):
+        return self._gloo.broadcast(tensors, opts) if opts is not None else self._gloo.broadcast(tensors)
+
+    def barrier(self, opts=None):
+        # a barrier also waits for this rank's all-reduces in flight, as c10d's barrier implies
+        if self._client is not None:
+            self._client.synchronize()
+        return self._gloo.barrier(opts) if opts is not None else self._gloo.barrier()
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        return (self._gloo.allgather(output_tensors, input_tensors, opts) if opts is not None
+                else self._gloo.allgather(output_tensors, input_tensors))
+
+    def _allgather_base(self, output, input, opts=None):  # noqa: A002 - c10d's parameter names
+        return (self._gloo._allgather_base(output, input, opts) if opts is not None
+                else self._gloo._allgather_base(output, input))
+
+    def allgather_coalesced(self, output_lists, input_list, opts=None):
+        return (self._gloo.allgather_coalesced(output_lists, input_list, opts) if opts is not None
+                else self._gloo.allgather_coalesced(output_lists, input_list))
+
+    def gather(self, output_tensors, input_tensors, opts=None):
+        return (self._gloo.gather(output_tensors, input_tensors, opts) if opts is not None
+                else self._gloo.gather(output_tensors, input_tensors))
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        return (self._gloo.scatter(output_tensors, input_tensors, opts) if opts is not None
+                else self._gloo.scatter(output_tensors, input_tensors))
+
+    def reduce(self, tensors, opts=None):
+        return self._gloo.reduce(tensors, opts) if opts is not None else self._gloo.reduce(tensors)
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        return (self._gloo.reduce_scatter(output_tensors, input_tensors, opts) if opts is not None
+                else self._gloo.reduce_scatter(output_tensors, input_tensors))
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):  # noqa: A002
+        args = (output, input, output_split_sizes, input_split_sizes)
+        return self._gloo.alltoall_base(*args, opts) if opts is not None else self._gloo.alltoall_base(*args)
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        return (self._gloo.alltoall(output_tensors, input_tensors, opts) if opts is not None
+                else self._gloo.alltoall(output_tensors, input_tensors))
+
+    def send(self, tensors, dst_rank, tag):
+        return self._gloo.send(tensors, dst_rank, tag)
+
+    def recv(self, tensors, src_rank, tag):
+        return self._gloo.recv(tensors, src_rank, tag)
+
+    def recv_anysource(self, tensors, tag):
+        return self._gloo.recv_anysource(tensors, tag)
+
+    def monitored_barrier(self, timeout=None, wait_all_ranks=False):
+        if self._client is not None:
+            self._client.synchronize()
+        return self._gloo.monitored_barrier(timeout, wait_all_ranks) if timeout is not None else \
+            self._gloo.monitored_barrier(wait_all_ranks=wait_all_ranks)
+
+    # ---- lifecycle ---------------------------------------------------------------------------------------------
+
+    def stats(self):
+        """The agent's counters, plus this client's request count and the agent's time in them."""
+        if self._client is None:
+            raise SwitchMLError("the switchml process group was destroyed")
+        counters = self._client.stats()
+        counters["client_requests"] = self._client.requests
+        counters["client_agent_us"] = self._client.agent_us
+        return counters
+
+    def shutdown(self):
+        """Close the session and stop the agent this group started. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        with _lock:
+            if self in _groups:
+                _groups.remove(self)
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - stopping anyway
+                pass
+        if self._agent is not None:
+            self._agent.stop()
+
+
+def _create(store, rank, world_size, timeout, options=None):
+    if current() is not None:
+        raise SwitchMLError("backend switchml serves one process group per process (the default group); create "
+                            "subgroups with backend='gloo'")
+    return ProcessGroupSwitchML(store, rank, world_size, timeout, options)
+
+
+def _create_extended(backend_options, pg_options):
+    return _create(backend_options.store, backend_options.group_rank, backend_options.group_size,
+                   backend_options.timeout, pg_options)
+
+
+def _shutdown_all():
+    with _lock:
+        groups = list(_groups)
+    for group in groups:
+        group.shutdown()
+
+
+_original_destroy = None
+
+
+def _destroy_process_group(group=None):
+    """torch.distributed.destroy_process_group, which also stops the switchml agents it ends."""
+    from torch.distributed import distributed_c10d
+    if group is None or group == distributed_c10d.GroupMember.WORLD:
+        victims = [g for g in list(_groups)]
+    else:
+        victims = [g for g in list(_groups) if g is group]
+    try:
+        return _original_destroy(group)
+    finally:
+        for victim in victims:
+            victim.shutdown()
+
+
+def register():
+    """Register backend ``switchml`` with torch.distributed (``import switchml`` does); idempotent."""
+    global _original_destroy
+    if "SWITCHML" in getattr(dist.Backend, "_plugins", {}):
+        return
+    try:
+        dist.Backend.register_backend("switchml", _create_extended, extended_api=True)
+    except TypeError:  # a torch without the extended creator API
+        dist.Backend.register_backend("switchml", _create)
+    # c10d's destroy_process_group calls nothing on the group: wrap it so that the agent stops there
+    from torch.distributed import distributed_c10d
+    if _original_destroy is None:
+        _original_destroy = distributed_c10d.destroy_process_group
+        distributed_c10d.destroy_process_group = _destroy_process_group
+        dist.destroy_process_group = _destroy_process_group
+    atexit.register(_shutdown_all)
+

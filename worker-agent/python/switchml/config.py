@@ -1,0 +1,145 @@
+"""Configuration of the ``switchml`` process group: ``pg_options`` keys, ``SWITCHML_*`` variables, torchrun's.
+
+Every option has a ``pg_options`` key (a dict passed to ``init_process_group(..., pg_options=...)``),
+an environment variable, and a default; ``pg_options`` wins. A bad value fails naming the key or
+variable. The job name and token default to values every rank agrees on through the process
+group's store.
+"""
+
+import os
+import shlex
+
+from .client import SwitchMLError
+
+__all__ = ["OPTIONS", "Config"]
+
+# key: (environment variable, default, one-line doc)
+OPTIONS = {
+    "appliance": ("SWITCHML_APPLIANCE", "127.0.0.1", "appliance host, or host:port of its control endpoint"),
+    "control_port": ("SWITCHML_CONTROL_PORT", "7470", "appliance control port (unless appliance says host:port)"),
+    "tenant": ("SWITCHML_TENANT", "default", "tenant the job belongs to"),
+    "job": ("SWITCHML_JOB", None, "job name; default torch-$TORCHELASTIC_RUN_ID, else one rank 0 picks"),
+    "token": ("SWITCHML_JOB_TOKEN", None, "job token (8-128 of [0-9A-Za-z_-]); default a random one from rank 0"),
+    "credential_file": ("SWITCHML_CREDENTIAL_FILE", None, "control-plane credentials file (CREATE's auth=)"),
+    "tls_ca": ("SWITCHML_TLS_CA", None, "PEM of the appliance's certificate: the control connection uses TLS"),
+    "socket": ("SWITCHML_SOCKET", None, "socket of an agent already running for this rank ({rank}, {local_rank} "
+                                        "expand); default: start one"),
+    "launcher": ("SWITCHML_LAUNCHER", None, "the switchml launcher; default 'switchml' on PATH"),
+    "agent_args": ("SWITCHML_AGENT_ARGS", "", "extra 'switchml worker serve' options, e.g. '-k 1024 --mac off'"),
+    "shm_bytes": ("SWITCHML_SHM_BYTES", str(128 << 20), "size of each agent's shared memory (the staging ring)"),
+    "join_timeout_s": ("SWITCHML_JOIN_TIMEOUT_S", "60", "how long agents wait for every rank to join"),
+}
+
+
+def _env_or(options, key):
+    env, default, _ = OPTIONS[key]
+    if key in options:
+        value = options[key]
+        return None if value is None else str(value), "pg_options['%s']" % key
+    value = os.environ.get(env)
+    if value is not None and value != "":
+        return value, "$" + env
+    return default, "default of %s" % key
+
+
+def _int(value, where, minimum, maximum):
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValueError("%s must be an integer: %r" % (where, value)) from None
+    if not minimum <= number <= maximum:
+        raise ValueError("%s must be %d..%d: %d" % (where, minimum, maximum, number))
+    return number
+
+
+class Config:
+    """The resolved options of one rank's process group.
+
+    :param options: ``pg_options`` (a dict, or None); unknown keys are refused by name.
+    :param rank: the group rank; ``local_rank`` comes from ``$LOCAL_RANK`` (torchrun), else ``rank``.
+    """
+
+    def __init__(self, options, rank, world_size):
+        options = {} if options is None else options
+        if not isinstance(options, dict):
+            raise TypeError("pg_options for backend 'switchml' must be a dict of %s, got %s"
+                            % (", ".join(sorted(OPTIONS)), type(options).__name__))
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise ValueError("unknown switchml pg_options %s; known: %s" % (", ".join(unknown), ", ".join(sorted(OPTIONS))))
+        self.rank = rank
+        self.world_size = world_size
+        self.local_rank = _int(os.environ.get("LOCAL_RANK", rank), "$LOCAL_RANK", 0, 1 << 20)
+        appliance, where = _env_or(options, "appliance")
+        port, port_where = _env_or(options, "control_port")
+        if ":" in appliance:
+            appliance, _, port = appliance.rpartition(":")
+            port_where = where
+        if not appliance:
+            raise ValueError("%s names no appliance host" % where)
+        self.appliance_host = appliance
+        self.control_port = _int(port, port_where, 1, 65535)
+        self.tenant, _ = _env_or(options, "tenant")
+        self.job, self.job_where = _env_or(options, "job")
+        self.token, self.token_where = _env_or(options, "token")
+        self.credential_file, where = _env_or(options, "credential_file")
+        if self.credential_file and not os.path.isfile(self.credential_file):
+            raise ValueError("%s: no such file: %s" % (where, self.credential_file))
+        self.tls_ca, where = _env_or(options, "tls_ca")
+        if self.tls_ca and not os.path.isfile(self.tls_ca):
+            raise ValueError("%s: no such file: %s" % (where, self.tls_ca))
+        socket_path, _ = _env_or(options, "socket")
+        self.socket = socket_path.format(rank=rank, local_rank=self.local_rank) if socket_path else None
+        self.launcher, _ = _env_or(options, "launcher")
+        agent_args, where = _env_or(options, "agent_args")
+        try:
+            self.agent_args = shlex.split(agent_args or "")
+        except ValueError as ex:
+            raise ValueError("%s cannot be split into options: %s" % (where, ex)) from None
+        for managed in ("--socket", "--shm", "--job", "--token", "--rank", "--world", "--once"):
+            if any(arg == managed or arg.startswith(managed + "=") for arg in self.agent_args):
+                raise ValueError("%s must not set %s: the process group sets it" % (where, managed))
+        shm_bytes, where = _env_or(options, "shm_bytes")
+        self.shm_bytes = _int(shm_bytes, where, 4096, 1 << 40)
+        if self.shm_bytes % 4:
+            raise ValueError("%s must be a multiple of 4: %d" % (where, self.shm_bytes))
+        timeout, where = _env_or(options, "join_timeout_s")
+        self.join_timeout_s = _int(timeout, where, 1, 3600)
+
+    def agree(self, store):
+        """Fill in the job name and token that every rank uses, through the process group's store.
+
+        The job name is ``torch-$TORCHELASTIC_RUN_ID`` under torchrun with an ``--rdzv_id`` (or
+        ``--standalone``), else rank 0's random pick; the token rank 0's random pick unless configured.
+        """
+        import secrets
+        if self.job is None:
+            run_id = os.environ.get("TORCHELASTIC_RUN_ID")
+            if run_id and run_id != "none":
+                self.job = "torch-" + "".join(c if c.isalnum() or c in "_.-" else "-" for c in run_id)[:120]
+                self.job_where = "$TORCHELASTIC_RUN_ID"
+            else:
+                self.job = self._shared(store, "job", "torch-" + secrets.token_hex(6))
+                self.job_where = "rank 0's pick"
+        if self.token is None:
+            self.token = self._shared(store, "token", secrets.token_hex(16))
+            self.token_where = "rank 0's pick"
+
+    def _shared(self, store, key, proposal):
+        full = "switchml/" + key
+        if self.rank == 0:
+            store.set(full, proposal)
+            return proposal
+        return store.get(full).decode("utf-8")
+
+    def serve_args(self):
+        """``switchml worker serve`` options for this rank (the token goes in the environment)."""
+        args = ["--world", str(self.world_size), "--rank", str(self.rank), "--job", self.job,
+                "--appliance", self.appliance_host, "--control-port", str(self.control_port),
+                "--tenant", self.tenant, "--shm-bytes", str(self.shm_bytes),
+                "--join-timeout-ms", str(self.join_timeout_s * 1000)]
+        if self.credential_file:
+            args += ["--credential-file", self.credential_file]
+        if self.tls_ca:
+            args += ["--tls-ca", self.tls_ca]
+        return args + self.agent_args

@@ -1,0 +1,85 @@
+"""Unit tests of the switchml process group's configuration and agent start-up errors (no appliance needed).
+
+The backend end to end (torchrun, 4 ranks, real agents and appliance) is TorchrunBackendTest (Java).
+"""
+
+import os
+import unittest
+from unittest import mock
+
+import torch.distributed as dist
+
+import switchml
+from switchml.agent import find_launcher
+from switchml.config import Config
+
+
+class ConfigTest(unittest.TestCase):
+
+    def test_backend_is_registered_by_import(self):
+        self.assertIn("SWITCHML", dist.Backend._plugins)
+
+    def test_defaults_and_environment(self):
+        with mock.patch.dict(os.environ, {"SWITCHML_APPLIANCE": "10.0.0.7:9000", "SWITCHML_TENANT": "lab",
+                                          "LOCAL_RANK": "1", "SWITCHML_AGENT_ARGS": "-k 1024 --mac off"}):
+            config = Config(None, 3, 4)
+        self.assertEqual((config.appliance_host, config.control_port, config.tenant), ("10.0.0.7", 9000, "lab"))
+        self.assertEqual(config.local_rank, 1)
+        self.assertEqual(config.agent_args, ["-k", "1024", "--mac", "off"])
+
+    def test_pg_options_win_over_the_environment(self):
+        with mock.patch.dict(os.environ, {"SWITCHML_APPLIANCE": "10.0.0.7"}):
+            config = Config({"appliance": "appliance.lab", "control_port": 7000, "socket": "/run/a-{local_rank}.sock"}, 2, 4)
+        self.assertEqual((config.appliance_host, config.control_port), ("appliance.lab", 7000))
+        self.assertEqual(config.socket, "/run/a-2.sock")
+
+    def test_bad_options_name_the_key_or_variable(self):
+        with self.assertRaisesRegex(ValueError, "unknown switchml pg_options applianse"):
+            Config({"applianse": "x"}, 0, 1)
+        with mock.patch.dict(os.environ, {"SWITCHML_CONTROL_PORT": "seventy"}):
+            with self.assertRaisesRegex(ValueError, r"\$SWITCHML_CONTROL_PORT must be an integer"):
+                Config(None, 0, 1)
+        with self.assertRaisesRegex(ValueError, "must not set --socket"):
+            Config({"agent_args": "--socket /tmp/x"}, 0, 1)
+        with self.assertRaisesRegex(ValueError, r"pg_options\['tls_ca'\]: no such file"):
+            Config({"tls_ca": "/nonexistent/ca.pem"}, 0, 1)
+        with self.assertRaisesRegex(TypeError, "must be a dict"):
+            Config("appliance=x", 0, 1)
+
+    def test_job_name_from_torchrun_run_id(self):
+        with mock.patch.dict(os.environ, {"TORCHELASTIC_RUN_ID": "abc/123"}):
+            config = Config({"token": "0123456789ab"}, 1, 2)
+            config.agree(store=None)  # nothing to agree on: both come from the configuration
+        self.assertEqual((config.job, config.token), ("torch-abc-123", "0123456789ab"))
+        self.assertIn("--job", config.serve_args())
+        self.assertNotIn("0123456789ab", config.serve_args(), "the token travels in the environment")
+
+    def test_missing_launcher_names_what_to_install(self):
+        with mock.patch.dict(os.environ, {"PATH": "/nonexistent"}):
+            os.environ.pop("SWITCHML_LAUNCHER", None)
+            with self.assertRaisesRegex(switchml.SwitchMLError, "install the switchml package"):
+                find_launcher()
+        with self.assertRaisesRegex(switchml.SwitchMLError, "SWITCHML_LAUNCHER=/nonexistent/switchml is not an executable"):
+            find_launcher("/nonexistent/switchml")
+
+
+class AgentStartTest(unittest.TestCase):
+
+    def test_a_launcher_without_a_jdk_is_named_with_what_to_install(self):
+        import tempfile
+        from switchml.agent import AgentProcess
+        with tempfile.TemporaryDirectory() as d:
+            launcher = os.path.join(d, "switchml")
+            with open(launcher, "w") as f:
+                f.write("#!/bin/sh\necho 'switchml: no Java 25 or newer found (checked JAVA_HOME and /usr/lib/jvm/*).' >&2\nexit 2\n")
+            os.chmod(launcher, 0o755)
+            with self.assertRaises(switchml.SwitchMLError) as raised:
+                AgentProcess(launcher, ["--world", "1"], {}, rank=0, job="j", ready_timeout_s=20)
+        message = str(raised.exception)
+        self.assertIn("exited with code 2", message)
+        self.assertIn("no Java 25 or newer found", message)
+        self.assertIn("install the switchml package", message)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,296 @@
+package io.switchml.worker.bridge;
+
+import io.switchml.protocol.ControlProtocol;
+import io.switchml.worker.AllReduceException;
+import io.switchml.worker.ReduceOp;
+import io.switchml.worker.WorkerClient;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * One client's session on a {@link BridgeServer}: a reader that parses request lines and submits each
+ * all-reduce to the {@link WorkerClient}'s stream as soon as it arrives, and a writer that answers the
+ * requests in the order they came, each when its result is in the shared memory.
+ * <p>
+ * So a client may pipeline (protocol v2): send requests for several disjoint ranges without waiting,
+ * and read the replies in order; the all-reduces overlap on the wire. Reading stops while
+ * {@link BridgeContext#pipelineDepth()} requests are outstanding. A client that waits for each reply
+ * before sending the next request (protocol v1's usage) sees no difference.
+ */
+final class BridgeSession
+{
+    private static final CompletableFuture<String> END = CompletableFuture.completedFuture(null);
+    /** Stands for a STATS reply, made by the writer when its turn comes so that it counts every earlier request. */
+    private static final CompletableFuture<String> STATS_IN_TURN = CompletableFuture.completedFuture(null);
+
+    private final BridgeServer server;
+    private final SocketChannel channel;
+    private final BlockingQueue<CompletableFuture<String>> replies;
+    private final LineReader reader;
+
+    BridgeSession(final BridgeServer server, final SocketChannel channel, final int pipelineDepth)
+    {
+        this.server = server;
+        this.channel = channel;
+        this.replies = new ArrayBlockingQueue<>(pipelineDepth + 1);
+        this.reader = new LineReader(channel);
+    }
+
+    /**
+     * Serve the session until the client sends {@code CLOSE}, disconnects, or the server closes.
+     * The reader runs on the calling thread, the writer on its own.
+     */
+    void run()
+    {
+        final Thread writer = Thread.ofPlatform().daemon().name("switchml-bridge-replies").start(this::writeReplies);
+        boolean closedByClient = false;
+        try
+        {
+            String line;
+            while (!server.isClosed() && (line = reader.readLine()) != null)
+            {
+                if (line.isBlank())
+                {
+                    continue;
+                }
+                replies.put(onRequest(line));
+                if (line.strip().equals(BridgeProtocol.CLOSE))
+                {
+                    closedByClient = true;
+                    break;
+                }
+            }
+            if (!closedByClient && !server.isClosed())
+            {
+                server.onClientLost();
+            }
+        }
+        catch (final IOException ignore)
+        {
+            // the client closed the connection or sent an over-long line; the session ends either way
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+        finally
+        {
+            try
+            {
+                replies.put(END);
+                writer.join();
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private void writeReplies()
+    {
+        try
+        {
+            while (true)
+            {
+                final CompletableFuture<String> next = replies.take();
+                if (next == END)
+                {
+                    return;
+                }
+                String reply;
+                try
+                {
+                    reply = next == STATS_IN_TURN ? server.stats() : next.join();
+                }
+                catch (final CompletionException ex)
+                {
+                    final Throwable cause = ex.getCause() == null ? ex : ex.getCause();
+                    reply = BridgeProtocol.error(cause.getMessage());
+                }
+                write(channel, reply);
+            }
+        }
+        catch (final IOException ignore)
+        {
+            // the client went away; the reader sees the closed channel and ends the session
+            closeQuietly();
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Handle one request line.
+     *
+     * @return the reply, completed now for everything but an all-reduce, whose reply completes with its result.
+     */
+    CompletableFuture<String> onRequest(final String line)
+    {
+        try
+        {
+            final Map<String, String> request = ControlProtocol.parse(line);
+            final String verb = request.get("");
+            return switch (verb)
+            {
+                case BridgeProtocol.ALLREDUCE -> onAllReduce(request);
+                case BridgeProtocol.INFO -> CompletableFuture.completedFuture(server.info());
+                case BridgeProtocol.STATS -> STATS_IN_TURN;
+                case BridgeProtocol.CLOSE -> CompletableFuture.completedFuture(BridgeProtocol.OK);
+                default -> CompletableFuture.completedFuture(
+                    BridgeProtocol.error("unknown request '" + verb + "'; expected INFO, ALLREDUCE, STATS or CLOSE"));
+            };
+        }
+        catch (final IllegalArgumentException | AllReduceException | IllegalStateException ex)
+        {
+            return CompletableFuture.completedFuture(BridgeProtocol.error(ex.getMessage()));
+        }
+    }
+
+    private CompletableFuture<String> onAllReduce(final Map<String, String> request)
+    {
+        final long offsetBytes = longField(request, "offset");
+        final long count = longField(request, "count");
+        final String opName = request.getOrDefault("op", "sum");
+        final ReduceOp op = switch (opName)
+        {
+            case "sum" -> ReduceOp.SUM;
+            case "average" -> ReduceOp.AVERAGE;
+            default -> throw new IllegalArgumentException("op must be sum or average: " + opName);
+        };
+        final String dtype = request.getOrDefault("dtype", "float32");
+        final String id = request.get("id");
+        final String suffix = id == null ? "" : " id=" + id;
+        final long startNs = System.nanoTime();
+        final CompletableFuture<Void> done;
+        switch (dtype)
+        {
+            case "float32" ->
+            {
+                final FloatBuffer range = server.shm().floats(offsetBytes, count);
+                done = server.floatClient().allReduceAsync(range, range, op);
+            }
+            case "int32" ->
+            {
+                if (op != ReduceOp.SUM)
+                {
+                    throw new IllegalArgumentException("int32 all-reduce takes op=sum only (the client divides for an average)");
+                }
+                final IntBuffer range = server.shm().ints(offsetBytes, count);
+                done = server.int32Client().allReduceAsync(range, range);
+            }
+            default -> throw new IllegalArgumentException("dtype must be float32 or int32: " + dtype);
+        }
+        return done.thenApply(ignore ->
+        {
+            server.onRequestCompleted();
+            return BridgeProtocol.OK + " us=" + (System.nanoTime() - startNs) / 1_000 + suffix;
+        });
+    }
+
+    private static long longField(final Map<String, String> request, final String key)
+    {
+        final String value = request.get(key);
+        if (value == null)
+        {
+            throw new IllegalArgumentException("ALLREDUCE needs " + key + "=");
+        }
+        try
+        {
+            return Long.parseLong(value);
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw new IllegalArgumentException(key + " is not an integer: '" + value + "'");
+        }
+    }
+
+    private void closeQuietly()
+    {
+        try
+        {
+            channel.close();
+        }
+        catch (final IOException ignore)
+        {
+            // closing anyway
+        }
+    }
+
+    static void write(final SocketChannel channel, final String line) throws IOException
+    {
+        final ByteBuffer buffer = ByteBuffer.wrap((line + "\n").getBytes(StandardCharsets.UTF_8));
+        while (buffer.hasRemaining())
+        {
+            channel.write(buffer);
+        }
+    }
+
+    /**
+     * Reads request lines of bounded length from a blocking channel.
+     */
+    private static final class LineReader
+    {
+        private final SocketChannel channel;
+        private final ByteBuffer buffer = ByteBuffer.allocate(BridgeProtocol.MAX_LINE_BYTES);
+
+        LineReader(final SocketChannel channel)
+        {
+            this.channel = channel;
+            buffer.flip();
+        }
+
+        /**
+         * @return the next line without its terminator, or null at end of stream.
+         * @throws IOException when the line exceeds {@link BridgeProtocol#MAX_LINE_BYTES} or the read fails.
+         */
+        String readLine() throws IOException
+        {
+            while (true)
+            {
+                for (int i = buffer.position(); i < buffer.limit(); i++)
+                {
+                    if (buffer.get(i) == '\n')
+                    {
+                        final byte[] bytes = new byte[i - buffer.position()];
+                        buffer.get(bytes);
+                        buffer.get();
+                        return new String(bytes, StandardCharsets.UTF_8);
+                    }
+                }
+                buffer.compact();
+                if (!buffer.hasRemaining())
+                {
+                    throw new IOException("request line longer than " + BridgeProtocol.MAX_LINE_BYTES + " bytes");
+                }
+                final int read;
+                try
+                {
+                    read = channel.read(buffer);
+                }
+                catch (final ClosedChannelException ex)
+                {
+                    return null;
+                }
+                buffer.flip();
+                if (read < 0)
+                {
+                    return null;
+                }
+            }
+        }
+    }
+}

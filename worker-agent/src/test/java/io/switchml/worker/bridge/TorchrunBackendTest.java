@@ -1,0 +1,362 @@
+package io.switchml.worker.bridge;
+
+import io.switchml.appliance.Appliance;
+import io.switchml.appliance.ApplianceContext;
+import io.switchml.worker.ChildProcess;
+import io.switchml.worker.WorkerClient;
+import io.switchml.worker.WorkerContext;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * {@code init_process_group(backend="switchml")} under torchrun, end to end: an embedded appliance with
+ * control-plane authorization on, and {@code python3 -m torch.distributed.run --standalone --nproc_per_node=4}
+ * running python/tests/torchrun_train.py, a plain DDP script, once with Gloo and once with switchml. Each
+ * switchml rank starts its own agent ({@code switchml worker serve}, here through a stand-in launcher that runs
+ * {@link WorkerServeCommand} on the test class path) with the job name from torchrun's run id and the tenant
+ * credential from {@code $SWITCHML_CREDENTIAL_FILE}, and stops it at {@code destroy_process_group}.
+ * <p>
+ * torchrun is given {@code --redirects 2 --tee 1}: Debian's torch 1.13 on Python 3.11 cannot parse its default
+ * of 0 (its {@code Std} flag enum iterates without NONE under 3.11) and fails before starting any worker.
+ */
+@Tag("python")
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class TorchrunBackendTest
+{
+    private static final String PYTHON = System.getProperty("switchml.python", "/usr/bin/python3");
+    private static final int WORLD = 4;
+    private static final String TENANT_SECRET = "torchrun-tenant-secret-0123456789";
+
+    @TempDir
+    Path tempDir;
+
+    private final List<ChildProcess> children = new ArrayList<>();
+    private Appliance appliance;
+    private Path launcher;
+    private Path credentials;
+
+    @BeforeAll
+    static void requireTorch() throws Exception
+    {
+        final Process probe = new ProcessBuilder(PYTHON, "-c", "import torch, torch.distributed.run")
+            .redirectErrorStream(true).start();
+        final String output = new String(probe.getInputStream().readAllBytes());
+        if (!probe.waitFor(60, TimeUnit.SECONDS) || probe.exitValue() != 0)
+        {
+            fail(PYTHON + " cannot import torch.distributed.run; this test needs Debian's python3-torch " +
+                "(scripts/ensure-test-deps.sh installs it). Python said: " + output.strip());
+        }
+    }
+
+    @BeforeEach
+    void start() throws Exception
+    {
+        credentials = tempDir.resolve("credentials");
+        Files.writeString(credentials, "tenant default " + TENANT_SECRET + "\noperator ops torchrun-operator-secret-0123\n");
+        Files.setPosixFilePermissions(credentials, PosixFilePermissions.fromString("rw-------"));
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
+            .dir(tempDir.resolve("appliance").toString()).joinTimeoutMs(60_000)
+            .controlCredentialsFile(credentials.toString()));
+        launcher = writeLauncher(tempDir.resolve("bin/switchml"));
+    }
+
+    @AfterEach
+    void stop()
+    {
+        children.forEach(ChildProcess::close);
+        if (appliance != null)
+        {
+            appliance.close();
+        }
+    }
+
+    /** A stand-in for the installed launcher that runs 'worker serve' from the test class path. */
+    private static Path writeLauncher(final Path path) throws IOException
+    {
+        Files.createDirectories(path.getParent());
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        Files.writeString(path, "#!/bin/sh\n" +
+            "if [ \"$1\" != worker ] || [ \"$2\" != serve ]; then echo \"test launcher: only 'worker serve'\" >&2; exit 2; fi\n" +
+            "shift 2\n" +
+            "exec '" + java + "' --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow " +
+            "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --add-opens=java.base/java.lang.reflect=ALL-UNNAMED " +
+            "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED --add-exports=java.base/jdk.internal.ref=ALL-UNNAMED " +
+            "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto " +
+            "-cp '" + System.getProperty("java.class.path") + "' " + WorkerServeCommand.class.getName() + " \"$@\"\n");
+        Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rwx------"));
+        return path;
+    }
+
+    private static Path pythonDir()
+    {
+        return Path.of(System.getProperty("basedir", System.getProperty("user.dir")), "python").toAbsolutePath();
+    }
+
+    private Map<String, String> environment()
+    {
+        final Map<String, String> environment = new HashMap<>();
+        // a caller's own settings must not leak in (the package reads an empty variable as unset)
+        for (final String name : List.of("SWITCHML_JOB", "SWITCHML_JOB_TOKEN", "SWITCHML_SOCKET", "SWITCHML_TENANT",
+            "SWITCHML_CONTROL_PORT", "SWITCHML_SHM_BYTES", "SWITCHML_JOIN_TIMEOUT_S"))
+        {
+            environment.put(name, "");
+        }
+        environment.put("PYTHONPATH", pythonDir().toString());
+        environment.put("PYTHONUNBUFFERED", "1");
+        environment.put("PYTHONDONTWRITEBYTECODE", "1");
+        environment.put("OMP_NUM_THREADS", "1");
+        environment.put("GLOO_SOCKET_IFNAME", "lo");
+        environment.put("SWITCHML_LAUNCHER", launcher.toString());
+        environment.put("SWITCHML_APPLIANCE", "127.0.0.1:" + appliance.controlPort());
+        environment.put("SWITCHML_CREDENTIAL_FILE", credentials.toString());
+        environment.put("SWITCHML_AGENT_ARGS", "-k 1024 -s 16");
+        return environment;
+    }
+
+    /**
+     * @param monitorSeconds how often torchrun looks at its workers: it notices their exit only then, and kills the
+     *                       others once one has failed.
+     */
+    private ChildProcess torchrun(final String name, final int monitorSeconds, final List<String> scriptArgs) throws IOException
+    {
+        final List<String> command = new ArrayList<>(List.of(PYTHON, "-m", "torch.distributed.run", "--standalone",
+            "--nproc_per_node=" + WORLD, "--monitor_interval", Integer.toString(monitorSeconds), "--redirects", "2", "--tee", "1",
+            "--log_dir", tempDir.resolve("logs-" + name).toString(), "tests/torchrun_train.py"));
+        command.addAll(scriptArgs);
+        final ChildProcess child = ChildProcess.start(name, command, pythonDir(), environment());
+        children.add(child);
+        return child;
+    }
+
+    @Test
+    void switchmlTrainsLikeGlooUnderTorchrunAndStopsItsAgents() throws Exception
+    {
+        final long startNs = System.nanoTime();
+        final ChildProcess gloo = torchrun("gloo", 1, List.of("--backend", "gloo"));
+        assertEquals(0, gloo.awaitExit(120_000), "torchrun with gloo failed:\n" + gloo.output() + logs("gloo"));
+        final long glooNs = System.nanoTime();
+        final ChildProcess switchml = torchrun("switchml", 1, List.of("--backend", "switchml"));
+        assertEquals(0, switchml.awaitExit(150_000), "torchrun with switchml failed:\n" + switchml.output() + logs("switchml"));
+        final long switchmlNs = System.nanoTime();
+
+        final List<Map<String, String>> glooResults = lines(gloo.output(), "RESULT ");
+        final List<Map<String, String>> switchmlResults = lines(switchml.output(), "RESULT ");
+        assertEquals(WORLD, glooResults.size(), gloo.output());
+        assertEquals(WORLD, switchmlResults.size(), switchml.output());
+        for (final List<Map<String, String>> results : List.of(glooResults, switchmlResults))
+        {
+            for (final Map<String, String> result : results)
+            {
+                assertEquals(results.getFirst().get("digest"), result.get("digest"), "every rank's parameters identical: " + results);
+                assertEquals(results.getFirst().get("losses"), result.get("losses"));
+            }
+        }
+        final double glooAccuracy = Double.parseDouble(glooResults.getFirst().get("acc"));
+        final double switchmlAccuracy = Double.parseDouble(switchmlResults.getFirst().get("acc"));
+        System.out.printf("TORCHRUN gloo acc=%.3f losses=%s step_ms=%s | switchml acc=%.3f losses=%s step_ms=%s%n",
+            glooAccuracy, glooResults.getFirst().get("losses"), glooResults.getFirst().get("step_ms"),
+            switchmlAccuracy, switchmlResults.getFirst().get("losses"), switchmlResults.getFirst().get("step_ms"));
+        assertTrue(glooAccuracy > 80.0, "the model did not learn with gloo: " + glooAccuracy);
+        assertTrue(Math.abs(glooAccuracy - switchmlAccuracy) <= 0.5,
+            "test accuracy gloo " + glooAccuracy + " vs switchml " + switchmlAccuracy + " differs by more than 0.5 points");
+        final String[] glooLosses = glooResults.getFirst().get("losses").split(",");
+        final String[] switchmlLosses = switchmlResults.getFirst().get("losses").split(",");
+        assertEquals(glooLosses.length, switchmlLosses.length);
+        assertTrue(glooLosses.length >= 3, "several epochs");
+        for (int epoch = 0; epoch < glooLosses.length; epoch++)
+        {
+            final double expected = Double.parseDouble(glooLosses[epoch]);
+            final double actual = Double.parseDouble(switchmlLosses[epoch]);
+            assertEquals(expected, actual, 0.01 + 0.02 * expected, "epoch " + epoch + " loss, gloo vs switchml");
+        }
+
+        final List<Map<String, String>> dtypes = lines(switchml.output(), "DTYPES ");
+        assertEquals(WORLD, dtypes.size(), "float16/bfloat16/int32 sums and averages, float64 refused: " + switchml.output());
+        for (final Map<String, String> profile : lines(switchml.output(), "PROFILE "))
+        {
+            assertTrue(Integer.parseInt(profile.get("ranges")) >= 1, profile.toString());
+            assertTrue(profile.get("example").startsWith("switchml::all_reduce(backend=switchml,bytes="), profile.toString());
+        }
+        assertEquals(WORLD, lines(switchml.output(), "PROFILE ").size());
+        for (final Map<String, String> stats : lines(switchml.output(), "STATS "))
+        {
+            // 4 epochs of 32 steps, each at least one gradient bucket, plus the loss and dtype checks
+            assertTrue(Long.parseLong(stats.get("allReduces")) >= 4 * 32, stats.toString());
+            assertTrue(Long.parseLong(stats.get("packetsSent")) > 0, stats.toString());
+            assertTrue(Long.parseLong(stats.getOrDefault("int32.allReduces", "0")) >= 3, "int32 went through the int32 job: " + stats);
+        }
+        final List<Map<String, String>> after = lines(switchml.output(), "AGENT_AFTER_DESTROY ");
+        assertEquals(WORLD, after.size(), switchml.output());
+        for (final Map<String, String> agent : after)
+        {
+            assertEquals("False", agent.get("alive"), "destroy_process_group stops the agent: " + agent);
+        }
+        System.out.printf("TORCHRUN TIMING gloo_s=%.1f switchml_s=%.1f%n", (glooNs - startNs) / 1e9, (switchmlNs - glooNs) / 1e9);
+    }
+
+    @Test
+    void aKilledRankIsNamedByTheOthersWithinSecondsAndTheAgentsExit() throws Exception
+    {
+        final ChildProcess run = torchrun("kill", 10, List.of("--backend", "switchml", "--kill-rank", "2", "--kill-step", "5"));
+        final int exit = run.awaitExit(150_000);
+        final String output = run.output();
+        assertNotEquals(0, exit, output);
+        assertTrue(output.contains("KILLING rank=2"), output + logs("kill"));
+        final List<Map<String, String>> failed = linesWithMessage(output, "FAILED ");
+        assertEquals(WORLD - 1, failed.size(), "every other rank raises: " + output + logs("kill"));
+        for (final Map<String, String> rank : failed)
+        {
+            assertTrue(rank.get("error").contains("missing ranks [2]") || rank.get("error").contains("rank 2"),
+                "the error names rank 2: " + rank);
+            assertTrue(Double.parseDouble(rank.get("after_s")) < 5.0, "raised within seconds: " + rank);
+            System.out.println("TORCHRUN KILL rank " + rank.get("rank") + " raised after " + rank.get("after_s") + " s: " +
+                rank.get("error"));
+        }
+        final long deadline = System.currentTimeMillis() + 15_000;
+        for (final Map<String, String> agent : lines(output, "AGENT "))
+        {
+            final long pid = Long.parseLong(agent.get("pid"));
+            while (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) && System.currentTimeMillis() < deadline)
+            {
+                Thread.sleep(100);
+            }
+            assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "agent of " + agent + " still running");
+        }
+        assertEquals(WORLD, lines(output, "AGENT ").size(), output);
+    }
+
+    @Test
+    void aJobNameTakenOnTheApplianceAndAMissingLauncherAreClearErrors() throws Exception
+    {
+        // an earlier run's job, still waiting for its second rank
+        final CompletableFuture<WorkerClient> earlier = CompletableFuture.supplyAsync(() -> WorkerClient.connect(
+            new WorkerContext().controlPort(appliance.controlPort()).jobName("torch-taken").token("earlier-run-token")
+                .credential(TENANT_SECRET).worldSize(2).rank(0).joinTimeoutMs(30_000)));
+        Thread.sleep(1_000);
+        final String init = "import sys, torch.distributed as dist, switchml\n" +
+            "try:\n" +
+            "    dist.init_process_group('switchml', init_method='tcp://127.0.0.1:%d', rank=0, world_size=1)\n" +
+            "except Exception as ex:\n" +
+            "    print('INIT_ERROR ' + ' '.join(str(ex).split())); sys.exit(3)\n" +
+            "print('INIT_OK')\n";
+        final long startNs = System.nanoTime();
+        final Map<String, String> taken = environment();
+        taken.put("SWITCHML_JOB", "torch-taken");
+        final ChildProcess collision = ChildProcess.start("collision", List.of(PYTHON, "-c", init.formatted(freePort())),
+            pythonDir(), taken);
+        children.add(collision);
+        assertEquals(3, collision.awaitExit(60_000), collision.output());
+        final double seconds = (System.nanoTime() - startNs) / 1e9;
+        assertTrue(collision.output().contains("job name 'torch-taken' is taken on the appliance"), collision.output());
+        assertTrue(collision.output().contains("SWITCHML_JOB"), collision.output());
+        assertTrue(seconds < 30, "a clear error, not a hang: " + seconds + " s");
+
+        final Map<String, String> noLauncher = environment();
+        noLauncher.remove("SWITCHML_LAUNCHER");
+        noLauncher.put("PATH", "/usr/bin:/bin");
+        final ChildProcess missing = ChildProcess.start("missing", List.of(PYTHON, "-c", init.formatted(freePort())),
+            pythonDir(), noLauncher);
+        children.add(missing);
+        assertEquals(3, missing.awaitExit(60_000), missing.output());
+        assertTrue(missing.output().contains("no 'switchml' launcher on PATH") &&
+            missing.output().contains("install the switchml package"), missing.output());
+        earlier.cancel(true);
+        try
+        {
+            earlier.get(1, TimeUnit.MILLISECONDS).close();
+        }
+        catch (final Exception ignore)
+        {
+            // the earlier run never completes; the appliance ends its job at close
+        }
+    }
+
+    private static int freePort() throws IOException
+    {
+        try (ServerSocket socket = new ServerSocket(0))
+        {
+            return socket.getLocalPort();
+        }
+    }
+
+    private String logs(final String name)
+    {
+        final StringBuilder text = new StringBuilder("\nworker logs:\n");
+        try (var files = Files.walk(tempDir.resolve("logs-" + name)))
+        {
+            for (final Path file : files.filter(Files::isRegularFile).sorted().toList())
+            {
+                text.append("== ").append(file).append('\n').append(Files.readString(file));
+            }
+        }
+        catch (final IOException ex)
+        {
+            text.append(ex);
+        }
+        return text.toString();
+    }
+
+    /** The key=value fields of every line (torchrun prefixes them with [defaultN]:) that starts with prefix. */
+    private static List<Map<String, String>> lines(final String output, final String prefix)
+    {
+        final List<Map<String, String>> found = new ArrayList<>();
+        for (final String raw : output.split("\n"))
+        {
+            final String line = raw.replaceFirst("^\\[default\\d+\\]:", "");
+            if (line.startsWith(prefix))
+            {
+                final Map<String, String> fields = new HashMap<>();
+                for (final String token : line.substring(prefix.length()).trim().split(" +"))
+                {
+                    final int equals = token.indexOf('=');
+                    if (equals > 0)
+                    {
+                        fields.put(token.substring(0, equals), token.substring(equals + 1));
+                    }
+                }
+                found.add(fields);
+            }
+        }
+        return found;
+    }
+
+    /** As {@link #lines}, with everything after "error=" kept as the error message. */
+    private static List<Map<String, String>> linesWithMessage(final String output, final String prefix)
+    {
+        final List<Map<String, String>> found = lines(output, prefix);
+        int index = 0;
+        for (final String raw : output.split("\n"))
+        {
+            final String line = raw.replaceFirst("^\\[default\\d+\\]:", "");
+            if (line.startsWith(prefix))
+            {
+                final int at = line.indexOf("error=");
+                found.get(index++).put("error", at < 0 ? "" : line.substring(at + "error=".length()));
+            }
+        }
+        return found;
+    }
+}
