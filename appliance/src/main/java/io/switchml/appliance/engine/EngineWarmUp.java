@@ -65,9 +65,10 @@ public final class EngineWarmUp implements Runnable
                 for (int rank = 0; rank < WORLD; rank++)
                 {
                     update.writeHeader(DataHeaderFlyweight.TYPE_UPDATE, 1, rank, version, type, slot, round, LANES, 0, 0);
-                    for (int lane = 0; lane < LANES; lane += 64)
+                    // a word every 128 bytes of the payload, inside it for 16-bit lanes as for 32-bit ones
+                    for (int offset = 0; offset < LANES * Short.BYTES; offset += 128)
                     {
-                        packet.putLong(DataHeaderFlyweight.PAYLOAD_OFFSET + lane * Integer.BYTES / 2, round * 31L + lane);
+                        packet.putLong(DataHeaderFlyweight.PAYLOAD_OFFSET + offset, round * 31L + offset);
                     }
                     if (pool.onUpdate(update, result, 0, round) == SlotPool.COMPLETED)
                     {

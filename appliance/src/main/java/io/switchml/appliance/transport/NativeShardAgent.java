@@ -78,6 +78,9 @@ final class NativeShardAgent implements Agent, ResultSender
     private final int gsoControlOffset;
     private final int[] gsoRun = new int[SEND_CAPACITY];
     private final DestinationGrouper grouper = new DestinationGrouper(SEND_CAPACITY);
+    /** Whether the queue has been grouped since its last datagram was queued, and what grouping found. */
+    private boolean grouped;
+    private boolean coalescable;
     private boolean gsoSend = true;
     private final int sendNamesOffset;
     private final int arenaOffset;
@@ -533,8 +536,14 @@ final class NativeShardAgent implements Agent, ResultSender
      */
     private int coalesce()
     {
-        // unicast batches alternate destinations: bring each destination's datagrams together first
-        if (!grouper.group(meta, sendIovOffset, sendNamesOffset, sendHead, sendCount))
+        // unicast batches alternate destinations: bring each destination's datagrams together first, once per batch
+        // (a flush that resumes after a partial send finds the rest already grouped)
+        if (!grouped)
+        {
+            coalescable = grouper.group(meta, sendIovOffset, sendNamesOffset, sendHead, sendCount);
+            grouped = true;
+        }
+        if (!coalescable)
         {
             return 0;
         }
@@ -646,6 +655,7 @@ final class NativeShardAgent implements Agent, ResultSender
                 return false;
             }
         }
+        grouped = false;
         final int index = sendCount++;
         final int iov = sendIovOffset + index * NativeUdp.IOVEC_SIZE;
         final int name = sendNamesOffset + index * NativeUdp.SOCKADDR_IN_SIZE;

@@ -79,7 +79,6 @@ public final class NativeDatagramTransport extends TransportCounters
     private final long receiveVecAddress;
     private final UnsafeBuffer receiveVec;
     private final UnsafeBuffer[] receiveViews = new UnsafeBuffer[RECEIVE_BATCH];
-    private final long[] receiveBufferAddress = new long[RECEIVE_BATCH];
     private final UnsafeBuffer segmentView = new UnsafeBuffer(0L, 0);
     private final long receiveControlAddress;
     private final UnsafeBuffer receiveControl;
@@ -206,7 +205,6 @@ public final class NativeDatagramTransport extends TransportCounters
                 receiveVec.putLong(i * NativeUdp.MMSGHDR_SIZE + NativeUdp.MSG_CONTROLLEN_OFFSET, NativeUdp.CMSG_SPACE_SMALL);
             }
             receiveViews[i] = new UnsafeBuffer(buffer, receiveLength);
-            receiveBufferAddress[i] = buffer;
         }
 
         pollAddress = arena.allocate(3L * NativeUdp.POLLFD_SIZE, 8).address();
@@ -454,7 +452,7 @@ public final class NativeDatagramTransport extends TransportCounters
                     for (int from = 0; from < length; from += segment)
                     {
                         final int segmentLength = Math.min(segment, length - from);
-                        segmentView.wrap(receiveBufferAddress[i] + from, segmentLength);
+                        segmentView.wrap(receiveViews[i].addressOffset() + from, segmentLength);
                         receiver.onDatagram(segmentView, segmentLength);
                         groSegments++;
                     }
