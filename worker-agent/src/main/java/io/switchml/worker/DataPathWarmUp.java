@@ -10,58 +10,126 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 
 /**
- * Runs the per-chunk kernels of the data path (exponent scan, quantize into a packet, dequantize out of one) on
- * scratch data while the join waits for the other ranks, so that the JIT has compiled them before the first
- * all-reduce instead of during it. Local work only: nothing is sent, no stream state changes. Bounded by
- * {@link #BUDGET_NS} of wall time and a fixed amount of work; the agent waits for it at most that long.
+ * Warms the data path up while the join waits for the other ranks, so that the JIT has compiled it before the first
+ * all-reduce instead of during it: first a rehearsal of the whole per-packet path ({@link DataPathRehearsal}: a real
+ * client and real loopback sockets, nothing sent to the appliance), then the per-chunk kernels (exponent scan,
+ * quantize into a packet, dequantize out of one) at the job's own k on scratch data. No stream state changes.
+ * <p>
+ * Bounded by {@link #BUDGET_NS} of wall time and a fixed amount of work. Once the join has completed, the agent gives
+ * it {@link #JOIN_GRACE_NS} more at most and then stops it: it uses the time spent waiting for the other ranks and
+ * delays readiness by that grace at most. It runs on its own daemon thread, once per process. Measured on loopback
+ * (docs/bench/worker-transport-2026-11-25.md): letting it go on in the background until the first submission instead
+ * made the first all-reduces slower (the rehearsal and the job then share the cores).
  */
 final class DataPathWarmUp implements Runnable
 {
-    /** Longest the warm-up runs. */
-    static final long BUDGET_NS = 300_000_000L;
+    /** Longest the warm-up runs, rehearsal and kernels together. */
+    static final long BUDGET_NS = 1_000_000_000L;
+    /** Longest the agent waits for the warm-up once the join has completed. */
+    static final long JOIN_GRACE_NS = 300_000_000L;
+    /** Part of the time left to the kernels at the job's k, which run after the rehearsal. */
+    static final long KERNEL_SHARE_NS = 100_000_000L;
+    /** System property: false turns the warm-up off. */
+    static final String PROPERTY = "switchml.worker.warmup";
+    /** System property: false skips the rehearsal of the per-packet path. */
+    static final String REHEARSAL_PROPERTY = "switchml.worker.rehearsal";
+    /** System property: true prints what the warm-up did to stderr. */
+    static final String REPORT_PROPERTY = "switchml.worker.warmup.report";
     private static final long ELEMENTS = 24_000_000L;
     private static final int BLOCKS = 8;
+    private static final java.util.concurrent.atomic.AtomicBoolean STARTED = new java.util.concurrent.atomic.AtomicBoolean();
 
+    private final WorkerContext context;
     private final byte elementType;
     private final int lanes;
     private final int worldSize;
+    private volatile long deadlineNs;
+    private volatile int rehearsed = -1;
+    private Thread thread;
 
     DataPathWarmUp(final WorkerContext context)
     {
+        this.context = context;
         this.elementType = context.elementType();
         this.lanes = context.lanes();
         this.worldSize = context.worldSize();
+        this.deadlineNs = System.nanoTime() + BUDGET_NS;
     }
-
-    /** System property: false turns the warm-up off. */
-    static final String PROPERTY = "switchml.worker.warmup";
-    private static final java.util.concurrent.atomic.AtomicBoolean STARTED = new java.util.concurrent.atomic.AtomicBoolean();
 
     /**
      * Start it on a daemon thread, once per process (the JIT's work is shared by every client of the JVM).
      *
-     * @return the thread, or null when it ran already or is turned off.
+     * @return the warm-up, or null when it ran already or is turned off.
      */
-    static Thread maybeStart(final WorkerContext context)
+    static DataPathWarmUp maybeStart(final WorkerContext context)
     {
         if (!Boolean.parseBoolean(System.getProperty(PROPERTY, "true")) || !STARTED.compareAndSet(false, true))
         {
             return null;
         }
-        return Thread.ofPlatform().daemon().name("switchml-warmup").start(new DataPathWarmUp(context));
-    }
-
-    public void run()
-    {
-        run(BUDGET_NS);
+        final DataPathWarmUp warmUp = new DataPathWarmUp(context);
+        warmUp.thread = Thread.ofPlatform().daemon().name("switchml-warmup").start(warmUp);
+        return warmUp;
     }
 
     /**
+     * The join has completed: let the warm-up run {@link #JOIN_GRACE_NS} more at most, and wait until it stops.
+     */
+    void finish() throws InterruptedException
+    {
+        final long endNs = System.nanoTime() + JOIN_GRACE_NS;
+        if (endNs - deadlineNs < 0)
+        {
+            deadlineNs = endNs;
+        }
+        // it reads its deadline between the rehearsal's all-reduces and between kernel chunks: the margin covers one
+        thread.join(java.time.Duration.ofNanos(JOIN_GRACE_NS + 200_000_000L));
+    }
+
+    private long deadlineNs()
+    {
+        return deadlineNs;
+    }
+
+    /**
+     * The rehearsal ({@link DataPathRehearsal}) unless {@value #REHEARSAL_PROPERTY} is false, then the kernels at the
+     * job's k with what is left.
+     */
+    public void run()
+    {
+        final long startNs = System.nanoTime();
+        if (Boolean.parseBoolean(System.getProperty(REHEARSAL_PROPERTY, "true")))
+        {
+            rehearsed = new DataPathRehearsal(context).run(() -> deadlineNs - KERNEL_SHARE_NS);
+        }
+        final long rehearsalNs = System.nanoTime() - startNs;
+        final long kernelRounds = kernels(this::deadlineNs);
+        if (Boolean.getBoolean(REPORT_PROPERTY))
+        {
+            System.err.printf("switchml: data path warm-up: rehearsal %d all-reduces in %d ms, kernels %d rounds, %d ms " +
+                "in all%n", rehearsed, rehearsalNs / 1_000_000, kernelRounds, (System.nanoTime() - startNs) / 1_000_000);
+        }
+    }
+
+    /** @return the all-reduces the rehearsal completed, -1 when it did not run or failed. */
+    int rehearsed()
+    {
+        return rehearsed;
+    }
+
+    /**
+     * The kernels alone, for a budget.
+     *
      * @return the rounds of work (one chunk through each kernel) done before the work or the budget ran out.
      */
     long run(final long budgetNs)
     {
-        final long deadlineNs = System.nanoTime() + budgetNs;
+        final long endNs = System.nanoTime() + budgetNs;
+        return kernels(() -> endNs);
+    }
+
+    private long kernels(final java.util.function.LongSupplier deadline)
+    {
         final int length = lanes * BLOCKS;
         final TensorView[] views;
         if (elementType == ElementType.INT32)
@@ -93,7 +161,7 @@ final class DataPathWarmUp implements Runnable
         final boolean sixteenBit = ElementType.isSixteenBit(elementType);
         final long rounds = rounds(lanes);
         long round = 0;
-        for (; round < rounds && System.nanoTime() - deadlineNs < 0; round++)
+        for (; round < rounds && System.nanoTime() - deadline.getAsLong() < 0; round++)
         {
             final TensorView view = views[(int)(round % views.length)];
             final int from = (int)(round % BLOCKS) * lanes;

@@ -130,7 +130,7 @@ public final class WorkerClient implements AutoCloseable
     private volatile boolean closing;
     private volatile boolean streamHeld;
 
-    private WorkerClient(
+    WorkerClient(
         final WorkerContext context, final Socket controlSocket, final DatagramTransport[] transports,
         final int jobId, final Map<String, String> joinReply) throws IOException
     {
@@ -223,7 +223,7 @@ public final class WorkerClient implements AutoCloseable
                 ports.append(shard == 0 ? "" : ",").append(transports[shard].localPort());
             }
 
-            final Thread warmUp = DataPathWarmUp.maybeStart(context);
+            final DataPathWarmUp warmUp = DataPathWarmUp.maybeStart(context);
             send(out, ControlProtocol.JOIN + " job=" + jobId + " rank=" + context.rank() + " token=" + context.token() +
                 " ports=" + ports);
             socket.setSoTimeout((int)Math.min(Integer.MAX_VALUE, context.joinTimeoutMs()));
@@ -231,10 +231,10 @@ public final class WorkerClient implements AutoCloseable
             socket.setSoTimeout(0);
             if (warmUp != null)
             {
-                // it ran while the join waited for the other ranks; what is left of its budget is waited for here
+                // it ran while the join waited for the other ranks; now it gets a short grace, then stops
                 try
                 {
-                    warmUp.join(java.time.Duration.ofNanos(DataPathWarmUp.BUDGET_NS));
+                    warmUp.finish();
                 }
                 catch (final InterruptedException ex)
                 {
@@ -269,7 +269,7 @@ public final class WorkerClient implements AutoCloseable
      * Open one shard's transport of the kind resolved from {@code --transport}, bound to the local address that
      * reaches the appliance.
      */
-    private static DatagramTransport openTransport(final TransportKind kind, final WorkerContext context,
+    static DatagramTransport openTransport(final TransportKind kind, final WorkerContext context,
         final java.net.InetAddress local) throws IOException
     {
         final int maxDatagram = DataHeaderFlyweight.packetLength(context.lanes());

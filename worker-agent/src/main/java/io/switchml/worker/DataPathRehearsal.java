@@ -1,0 +1,272 @@
+package io.switchml.worker;
+
+import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.ElementType;
+import io.switchml.worker.transport.DatagramTransport;
+import io.switchml.worker.transport.TransportKind;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.IOException;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+/**
+ * A private rehearsal of the whole per-packet path of a worker (submission, the I/O agent's scheduling and result
+ * handling, loss-recovery bookkeeping, the transport's batched send and receive) while the real join waits for the
+ * other ranks, so that the JIT has compiled it before the job's first all-reduce instead of during it.
+ * <p>
+ * A real {@link WorkerClient} on the job's element type, world size and transport all-reduces small tensors through
+ * real UDP sockets on the loopback interface to a reflector thread that turns each update into a result and sends it
+ * back; the control connection is a local socket pair. The reflector plays the other ranks' part without their
+ * values (a result holds this rank's lanes alone, so the sums are not the job's and nobody reads them): the client
+ * quantizes with the job's world size, so that its profile, which the JIT compiles from, is the job's.
+ * Nothing reaches the appliance, and the rehearsal's state goes away with it. Small packets (k = {@link #LANES}) give
+ * the per-packet code its tens of thousands of invocations within a few tens of megabytes; the per-element kernels
+ * at the job's own k are {@link DataPathWarmUp}'s. Float tensors go through both a {@code float[]} and a direct
+ * {@code FloatBuffer} (the bench's and the PyTorch bridge's views), one call at a time and several in flight.
+ * <p>
+ * It is bounded by a deadline and a fixed number of rounds; anything that goes wrong ends it quietly (it is only a
+ * warm-up), reported through the return value.
+ */
+final class DataPathRehearsal
+{
+    /** Elements per packet in the rehearsal. */
+    static final int LANES = 256;
+    /** Slots of the rehearsal's pool. */
+    static final int SLOTS = 32;
+    /** Elements per rehearsed tensor: 128 packets. */
+    static final int ELEMENTS = LANES * 128;
+    /** All-reduces at most: about 20,000 packets each way. */
+    static final int ROUNDS = 160;
+    /** Calls kept in flight by the asynchronous rounds. */
+    private static final int IN_FLIGHT = 4;
+    private static final int JOB_ID = 0x5EED;
+
+    private final WorkerContext job;
+
+    DataPathRehearsal(final WorkerContext job)
+    {
+        this.job = job;
+    }
+
+    /**
+     * Rehearse until the rounds are done or the deadline passes.
+     *
+     * @param deadlineNs {@link System#nanoTime()} by which to stop.
+     * @return the all-reduces completed; -1 when the rehearsal could not be set up or failed.
+     */
+    int run(final long deadlineNs)
+    {
+        return run(() -> deadlineNs);
+    }
+
+    /**
+     * Rehearse until the rounds are done or the deadline, which may move earlier meanwhile, passes.
+     *
+     * @param deadline {@link System#nanoTime()} by which to stop, read between all-reduces.
+     * @return the all-reduces completed; -1 when the rehearsal could not be set up or failed.
+     */
+    int run(final LongSupplier deadline)
+    {
+        final InetAddress loopback = InetAddress.getLoopbackAddress();
+        final WorkerContext context = new WorkerContext()
+            .applianceHost(loopback.getHostAddress())
+            .jobName("rehearsal")
+            .token("local-rehearsal")
+            .worldSize(job.worldSize())
+            .rank(0)
+            .elementType(job.elementType())
+            .lanes(LANES)
+            .slots(SLOTS)
+            .macEnabled(false)
+            .transport(job.transport())
+            .gso(job.gso())
+            .gro(job.gro())
+            .fastRetransmit(job.fastRetransmit())
+            .progressTimeoutMs(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.getAsLong() - System.nanoTime())) + 1_000)
+            .conclude();
+        final TransportKind kind = context.transport().resolve();
+        WorkerClient client = null;
+        Reflector reflector = null;
+        try (ServerSocket server = new ServerSocket(0, 1, loopback);
+            Socket control = new Socket(loopback, server.getLocalPort());
+            Socket controlPeer = server.accept())
+        {
+            final DatagramTransport worker = WorkerClient.openTransport(kind, context, loopback);
+            final DatagramTransport reflecting;
+            try
+            {
+                reflecting = WorkerClient.openTransport(kind, context, loopback);
+            }
+            catch (final IOException ex)
+            {
+                worker.close();
+                throw ex;
+            }
+            reflector = new Reflector(reflecting);
+            worker.connect((Inet4Address)loopback, reflecting.localPort());
+            reflecting.connect((Inet4Address)loopback, worker.localPort());
+            reflector.start();
+            client = new WorkerClient(context, control, new DatagramTransport[] {worker}, JOB_ID,
+                Map.of("mac", "off", "key", "0".repeat(32)));
+            return ElementType.isFloat(job.elementType()) ? floatRounds(client, deadline) : intRounds(client, deadline);
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            return -1;
+        }
+        finally
+        {
+            if (client != null)
+            {
+                client.close();
+            }
+            if (reflector != null)
+            {
+                reflector.close();
+            }
+        }
+    }
+
+    private static int floatRounds(final WorkerClient client, final LongSupplier deadline)
+    {
+        final float[] values = new float[ELEMENTS];
+        for (int i = 0; i < ELEMENTS; i++)
+        {
+            values[i] = (i % 1000 - 500) * 0.001f;
+        }
+        final float[] result = new float[ELEMENTS];
+        // a tensor whose last chunk is partial, as most are
+        final float[] partial = java.util.Arrays.copyOf(values, ELEMENTS - LANES / 3);
+        final float[] partialResult = new float[partial.length];
+        final FloatBuffer direct = ByteBuffer.allocateDirect(ELEMENTS * Float.BYTES).order(ByteOrder.nativeOrder())
+            .asFloatBuffer().put(values).flip();
+        final FloatBuffer directResult = ByteBuffer.allocateDirect(ELEMENTS * Float.BYTES).order(ByteOrder.nativeOrder())
+            .asFloatBuffer();
+        final float[][] pipelined = new float[IN_FLIGHT][ELEMENTS];
+        @SuppressWarnings("unchecked")
+        final CompletableFuture<Void>[] futures = new CompletableFuture[IN_FLIGHT];
+        int done = 0;
+        while (done < ROUNDS && System.nanoTime() - deadline.getAsLong() < 0)
+        {
+            switch (done % 3)
+            {
+                case 0 -> client.allReduce(partial, partialResult, ReduceOp.SUM);
+                case 1 -> client.allReduce(direct, directResult, ReduceOp.AVERAGE);
+                default ->
+                {
+                    for (int i = 0; i < IN_FLIGHT; i++)
+                    {
+                        futures[i] = client.allReduceAsync(values, pipelined[i], ReduceOp.SUM);
+                    }
+                    CompletableFuture.allOf(futures).join();
+                }
+            }
+            done++;
+        }
+        return done;
+    }
+
+    private static int intRounds(final WorkerClient client, final LongSupplier deadline)
+    {
+        final int[] values = new int[ELEMENTS];
+        for (int i = 0; i < ELEMENTS; i++)
+        {
+            values[i] = i % 1000 - 500;
+        }
+        final int[] result = new int[ELEMENTS];
+        final int[] partial = java.util.Arrays.copyOf(values, ELEMENTS - LANES / 3);
+        final int[] partialResult = new int[partial.length];
+        int done = 0;
+        while (done < ROUNDS && System.nanoTime() - deadline.getAsLong() < 0)
+        {
+            if ((done & 1) == 0)
+            {
+                client.allReduce(values, result);
+            }
+            else
+            {
+                client.allReduce(partial, partialResult);
+            }
+            done++;
+        }
+        return done;
+    }
+
+    /**
+     * The appliance's part: every update comes back as its result, on the same transport class as
+     * the worker's (so its send and receive paths are rehearsed twice over). Probes are not answered: there is no
+     * loss on loopback, and the rehearsal is bounded anyway.
+     */
+    private static final class Reflector implements DatagramTransport.Receiver
+    {
+        private final DatagramTransport transport;
+        private final Thread thread;
+        private volatile boolean running = true;
+
+        Reflector(final DatagramTransport transport)
+        {
+            this.transport = transport;
+            this.thread = Thread.ofPlatform().daemon().name("switchml-rehearsal-reflector").unstarted(this::loop);
+        }
+
+        void start()
+        {
+            thread.start();
+        }
+
+        private void loop()
+        {
+            transport.onStart();
+            while (running)
+            {
+                if (transport.receive(this, 256) > 0)
+                {
+                    transport.flush();
+                }
+                else if (transport.drained())
+                {
+                    transport.await(1);
+                }
+            }
+        }
+
+        public void onDatagram(final UnsafeBuffer buffer, final int length)
+        {
+            if (length < DataHeaderFlyweight.HEADER_LENGTH ||
+                buffer.getByte(DataHeaderFlyweight.TYPE_OFFSET) != DataHeaderFlyweight.TYPE_UPDATE)
+            {
+                return;
+            }
+            buffer.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_RESULT);
+            buffer.putByte(DataHeaderFlyweight.FLAGS_OFFSET,
+                (byte)(buffer.getByte(DataHeaderFlyweight.FLAGS_OFFSET) & ~DataHeaderFlyweight.FLAG_RETRANSMIT));
+            buffer.putLong(DataHeaderFlyweight.MAC_OFFSET, 0L);
+            transport.send(buffer, length);
+        }
+
+        void close()
+        {
+            running = false;
+            transport.wakeup();
+            try
+            {
+                thread.join(1_000);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+            transport.close();
+        }
+    }
+}
