@@ -4,11 +4,11 @@
 #
 #   bench/pytorch/run.sh [--steps 10] [--warmups 4] [--batch 8] [--modes gloo,switchml,switchml-sync]
 #                        [--where loopback,rack] [--rate 1gbit] [--mac off|on] [--multicast on|off] [--bucket-mb 25]
-#                        [--repeat 1]
+#                        [--repeat 1] [--agent-slots 16]
 #
 # loopback: an appliance on 127.0.0.1 and torchrun --standalone --nproc_per_node=4.
 # rack (root): bench/rack/rack.sh's namespaces (appliance 10.77.0.1, rank r in its own namespace at 10.77.0.(11+r),
-#   every worker link limited to --rate by tbf, MTU 9000, k = 2233, s = 16 as in the rack bench); each rank is
+#   every worker link limited to --rate by tbf, MTU 9000, k = 2233, s = --agent-slots (16 as in the rack bench)); each rank is
 #   started with torchrun's environment by hand (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT), since torchrun's
 #   local ranks would all share one namespace. Results multicast to the job's group (--multicast on, as the rack
 #   bench and the paper's switch), packet MACs off (--mac off: a trusted rack, as the rack bench's default).
@@ -19,7 +19,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 PY=/usr/bin/python3
-STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25 REPEAT=1
+STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25 REPEAT=1 AGENT_SLOTS=16
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
@@ -32,7 +32,8 @@ while [ $# -gt 0 ]; do
     --multicast) MULTICAST=$2; shift 2 ;;
     --bucket-mb) BUCKET_MB=$2; shift 2 ;;
     --repeat) REPEAT=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --agent-slots) AGENT_SLOTS=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "bench/pytorch/run.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -98,7 +99,7 @@ rack() {
     for r in 0 1 2 3; do
       ip netns exec "$(rack_ns_w "$r")" env RANK=$r WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
         MASTER_ADDR="$(rack_worker_addr 0)" MASTER_PORT=29511 GLOO_SOCKET_IFNAME=eth0 \
-        SWITCHML_APPLIANCE="$RACK_APPLIANCE_ADDR:17570" SWITCHML_AGENT_ARGS="-k 2233 -s 16 --mac $MAC" \
+        SWITCHML_APPLIANCE="$RACK_APPLIANCE_ADDR:17570" SWITCHML_AGENT_ARGS="-k 2233 -s $AGENT_SLOTS --mac $MAC" \
         "$PY" "$ROOT/bench/pytorch/ddp_bench.py" --mode "$mode" $(bench_args) >"$WORK/rack-$mode-$r.log" 2>&1 &
       pids+=($!)
     done
@@ -109,7 +110,7 @@ rack() {
 }
 
 {
-echo "# mac=$MAC multicast(rack)=$MULTICAST bucket_mb=$BUCKET_MB steps=$STEPS warmups=$WARMUPS batch=$BATCH"
+echo "# mac=$MAC multicast(rack)=$MULTICAST agent_slots(rack)=$AGENT_SLOTS bucket_mb=$BUCKET_MB steps=$STEPS warmups=$WARMUPS batch=$BATCH"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(getconf _NPROCESSORS_ONLN) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), torch $("$PY" -c 'import torch; print(torch.__version__)'), commit $(git -C "$ROOT" rev-parse --short HEAD)"
 for where in ${WHERE//,/ }; do
   case "$where" in

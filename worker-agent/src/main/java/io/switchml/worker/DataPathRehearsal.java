@@ -77,7 +77,15 @@ final class DataPathRehearsal
      */
     int run(final LongSupplier deadline)
     {
-        final InetAddress loopback = InetAddress.getLoopbackAddress();
+        final Inet4Address loopback;
+        try
+        {
+            loopback = (Inet4Address)InetAddress.getByAddress(new byte[] {127, 0, 0, 1});
+        }
+        catch (final IOException ex)
+        {
+            return -1;
+        }
         final WorkerContext context = new WorkerContext()
             .applianceHost(loopback.getHostAddress())
             .jobName("rehearsal")
@@ -95,26 +103,17 @@ final class DataPathRehearsal
             .progressTimeoutMs(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.getAsLong() - System.nanoTime())) + 1_000)
             .conclude();
         final TransportKind kind = context.transport().resolve();
+        DatagramTransport worker = null;
         WorkerClient client = null;
         Reflector reflector = null;
         try (ServerSocket server = new ServerSocket(0, 1, loopback);
             Socket control = new Socket(loopback, server.getLocalPort());
             Socket controlPeer = server.accept())
         {
-            final DatagramTransport worker = WorkerClient.openTransport(kind, context, loopback);
-            final DatagramTransport reflecting;
-            try
-            {
-                reflecting = WorkerClient.openTransport(kind, context, loopback);
-            }
-            catch (final IOException ex)
-            {
-                worker.close();
-                throw ex;
-            }
-            reflector = new Reflector(reflecting);
-            worker.connect((Inet4Address)loopback, reflecting.localPort());
-            reflecting.connect((Inet4Address)loopback, worker.localPort());
+            worker = WorkerClient.openTransport(kind, context, loopback);
+            reflector = new Reflector(WorkerClient.openTransport(kind, context, loopback));
+            worker.connect(loopback, reflector.transport.localPort());
+            reflector.transport.connect(loopback, worker.localPort());
             reflector.start();
             client = new WorkerClient(context, control, new DatagramTransport[] {worker}, JOB_ID,
                 Map.of("mac", "off", "key", "0".repeat(32)));
@@ -129,6 +128,10 @@ final class DataPathRehearsal
             if (client != null)
             {
                 client.close();
+            }
+            else if (worker != null)
+            {
+                worker.close();
             }
             if (reflector != null)
             {
