@@ -117,7 +117,8 @@ def main():
     extra = ""
     if args.mode != "gloo":
         stats = switchml.stats()
-        extra = " retransmissions=%d allReduces=%d" % (stats.get("retransmissions", -1), stats.get("allReduces", -1))
+        extra = "".join(" %s=%d" % (key, stats.get(key, -1)) for key in (
+            "retransmissions", "spuriousRetransmissions", "probes", "spuriousProbes", "allReduces"))
     if rank == 0:
         print("BENCH mode=%s ranks=%d params=%d bucket_mb=%g batch=%d image=%d step_ms_p50=%.1f steps_per_s=%.3f "
               "compute_ms_p50=%.1f exposed_comm_ms=%.1f%s" % (

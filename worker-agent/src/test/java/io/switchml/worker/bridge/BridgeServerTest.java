@@ -232,6 +232,11 @@ class BridgeServerTest
             assertEquals("OK", stats.get(""));
             assertEquals(Integer.toString(requests + 1), stats.get("requests"));
             assertTrue(Long.parseLong(stats.get("packetsSent")) >= requests, stats.toString());
+            for (final String counter : new String[] {"spuriousRetransmissions", "probes", "spuriousProbes", "nacks",
+                "staleResults", "pausesNs", "int32.probes"})
+            {
+                assertTrue(Long.parseLong(stats.get(counter)) >= 0, counter + " in " + stats);
+            }
             assertEquals(Integer.toString(1), stats.get("int32.allReduces"), stats.toString());
             final FloatBuffer shm = client.shm();
             for (int r = 0; r < requests; r++)

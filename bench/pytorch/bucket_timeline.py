@@ -1,0 +1,91 @@
+"""When each DDP bucket of the bench model becomes ready during backward, and the step time that bounds.
+
+    OMP_NUM_THREADS=1 /usr/bin/python3 bench/pytorch/bucket_timeline.py [--bucket-mb 25] [--ranks 4] [--gbit 1]
+
+Runs --ranks copies of ddp_bench.py's model at once (one thread each, as the DDP bench's ranks share the cores),
+no communication: forward, backward and the optimizer step of batch 8, hooks on every parameter's gradient. The
+buckets are DDP's own assignment (torch.distributed._compute_bucket_assignment_by_size with DDP's 1 MiB first
+bucket and --bucket-mb), reduced in reverse, as DDP does. Then it lays the buckets on a link of --gbit, one after
+another, each starting when it is ready and the link is free, for a system that moves the tensor once per worker
+(SwitchML, goodput 0.99) and one that moves 2(n-1)/n of it (a ring, Gloo), and prints the communication left
+after backward ends: a lower bound on the exposed time, for an agent that never waits for a core. Nothing is
+asserted; the figures are medians of steps 5 to 14.
+"""
+import argparse
+import importlib.util
+import multiprocessing
+import os
+import statistics
+import time
+
+
+def measure(bucket_mb):
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("ddp_bench", os.path.join(here, "ddp_bench.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    model = bench.resnet18()
+    params = [p for p in model.parameters() if p.requires_grad]
+    buckets, _ = dist._compute_bucket_assignment_by_size(
+        params, [1024 * 1024, int(bucket_mb * 1024 * 1024)], [False] * len(params))
+    sizes = [sum(params[i].numel() * 4 for i in bucket) / 1e6 for bucket in buckets]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(8, 3, 32, 32)
+    y = torch.randint(0, 10, (8,))
+    stamps = {}
+    for i, p in enumerate(params):
+        p.register_hook(lambda g, i=i: stamps.__setitem__(i, time.perf_counter()) or g)
+    rows = []
+    for step in range(14):
+        optimizer.zero_grad()
+        stamps.clear()
+        t0 = time.perf_counter()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        optimizer.step()
+        t3 = time.perf_counter()
+        if step >= 4:
+            rows.append((t1 - t0, t2 - t1, t3 - t2, [max(stamps[i] for i in b) - t1 for b in buckets]))
+    med = lambda k: statistics.median(r[k] for r in rows) * 1e3
+    ready = [statistics.median(r[3][b] for r in rows) * 1e3 for b in range(len(buckets))]
+    return med(0), med(1), med(2), sizes, ready
+
+
+def exposed(sizes, ready, backward_ms, mb_per_ms):
+    link_free = 0.0
+    for size, at in sorted(zip(sizes, ready), key=lambda pair: pair[1]):
+        link_free = max(link_free, at) + size / mb_per_ms
+    return max(0.0, link_free - backward_ms)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bucket-mb", type=float, default=25)
+    parser.add_argument("--ranks", type=int, default=4)
+    parser.add_argument("--gbit", type=float, default=1.0)
+    args = parser.parse_args()
+    with multiprocessing.get_context("spawn").Pool(args.ranks) as pool:
+        results = pool.map(measure, [args.bucket_mb] * args.ranks)
+    forward, backward, opt, sizes, _ = results[0]
+    backward = statistics.median(r[1] for r in results)
+    ready = [statistics.median(r[4][b] for r in results) for b in range(len(sizes))]
+    line_mb_per_ms = args.gbit * 1e9 / 8 / 1e6 / 1e3
+    print("bucket cap %g MB, %d ranks on %d cores: forward %.0f ms, backward %.0f ms, optimizer %.0f ms" % (
+        args.bucket_mb, args.ranks, os.cpu_count(), statistics.median(r[0] for r in results), backward,
+        statistics.median(r[2] for r in results)))
+    for size, at in sorted(zip(sizes, ready), key=lambda pair: pair[1]):
+        print("  bucket %6.2f MB ready %4.0f ms after backward starts" % (size, at))
+    n = args.ranks
+    once = exposed(sizes, ready, backward, line_mb_per_ms * 0.99)
+    ring = exposed([s * 2 * (n - 1) / n for s in sizes], ready, backward, line_mb_per_ms)
+    print("lower bound on the communication left after backward at %g Gbit/s: once per worker (SwitchML) %.0f ms, "
+          "ring (Gloo) %.0f ms" % (args.gbit, once, ring))
+
+
+if __name__ == "__main__":
+    main()
