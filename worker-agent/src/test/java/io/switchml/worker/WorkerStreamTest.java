@@ -575,7 +575,8 @@ class WorkerStreamTest
 
     /**
      * The I/O agent threads allocate nothing per packet in steady state (measured with
-     * {@code ThreadMXBean#getThreadAllocatedBytes} over a burst after warm-up), for every element type.
+     * {@code ThreadMXBean#getThreadAllocatedBytes} over a burst after warm-up; one of up to three bursts must be
+     * clean), for every element type.
      */
     @Test
     void ioAgentsAllocateNothingPerPacket() throws Exception
@@ -606,32 +607,42 @@ class WorkerStreamTest
                 {
                     agentThreads.addAll(List.of(client.agentThreads()));
                 }
-                final long packetsBefore = clients.stream().mapToLong(c -> c.counters().packetsSent() + c.counters().packetsReceived()).sum();
-                final long nacksBefore = clients.stream().mapToLong(c -> c.counters().nacksReceived()).sum();
-                final long probesBefore = clients.stream().mapToLong(c -> c.counters().probesSent()).sum();
-                final long[] before = allocated(threads, agentThreads);
-                final int calls = 400;
-                final long submitterBytes = burst(clients, type, length, calls);
-                final long[] after = allocated(threads, agentThreads);
-                final long packets = clients.stream().mapToLong(c -> c.counters().packetsSent() + c.counters().packetsReceived()).sum() -
-                    packetsBefore;
+                // up to three measured bursts: a per-packet allocation shows in every one, while a method the JIT
+                // deoptimizes and recompiles meanwhile (the profile changed) runs for a while in code that keeps
+                // its temporaries, a one-off of some tens of KB (seen after the join-time rehearsal)
+                boolean steady = false;
                 long agentBytes = 0;
-                for (int i = 0; i < before.length; i++)
+                long packets = 0;
+                for (int attempt = 1; attempt <= 3 && !steady; attempt++)
                 {
-                    agentBytes += after[i] - before[i];
+                    final long packetsBefore = clients.stream().mapToLong(c -> c.counters().packetsSent() + c.counters().packetsReceived()).sum();
+                    final long nacksBefore = clients.stream().mapToLong(c -> c.counters().nacksReceived()).sum();
+                    final long probesBefore = clients.stream().mapToLong(c -> c.counters().probesSent()).sum();
+                    final long[] before = allocated(threads, agentThreads);
+                    final int calls = 400;
+                    final long submitterBytes = burst(clients, type, length, calls);
+                    final long[] after = allocated(threads, agentThreads);
+                    packets = clients.stream().mapToLong(c -> c.counters().packetsSent() + c.counters().packetsReceived()).sum() -
+                        packetsBefore;
+                    agentBytes = 0;
+                    for (int i = 0; i < before.length; i++)
+                    {
+                        agentBytes += after[i] - before[i];
+                    }
+                    final long nacks = clients.stream().mapToLong(c -> c.counters().nacksReceived()).sum() - nacksBefore;
+                    final long probes = clients.stream().mapToLong(c -> c.counters().probesSent()).sum() - probesBefore;
+                    report.append(String.format("%s, loss %.2f, burst %d: %d calls, %d packets sent+received (%d probes, " +
+                        "%d NACKs), I/O agents allocated %d bytes (%.4f per packet), submitting threads %d bytes per call%n",
+                        ElementType.name(type), loss, attempt, calls * world, packets, probes, nacks, agentBytes,
+                        (double)agentBytes / packets, submitterBytes / (calls * world)));
+                    if (loss > 0)
+                    {
+                        assertTrue(probes > 0 && nacks > 0, "the loss recovery path ran: " + probes + " probes, " + nacks + " NACKs");
+                    }
+                    steady = agentBytes < packets / 10 && agentBytes <= 64L * calls * world;
                 }
-                final long nacks = clients.stream().mapToLong(c -> c.counters().nacksReceived()).sum() - nacksBefore;
-                final long probes = clients.stream().mapToLong(c -> c.counters().probesSent()).sum() - probesBefore;
-                report.append(String.format("%s, loss %.2f: %d calls, %d packets sent+received (%d probes, %d NACKs), " +
-                    "I/O agents allocated %d bytes (%.4f per packet), submitting threads %d bytes per call%n",
-                    ElementType.name(type), loss, calls * world, packets, probes, nacks, agentBytes,
-                    (double)agentBytes / packets, submitterBytes / (calls * world)));
-                if (loss > 0)
-                {
-                    assertTrue(probes > 0 && nacks > 0, "the loss recovery path ran: " + probes + " probes, " + nacks + " NACKs");
-                }
-                assertTrue(agentBytes < packets / 10 && agentBytes <= 64L * calls * world,
-                    "I/O agents allocated " + agentBytes + " bytes over " + packets + " packets and " + calls * world + " calls");
+                assertTrue(steady, "I/O agents allocated " + agentBytes + " bytes over " + packets + " packets in each of " +
+                    "three bursts:\n" + report);
             }
             finally
             {
