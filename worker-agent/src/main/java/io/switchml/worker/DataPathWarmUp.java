@@ -44,7 +44,6 @@ final class DataPathWarmUp implements Runnable
     private final int lanes;
     private final int worldSize;
     private volatile long deadlineNs;
-    private volatile int rehearsed = -1;
     private Thread thread;
 
     DataPathWarmUp(final WorkerContext context)
@@ -98,6 +97,7 @@ final class DataPathWarmUp implements Runnable
     public void run()
     {
         final long startNs = System.nanoTime();
+        int rehearsed = -1;
         if (Boolean.parseBoolean(System.getProperty(REHEARSAL_PROPERTY, "true")))
         {
             rehearsed = new DataPathRehearsal(context).run(() -> deadlineNs - KERNEL_SHARE_NS);
@@ -109,12 +109,6 @@ final class DataPathWarmUp implements Runnable
             System.err.printf("switchml: data path warm-up: rehearsal %d all-reduces in %d ms, kernels %d rounds, %d ms " +
                 "in all%n", rehearsed, rehearsalNs / 1_000_000, kernelRounds, (System.nanoTime() - startNs) / 1_000_000);
         }
-    }
-
-    /** @return the all-reduces the rehearsal completed, -1 when it did not run or failed. */
-    int rehearsed()
-    {
-        return rehearsed;
     }
 
     /**
