@@ -27,7 +27,7 @@ final class DataPathWarmUp implements Runnable
     static final long BUDGET_NS = 1_000_000_000L;
     /** Longest the agent waits for the warm-up once the join has completed (ms, system property). */
     static final String GRACE_PROPERTY = "switchml.worker.warmup.grace.ms";
-    static final long JOIN_GRACE_NS = Long.getLong(GRACE_PROPERTY, 300) * 1_000_000L;
+    static final long JOIN_GRACE_NS = Math.max(0, Long.getLong(GRACE_PROPERTY, 300)) * 1_000_000L;
     /** Part of the time left to the kernels at the job's k, which run after the rehearsal. */
     static final long KERNEL_SHARE_NS = 100_000_000L;
     /** System property: false turns the warm-up off. */
