@@ -23,6 +23,7 @@ import java.nio.FloatBuffer;
  */
 final class DataPathWarmUp implements Runnable
 {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(DataPathWarmUp.class);
     /** Longest the warm-up runs, rehearsal and kernels together. */
     static final long BUDGET_NS = 1_000_000_000L;
     /** Longest the agent waits for the warm-up once the join has completed (ms, system property). */
@@ -34,8 +35,6 @@ final class DataPathWarmUp implements Runnable
     static final String PROPERTY = "switchml.worker.warmup";
     /** System property: false skips the rehearsal of the per-packet path. */
     static final String REHEARSAL_PROPERTY = "switchml.worker.rehearsal";
-    /** System property: true prints what the warm-up did to stderr. */
-    static final String REPORT_PROPERTY = "switchml.worker.warmup.report";
     private static final long ELEMENTS = 24_000_000L;
     private static final int BLOCKS = 8;
     private static final java.util.concurrent.atomic.AtomicBoolean STARTED = new java.util.concurrent.atomic.AtomicBoolean();
@@ -105,10 +104,10 @@ final class DataPathWarmUp implements Runnable
         }
         final long rehearsalNs = System.nanoTime() - startNs;
         final long kernelRounds = kernels(this::deadlineNs);
-        if (Boolean.getBoolean(REPORT_PROPERTY))
+        if (LOG.isDebugEnabled())
         {
-            System.err.printf("switchml: data path warm-up: rehearsal %d all-reduces in %d ms, kernels %d rounds, %d ms " +
-                "in all%n", rehearsed, rehearsalNs / 1_000_000, kernelRounds, (System.nanoTime() - startNs) / 1_000_000);
+            LOG.debug("data path warm-up: rehearsal {} all-reduces in {} ms, kernels {} rounds, {} ms in all", rehearsed,
+                rehearsalNs / 1_000_000, kernelRounds, (System.nanoTime() - startNs) / 1_000_000);
         }
     }
 

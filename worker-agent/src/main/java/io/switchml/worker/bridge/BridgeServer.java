@@ -16,8 +16,11 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.ToLongFunction;
 
 /**
  * The worker agent as a local service for one training process (one rank): it joins the job at
@@ -348,6 +351,29 @@ public final class BridgeServer implements AutoCloseable
         return reply.toString();
     }
 
+    /** The worker counters {@code STATS} reports, by the name it gives them. */
+    private static final Map<String, ToLongFunction<WorkerCounters>> COUNTERS = counters();
+
+    private static Map<String, ToLongFunction<WorkerCounters>> counters()
+    {
+        final Map<String, ToLongFunction<WorkerCounters>> counters = new LinkedHashMap<>();
+        counters.put("allReduces", WorkerCounters::allReduces);
+        counters.put("packetsSent", WorkerCounters::packetsSent);
+        counters.put("packetsReceived", WorkerCounters::packetsReceived);
+        counters.put("retransmissions", WorkerCounters::retransmissions);
+        counters.put("fastRetransmissions", WorkerCounters::fastRetransmissions);
+        counters.put("spuriousRetransmissions", WorkerCounters::spuriousRetransmissions);
+        counters.put("probes", WorkerCounters::probesSent);
+        counters.put("spuriousProbes", WorkerCounters::spuriousProbes);
+        counters.put("nacks", WorkerCounters::nacksReceived);
+        counters.put("staleResults", WorkerCounters::staleResults);
+        counters.put("pausesNs", WorkerCounters::pausesNs);
+        counters.put("exponentOnlyPackets", WorkerCounters::exponentOnlyPackets);
+        counters.put("lookaheadMisses", WorkerCounters::lookaheadMisses);
+        counters.put("sendFailures", WorkerCounters::sendFailures);
+        return java.util.Collections.unmodifiableMap(counters);
+    }
+
     private static void appendCounters(final StringBuilder reply, final String prefix, final WorkerClient worker)
     {
         if (worker == null)
@@ -355,21 +381,9 @@ public final class BridgeServer implements AutoCloseable
             return;
         }
         final WorkerCounters counters = worker.counters();
-        reply.append(' ').append(prefix).append("allReduces=").append(counters.allReduces())
-            .append(' ').append(prefix).append("packetsSent=").append(counters.packetsSent())
-            .append(' ').append(prefix).append("packetsReceived=").append(counters.packetsReceived())
-            .append(' ').append(prefix).append("retransmissions=").append(counters.retransmissions())
-            .append(' ').append(prefix).append("fastRetransmissions=").append(counters.fastRetransmissions())
-            .append(' ').append(prefix).append("spuriousRetransmissions=").append(counters.spuriousRetransmissions())
-            .append(' ').append(prefix).append("probes=").append(counters.probesSent())
-            .append(' ').append(prefix).append("spuriousProbes=").append(counters.spuriousProbes())
-            .append(' ').append(prefix).append("nacks=").append(counters.nacksReceived())
-            .append(' ').append(prefix).append("staleResults=").append(counters.staleResults())
-            .append(' ').append(prefix).append("pausesNs=").append(counters.pausesNs())
-            .append(' ').append(prefix).append("exponentOnlyPackets=").append(counters.exponentOnlyPackets())
-            .append(' ').append(prefix).append("lookaheadMisses=").append(counters.lookaheadMisses())
-            .append(' ').append(prefix).append("sendFailures=").append(counters.sendFailures())
-            .append(' ').append(prefix).append("smoothedRttNs=").append(worker.smoothedRttNs());
+        COUNTERS.forEach((name, counter) -> reply.append(' ').append(prefix).append(name).append('=')
+            .append(counter.applyAsLong(counters)));
+        reply.append(' ').append(prefix).append("smoothedRttNs=").append(worker.smoothedRttNs());
     }
 
     /**
