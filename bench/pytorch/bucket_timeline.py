@@ -5,7 +5,8 @@
 Runs --ranks copies of ddp_bench.py's model at once (one thread each, as the DDP bench's ranks share the cores),
 no communication: forward, backward and the optimizer step of batch 8, hooks on every parameter's gradient. The
 buckets are DDP's own assignment (torch.distributed._compute_bucket_assignment_by_size with DDP's 1 MiB first
-bucket and --bucket-mb), reduced in reverse, as DDP does. Then it lays the buckets on a link of --gbit, one after
+bucket and --bucket-mb) as DDP rebuilds it after its first step: parameters taken in the order their gradients
+became ready in step 0 (printed beside the first step's static assignment). Then it lays the buckets on a link of --gbit, one after
 another, each starting when it is ready and the link is free, for a system that moves the tensor once per worker
 (SwitchML, goodput 0.99) and one that moves 2(n-1)/n of it (a ring, Gloo), and prints the communication left
 after backward ends: a lower bound on the exposed time, for an agent that never waits for a core. Nothing is
@@ -29,9 +30,11 @@ def measure(bucket_mb):
     spec.loader.exec_module(bench)
     model = bench.resnet18()
     params = [p for p in model.parameters() if p.requires_grad]
-    buckets, _ = dist._compute_bucket_assignment_by_size(
-        params, [1024 * 1024, int(bucket_mb * 1024 * 1024)], [False] * len(params))
-    sizes = [sum(params[i].numel() * 4 for i in bucket) / 1e6 for bucket in buckets]
+    limits = [1024 * 1024, int(bucket_mb * 1024 * 1024)]
+    # DDP's first step uses this static assignment; at its end DDP rebuilds the buckets in the order the gradients
+    # became ready (Reducer::rebuild_buckets), and every later step uses those: both are computed, the rebuilt one
+    # from step 0's hook times
+    static, _ = dist._compute_bucket_assignment_by_size(params, limits, [False] * len(params))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(8, 3, 32, 32)
     y = torch.randint(0, 10, (8,))
@@ -39,6 +42,7 @@ def measure(bucket_mb):
     for i, p in enumerate(params):
         p.register_hook(lambda g, i=i: stamps.__setitem__(i, time.perf_counter()) or g)
     rows = []
+    buckets = None
     for step in range(14):
         optimizer.zero_grad()
         stamps.clear()
@@ -49,11 +53,17 @@ def measure(bucket_mb):
         t2 = time.perf_counter()
         optimizer.step()
         t3 = time.perf_counter()
+        if buckets is None:
+            order = sorted(range(len(params)), key=lambda i: (stamps[i], -i))
+            buckets, _ = dist._compute_bucket_assignment_by_size(
+                [params[i] for i in order], limits, [False] * len(params), order)
         if step >= 4:
             rows.append((t1 - t0, t2 - t1, t3 - t2, [max(stamps[i] for i in b) - t1 for b in buckets]))
+    sizes = [sum(params[i].numel() * 4 for i in bucket) / 1e6 for bucket in buckets]
+    static_sizes = [sum(params[i].numel() * 4 for i in bucket) / 1e6 for bucket in static]
     med = lambda k: statistics.median(r[k] for r in rows) * 1e3
     ready = [statistics.median(r[3][b] for r in rows) * 1e3 for b in range(len(buckets))]
-    return med(0), med(1), med(2), sizes, ready
+    return med(0), med(1), med(2), sizes, ready, static_sizes
 
 
 def exposed(sizes, ready, backward_ms, mb_per_ms):
@@ -71,13 +81,15 @@ def main():
     args = parser.parse_args()
     with multiprocessing.get_context("spawn").Pool(args.ranks) as pool:
         results = pool.map(measure, [args.bucket_mb] * args.ranks)
-    forward, backward, opt, sizes, _ = results[0]
+    forward, backward, opt, sizes, _, static_sizes = results[0]
     backward = statistics.median(r[1] for r in results)
     ready = [statistics.median(r[4][b] for r in results) for b in range(len(sizes))]
     line_mb_per_ms = args.gbit * 1e9 / 8 / 1e6 / 1e3
     print("bucket cap %g MB, %d ranks on %d cores: forward %.0f ms, backward %.0f ms, optimizer %.0f ms" % (
         args.bucket_mb, args.ranks, os.cpu_count(), statistics.median(r[0] for r in results), backward,
         statistics.median(r[2] for r in results)))
+    print("  DDP's first step: buckets of %s MB; from step 2 on, rebuilt in gradient-ready order:" % (
+        " + ".join("%.2f" % size for size in static_sizes)))
     for size, at in sorted(zip(sizes, ready), key=lambda pair: pair[1]):
         print("  bucket %6.2f MB ready %4.0f ms after backward starts" % (size, at))
     n = args.ranks
