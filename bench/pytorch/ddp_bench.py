@@ -13,6 +13,14 @@ Every mode also times the same steps under ``ddp.no_sync()`` (no gradient all-re
 floor, so ``step - compute`` is the communication the backward pass did not hide. Rank 0 prints one line:
 
     BENCH mode=M ranks=N params=P bucket_mb=B step_ms_p50=S steps_per_s=R compute_ms_p50=C exposed_comm_ms=E
+          rank_cpu_ms_per_step=... compute_cpu_ms_per_step=... [agent_cpu_ms_per_step=...]
+          [appliance_cpu_ms_per_step=...] comm_cpu_ms_per_step=...
+
+CPU is user + system time from /proc (every thread of the process), per timed step, averaged over the ranks: the
+rank's own process in the DDP steps and in the no_sync steps, the rank's agent (switchml modes), and the
+appliance when ``SWITCHML_BENCH_APPLIANCE_PID`` names it (bench/pytorch/run.sh sets it; in the namespace rack it
+shares the host's cores with the ranks). ``comm_cpu_ms_per_step`` is what the all-reduces cost all ranks together
+per step: ranks x (rank + agent - compute) + appliance.
 """
 
 import argparse
@@ -58,6 +66,21 @@ def resnet18(classes=10):
     return nn.Sequential(*layers)
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid="self"):
+    """User + system CPU seconds of a process (all its threads), 0 when there is none to read."""
+    if pid is None:
+        return 0.0
+    try:
+        with open("/proc/%s/stat" % pid) as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
 def sync_hook(client, bucket):
     """The old synchronous bridge: all-reduce the bucket, wait, return a completed future."""
     buffer = bucket.buffer()
@@ -94,8 +117,13 @@ def main():
         F.cross_entropy(ddp(x), y).backward()
         optimizer.step()
 
+    agent_pid = None if args.mode == "gloo" else switchml.process_group().agent_pid
+    appliance_pid = os.environ.get("SWITCHML_BENCH_APPLIANCE_PID") if args.mode != "gloo" else None
+    cpu = {}
+
     def timed(count, no_sync):
         times = []
+        before = (cpu_seconds(), cpu_seconds(agent_pid), cpu_seconds(appliance_pid))
         for _ in range(count):
             dist.barrier()
             began = time.perf_counter()
@@ -105,6 +133,8 @@ def main():
             else:
                 step()
             times.append(time.perf_counter() - began)
+        after = (cpu_seconds(), cpu_seconds(agent_pid), cpu_seconds(appliance_pid))
+        cpu[no_sync] = [(a - b) / count for a, b in zip(after, before)]
         return times
 
     timed(args.warmups, False)
@@ -114,6 +144,18 @@ def main():
     medians = torch.tensor([statistics.median(steps), statistics.median(compute)], dtype=torch.float32)
     dist.all_reduce(medians, op=dist.ReduceOp.MAX)
     step_s, compute_s = medians.tolist()
+    # per step, averaged over the ranks: rank (DDP steps), rank (no_sync steps), agent; the appliance as rank 0 read it
+    cpu_means = torch.tensor([cpu[False][0], cpu[True][0], cpu[False][1], cpu[False][2] if rank == 0 else 0.0],
+                             dtype=torch.float32)
+    dist.all_reduce(cpu_means)
+    rank_cpu, compute_cpu, agent_cpu = (cpu_means[:3] / world).tolist()
+    appliance_cpu = cpu_means[3].item()
+    cpu_text = " rank_cpu_ms_per_step=%.0f compute_cpu_ms_per_step=%.0f" % (rank_cpu * 1e3, compute_cpu * 1e3)
+    if agent_pid is not None:
+        cpu_text += " agent_cpu_ms_per_step=%.0f" % (agent_cpu * 1e3)
+    if appliance_pid is not None:
+        cpu_text += " appliance_cpu_ms_per_step=%.0f" % (appliance_cpu * 1e3)
+    cpu_text += " comm_cpu_ms_per_step=%.0f" % ((world * (rank_cpu + agent_cpu - compute_cpu) + appliance_cpu) * 1e3)
     extra = ""
     if args.mode != "gloo":
         stats = switchml.stats()
@@ -121,9 +163,9 @@ def main():
             "retransmissions", "spuriousRetransmissions", "probes", "spuriousProbes", "allReduces"))
     if rank == 0:
         print("BENCH mode=%s ranks=%d params=%d bucket_mb=%g batch=%d image=%d step_ms_p50=%.1f steps_per_s=%.3f "
-              "compute_ms_p50=%.1f exposed_comm_ms=%.1f%s" % (
+              "compute_ms_p50=%.1f exposed_comm_ms=%.1f%s%s" % (
                   args.mode, world, params, args.bucket_mb, args.batch, args.image, step_s * 1e3, 1 / step_s,
-                  compute_s * 1e3, (step_s - compute_s) * 1e3, extra), flush=True)
+                  compute_s * 1e3, (step_s - compute_s) * 1e3, cpu_text, extra), flush=True)
     dist.destroy_process_group()
     # torch 1.13 can deadlock at interpreter exit when DDP's Reducer releases the Gloo process group (main thread in
     # ~ProcessGroupGloo waiting on a mutex, a Gloo thread waiting for the GIL; seen in about 1 of 10 Gloo cells):

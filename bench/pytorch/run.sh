@@ -61,6 +61,7 @@ start_appliance() {
   $prefix "$SWITCHML_LAUNCHER" appliance --insecure-control --bind "$bind" --control-port 17570 --data-port 17571 \
     --http-port 17572 --dir "$WORK/appliance" --mac "$MAC" ${group:+--multicast "$group"} >"$WORK/appliance.log" 2>&1 &
   APPLIANCE_PID=$!
+  export SWITCHML_BENCH_APPLIANCE_PID=$APPLIANCE_PID   # ddp_bench.py reports its CPU per step
   for _ in $(seq 100); do
     grep -q "switchml appliance ready" "$WORK/appliance.log" && return 0
     sleep 0.2
