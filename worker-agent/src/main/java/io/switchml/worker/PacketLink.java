@@ -40,9 +40,25 @@ final class PacketLink
     }
 
     /**
-     * Sign (when the job uses a MAC) and send one datagram: an update, a resend or a probe.
+     * Sign (when the job uses a MAC) and send one datagram: a probe, or anything else whose buffer the caller reuses
+     * before the next flush. The transport copies it.
      */
     void send(final UnsafeBuffer datagram, final int length)
+    {
+        send(datagram, length, false);
+    }
+
+    /**
+     * Sign (when the job uses a MAC) and send a slot's update or resend from the slot's own buffer, which holds a whole,
+     * signed packet whenever the duty cycle flushes: the transport may send it from there without copying it
+     * ({@link DatagramTransport#sendReference}).
+     */
+    void sendSlot(final UnsafeBuffer datagram, final int length)
+    {
+        send(datagram, length, true);
+    }
+
+    private void send(final UnsafeBuffer datagram, final int length, final boolean byReference)
     {
         if (txLoss.shouldDrop())
         {
@@ -53,7 +69,7 @@ final class PacketLink
         {
             PacketMac.sign(macK0, macK1, datagram, 0, length);
         }
-        if (!transport.send(datagram, length))
+        if (!(byReference ? transport.sendReference(datagram, length) : transport.send(datagram, length)))
         {
             // the socket takes nothing now and the queue is full: the timers resend it; an appliance that is
             // gone ends the stream through the control connection or the progress timeout with a clear error

@@ -380,7 +380,11 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     {
         slotLength[l] = packetLength;
         recovery.onTransmit(l, why, nowNs);
-        link.send(slotViews[l], packetLength);
+        // sent from the slot's buffer without a copy. Every change to that buffer is finished (and signed) before the
+        // duty cycle's flush; if one lands on a buffer still queued in the same cycle (a resend's flag, or a slot
+        // re-encoded because an earlier copy's result came back), the queue sends the newer whole packet, which
+        // the appliance takes as a duplicate
+        link.sendSlot(slotViews[l], packetLength);
     }
 
     private void onDatagram(final UnsafeBuffer receiveView, final int bytes)

@@ -55,6 +55,16 @@ public interface DatagramTransport extends AutoCloseable
     boolean send(UnsafeBuffer datagram, int length);
 
     /**
+     * As {@link #send}, but the transport may read the datagram where it is at the next {@link #flush} instead of
+     * copying it now: the caller must not change those bytes until that flush returns, and may change them after it
+     * (a transport copies what it leaves queued). The default copies.
+     */
+    default boolean sendReference(final UnsafeBuffer datagram, final int length)
+    {
+        return send(datagram, length);
+    }
+
+    /**
      * Hand what is queued to the kernel, as far as it takes it without blocking; the rest stays queued.
      *
      * @return datagrams sent.
