@@ -382,6 +382,8 @@ done
 ok "ports $CONTROL_PORT/tcp $HTTP_PORT/tcp $DATA_PORT/udp on $BIND are free"
 
 install -d -o switchml -g switchml -m 0700 "$WORK/run"
+# Chronicle (the journal) creates a working directory when it loads: /tmp/target unless told otherwise
+TMP_TARGET_BEFORE=$([ -e /tmp/target ] && echo yes || echo no)
 NOTIFY_SOCKET_PATH=$WORK/run/notify.sock
 setpriv --reuid=switchml --regid=switchml --init-groups \
   "$JAVA" --enable-native-access=ALL-UNNAMED -XX:+PerfDisableSharedMem -cp "/usr/lib/switchml/*" \
@@ -415,6 +417,8 @@ check "it runs as switchml with no capabilities" \
 wait_for_line "$WORK/notify.log" '(^|\\n)WATCHDOG=1(\\n|$)' 10 "$APP_PID" || fail "WATCHDOG=1 within 10s (WATCHDOG_USEC=2 s)"
 ok "WATCHDOG=1 pings arrive"
 check "no AOT cache errors in the appliance's output" bash -c "! grep -q '\[error *\]\[aot\]' '$WORK/appliance.log'"
+check "Chronicle's working directory is $STATE_DIR/journal/.chronicle, not a new /tmp/target" \
+  bash -c "[ -d '$STATE_DIR/journal/.chronicle' ] && { [ $TMP_TARGET_BEFORE = yes ] || [ ! -e /tmp/target ]; }"
 
 http_code=$(curl -sS -o "$WORK/health.body" -w '%{http_code}' --max-time 5 "http://$BIND:$HTTP_PORT/health") ||
   fail "GET http://$BIND:$HTTP_PORT/health"

@@ -60,6 +60,7 @@ public final class JournalReader implements AutoCloseable
         {
             throw new IllegalArgumentException("no journal in " + directory + " (no " + JournalSchema.METADATA_FILE + ")");
         }
+        ChronicleSettings.confine(directory, false);
         final SingleChronicleQueue queue = SingleChronicleQueueBuilder.binary(directory).readOnly(true).build();
         try
         {

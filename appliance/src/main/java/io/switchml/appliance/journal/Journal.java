@@ -84,6 +84,7 @@ public final class Journal implements AutoCloseable
         {
             throw new UncheckedIOException("journal: cannot create " + context.directory(), ex);
         }
+        ChronicleSettings.confine(context.directory(), true);
         final SingleChronicleQueueBuilder builder = SingleChronicleQueueBuilder.binary(context.directory())
             .rollCycle(context.rollCycle())
             .timeProvider(epochClock::time);
