@@ -4,7 +4,8 @@
 #   clang, llvm, libbpf-dev and bpftool, which build and inspect the XDP aggregator (smartnic-offload);
 #   iproute2, nftables and unzip for the namespace tests (the XDP rack test).
 #   prometheus (Debian's: promtool and the server), which GrafanaFilesTest uses to check the alerting rules and to
-#   evaluate the dashboard's queries against a real scrape. With --build, only what the build needs (not PyTorch or
+#   evaluate the dashboard's queries against a real scrape (the package's own server is disabled again on a systemd
+#   host). With --build, only what the build needs (not PyTorch or
 #   prometheus).
 # Idempotent: when everything is there it returns at once without touching apt. Otherwise it runs
 # `apt-get update` and `apt-get install -y` for what is missing (Debian 12; python3-torch takes about
@@ -51,6 +52,13 @@ echo "ensure-test-deps: installing ${missing[*]} with apt-get (about a minute) .
 export DEBIAN_FRONTEND=noninteractive
 "${SUDO[@]}" apt-get update -q >&2
 "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+# Debian's prometheus package enables and starts its server; the tests need only the binaries (they start their own
+# server on a free port), so a host that runs systemd gets it stopped and disabled again
+if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  "${SUDO[@]}" systemctl disable --now prometheus.service >&2 2>/dev/null || true
+  echo "ensure-test-deps: installed prometheus for its binaries and disabled its server" \
+    "(systemctl enable --now prometheus to run it)" >&2
+fi
 
 if ! have_bpf_toolchain; then
   echo "ensure-test-deps: clang, llvm, libbpf-dev, bpftool and iproute2 were installed but one is still missing" >&2

@@ -42,14 +42,13 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The Grafana dashboard and the alerting rules in {@code ops/grafana/} query only metrics that a running appliance
  * exports: an appliance embedded in this JVM serves {@code /metrics} over real HTTP while two workers all-reduce
  * through it and a stray datagram is dropped, and every metric name parsed out of every panel's and every rule's
- * PromQL must be a sample name of that scrape. Where Debian's {@code prometheus} package is installed
- * ({@code scripts/ensure-test-deps.sh} installs it), {@code promtool} checks the rules and a real Prometheus server
+ * PromQL must be a sample name of that scrape. With Debian's {@code prometheus} package (which
+ * {@code scripts/ensure-test-deps.sh} installs; without it these tests fail saying so), {@code promtool} checks the rules and a real Prometheus server
  * scrapes the appliance, evaluates every panel's query (each must parse and, unless it filters or needs an offload
  * backend, return series) and every rule (each must evaluate without error).
  */
@@ -215,10 +214,10 @@ class GrafanaFilesTest
     }
 
     @Test
-    void promtoolAcceptsTheRulesWhereItIsInstalled() throws Exception
+    void promtoolAcceptsTheRules() throws Exception
     {
         final Path promtool = Path.of("/usr/bin/promtool");
-        assumeTrue(Files.isExecutable(promtool), "promtool not installed (Debian package prometheus)");
+        assertTrue(Files.isExecutable(promtool), "promtool not installed: run scripts/ensure-test-deps.sh (Debian package prometheus)");
         final Process process = new ProcessBuilder(promtool.toString(), "check", "rules", RULES.toString())
             .redirectErrorStream(true).redirectOutput(dir.resolve("promtool.out").toFile()).start();
         assertTrue(process.waitFor(30, TimeUnit.SECONDS));
@@ -231,7 +230,7 @@ class GrafanaFilesTest
     void theDashboardsQueriesAndTheRulesEvaluateOnARealPrometheus() throws Exception
     {
         final Path prometheus = Path.of("/usr/bin/prometheus");
-        assumeTrue(Files.isExecutable(prometheus), "prometheus not installed (Debian package prometheus)");
+        assertTrue(Files.isExecutable(prometheus), "prometheus not installed: run scripts/ensure-test-deps.sh (Debian package prometheus)");
         final int port;
         try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
         {
