@@ -562,22 +562,11 @@ final class NativeShardAgent implements Agent, ResultSender
                 run++;
             }
             final int to = gsoMsgsOffset + messages * NativeUdp.MMSGHDR_SIZE;
+            // the first datagram's header gives the destination and the first of the run's consecutive iovecs
             meta.putBytes(to, meta, sendMsgsOffset + i * NativeUdp.MMSGHDR_SIZE, NativeUdp.MMSGHDR_SIZE);
-            meta.putInt(to + NativeUdp.MSG_FLAGS_OFFSET, 0);
-            if (run > 1)
-            {
-                final int cmsg = gsoControlOffset + messages * NativeUdp.CMSG_SPACE_SMALL;
-                NativeUdp.putUdpSegment(meta, cmsg, (int)length);
-                meta.putLong(to + NativeUdp.MSG_IOVLEN_OFFSET, run);
-                meta.putLong(to + NativeUdp.MSG_CONTROL_OFFSET, base + cmsg);
-                meta.putLong(to + NativeUdp.MSG_CONTROLLEN_OFFSET, NativeUdp.CMSG_SPACE_SMALL);
-            }
-            else
-            {
-                meta.putLong(to + NativeUdp.MSG_IOVLEN_OFFSET, 1);
-                meta.putLong(to + NativeUdp.MSG_CONTROL_OFFSET, 0);
-                meta.putLong(to + NativeUdp.MSG_CONTROLLEN_OFFSET, 0);
-            }
+            final int cmsg = gsoControlOffset + messages * NativeUdp.CMSG_SPACE_SMALL;
+            NativeUdp.putSendMessage(meta, to, meta.getLong(to + NativeUdp.MSG_IOV_OFFSET), run, run, (int)length,
+                meta, cmsg, base + cmsg);
             gsoRun[messages++] = run;
             i += run;
         }

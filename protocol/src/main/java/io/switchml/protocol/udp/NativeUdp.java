@@ -558,4 +558,31 @@ public final class NativeUdp
         control.putInt(offset + CMSG_TYPE_OFFSET, UDP_SEGMENT);
         control.putShort(offset + CMSG_DATA_OFFSET, (short)segmentSize);
     }
+
+    /**
+     * Finish a sendmmsg message header: {@code iovecs} iovecs from {@code iovAddress}, flags cleared, and, for a
+     * message of more than one datagram, a UDP_SEGMENT control message of {@code segmentSize} written at
+     * {@code controlOffset} of {@code control} (native address {@code controlAddress}); none otherwise. Shared by
+     * the appliance's shards and the workers' transport.
+     */
+    public static void putSendMessage(
+        final org.agrona.MutableDirectBuffer headers, final int header, final long iovAddress, final long iovecs,
+        final int datagrams, final int segmentSize,
+        final org.agrona.MutableDirectBuffer control, final int controlOffset, final long controlAddress)
+    {
+        headers.putLong(header + MSG_IOV_OFFSET, iovAddress);
+        headers.putLong(header + MSG_IOVLEN_OFFSET, iovecs);
+        if (datagrams > 1)
+        {
+            putUdpSegment(control, controlOffset, segmentSize);
+            headers.putLong(header + MSG_CONTROL_OFFSET, controlAddress);
+            headers.putLong(header + MSG_CONTROLLEN_OFFSET, CMSG_SPACE_SMALL);
+        }
+        else
+        {
+            headers.putLong(header + MSG_CONTROL_OFFSET, 0);
+            headers.putLong(header + MSG_CONTROLLEN_OFFSET, 0);
+        }
+        headers.putInt(header + MSG_FLAGS_OFFSET, 0);
+    }
 }

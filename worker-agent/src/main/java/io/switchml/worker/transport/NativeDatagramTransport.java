@@ -447,21 +447,9 @@ public final class NativeDatagramTransport extends TransportCounters
                 }
             }
             putIov(iovs++, runStart, runLength);
-            sendVec.putLong(h + NativeUdp.MSG_IOV_OFFSET, sendIovAddress + (long)firstIov * NativeUdp.IOVEC_SIZE);
-            sendVec.putLong(h + NativeUdp.MSG_IOVLEN_OFFSET, iovs - firstIov);
-            if (segments > 1)
-            {
-                final int c = messages * NativeUdp.CMSG_SPACE_SMALL;
-                NativeUdp.putUdpSegment(sendControl, c, length);
-                sendVec.putLong(h + NativeUdp.MSG_CONTROL_OFFSET, sendControlAddress + c);
-                sendVec.putLong(h + NativeUdp.MSG_CONTROLLEN_OFFSET, NativeUdp.CMSG_SPACE_SMALL);
-            }
-            else
-            {
-                sendVec.putLong(h + NativeUdp.MSG_CONTROL_OFFSET, 0);
-                sendVec.putLong(h + NativeUdp.MSG_CONTROLLEN_OFFSET, 0);
-            }
-            sendVec.putInt(h + NativeUdp.MSG_FLAGS_OFFSET, 0);
+            final int c = messages * NativeUdp.CMSG_SPACE_SMALL;
+            NativeUdp.putSendMessage(sendVec, h, sendIovAddress + (long)firstIov * NativeUdp.IOVEC_SIZE, iovs - firstIov,
+                segments, length, sendControl, c, sendControlAddress + c);
             messageDatagrams[messages++] = segments;
             q += segments;
         }
