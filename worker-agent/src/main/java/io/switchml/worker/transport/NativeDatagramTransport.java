@@ -17,8 +17,9 @@ import java.net.InetAddress;
  * <li><b>Send</b>: {@link #send} copies a datagram into a send queue, {@link #sendReference} queues a pointer to
  * a datagram in native memory (an agent's slot buffer: no copy, 13 % less user CPU in the I/O agents on loopback);
  * {@link #flush} hands the queue to one sendmmsg(2), gathering each message's datagrams with one iovec per run of
- * adjacent ones, and copies into the queue any referenced datagram it leaves queued, so no reference outlives it. Consecutive datagrams of equal length (a burst of full updates: the agent queues one per result it
- * handles) become one message with a UDP_SEGMENT control message (UDP GSO), up to 64 segments and 65,507 bytes:
+ * adjacent ones, and copies into the queue any referenced datagram it leaves queued, so no reference outlives it.
+ * Consecutive datagrams of equal length (a burst of full updates: the agent queues one per result it handles) become
+ * one message with a UDP_SEGMENT control message (UDP GSO), up to 64 segments and 65,507 bytes:
  * the kernel builds the datagrams, the wire sees the same packets. A GSO message the kernel refuses (EINVAL or EIO:
  * a segment larger than the route's MTU allows, or a device without the offload) is resent as single datagrams and
  * GSO stays off for that length and above. EAGAIN or ENOBUFS leave the rest queued for the next flush (the agent
@@ -589,9 +590,6 @@ public final class NativeDatagramTransport extends TransportCounters
     }
 
     /**
-     * @return GSO messages sent (each carried two or more datagrams).
-     */
-    /**
      * @return datagrams queued by reference (sent without a copy into the queue), and those of them a flush left
      * queued and so copied after all.
      */
@@ -605,6 +603,9 @@ public final class NativeDatagramTransport extends TransportCounters
         return referencesCopied;
     }
 
+    /**
+     * @return GSO messages sent (each carried two or more datagrams).
+     */
     public long gsoMessages()
     {
         return gsoMessages;
