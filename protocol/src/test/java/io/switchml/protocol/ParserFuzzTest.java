@@ -29,6 +29,10 @@ class ParserFuzzTest
         "OK job=7 world=4 type=float32 k=256 s=64 shards=2 dataPorts=7471,7472 mac=on key=00112233445566778899aabbccddeeff",
         "JOBS auth=0123456789abcdef", "HEALTH", "ERR message=something = odd", "ABORT job=3 reason=rank 2 lost"};
     private static final String ALPHABET = "= \t\u0000\u00e9\u4e2d,-_.0123456789azAZ\r\n\\\"'%$";
+    private static final LineMutator MUTATOR = new LineMutator(ALPHABET, 1, 5,
+        (text, at, random) -> text.insert(at, " k=" + (random.nextBoolean() ? Long.MAX_VALUE : "-" + random.nextInt())),
+        (text, at, random) -> text.insert(at, "=".repeat(1 + random.nextInt(3))),
+        (text, at, random) -> text.setLength(random.nextInt(text.length() + 1)));
 
     @Test
     void controlLinesAreParsedOrRefusedWithIllegalArgumentException()
@@ -37,7 +41,7 @@ class ParserFuzzTest
         final Random random = new Random(seed);
         for (int i = 0; i < ITERATIONS; i++)
         {
-            final String line = mutate(LINES[random.nextInt(LINES.length)], random);
+            final String line = MUTATOR.mutate(LINES[random.nextInt(LINES.length)], random);
             try
             {
                 final Map<String, String> fields = ControlProtocol.parse(line);
@@ -99,38 +103,6 @@ class ParserFuzzTest
         assertEquals(ITERATIONS, byReason.values().stream().mapToInt(Integer::intValue).sum());
         assertTrue(byReason.size() >= 5, "reasons reached: " + byReason + "; " + TestSeed.describe(seed));
         assertTrue(byReason.getOrDefault(DropReason.NONE, 0) > 0, "some mutated packets stay valid: " + byReason);
-    }
-
-    private static String mutate(final String line, final Random random)
-    {
-        final StringBuilder text = new StringBuilder(line);
-        final int mutations = 1 + random.nextInt(5);
-        for (int m = 0; m < mutations; m++)
-        {
-            final int at = text.isEmpty() ? 0 : random.nextInt(text.length());
-            switch (random.nextInt(6))
-            {
-                case 0 -> text.insert(at, ALPHABET.charAt(random.nextInt(ALPHABET.length())));
-                case 1 ->
-                {
-                    if (!text.isEmpty())
-                    {
-                        text.deleteCharAt(at);
-                    }
-                }
-                case 2 ->
-                {
-                    if (!text.isEmpty())
-                    {
-                        text.setCharAt(at, ALPHABET.charAt(random.nextInt(ALPHABET.length())));
-                    }
-                }
-                case 3 -> text.insert(at, " k=" + (random.nextBoolean() ? Long.MAX_VALUE : "-" + random.nextInt()));
-                case 4 -> text.insert(at, "=".repeat(1 + random.nextInt(3)));
-                default -> text.setLength(random.nextInt(text.length() + 1));
-            }
-        }
-        return text.toString();
     }
 
     private static String printable(final String text)

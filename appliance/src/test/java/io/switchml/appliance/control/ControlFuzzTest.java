@@ -2,6 +2,8 @@ package io.switchml.appliance.control;
 
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
+import io.switchml.protocol.LineMutator;
+import io.switchml.protocol.TestSeed;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -40,6 +42,9 @@ class ControlFuzzTest
         "ABORTJOB job=1 auth=" + OPERATOR + " reason=fuzz",
         "JOBS auth=" + OPERATOR, "STATS auth=" + OPERATOR, "HEALTH"};
     private static final String ALPHABET = "= \t\u00e9,-_.0123456789azAZ\r";
+    private static final LineMutator MUTATOR = new LineMutator(ALPHABET, 0, 3,
+        (text, at, random) -> text.insert(at, " s=" + (random.nextBoolean() ? Long.MAX_VALUE : random.nextInt())),
+        (text, at, random) -> text.append(" name=n").append(random.nextInt(1000)));
 
     @TempDir
     Path tempDir;
@@ -64,8 +69,8 @@ class ControlFuzzTest
         appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
             .dir(tempDir.resolve("state").toString()).controlCredentialsFile(credentials.toString()).joinTimeoutMs(600_000)
             .controlLimits(64, 64, 2_000));
-        final long seed = Long.getLong("switchml.test.seed", System.nanoTime());
-        final String where = "seed=" + seed + " (replay with -Dswitchml.test.seed=" + seed + ")";
+        final long seed = TestSeed.seed();
+        final String where = TestSeed.describe(seed);
         final Random random = new Random(seed);
         final JobRegistry registry = appliance.registry();
         Socket socket = null;
@@ -81,7 +86,7 @@ class ControlFuzzTest
                     socket.setSoTimeout(5_000);
                     reader = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
                 }
-                String line = mutate(LINES[random.nextInt(LINES.length)], random);
+                String line = MUTATOR.mutate(LINES[random.nextInt(LINES.length)], random);
                 if (line.startsWith("JOIN"))
                 {
                     // a JOIN that is taken holds the connection as a membership: send it alone, then drop the connection
@@ -131,36 +136,5 @@ class ControlFuzzTest
             assertNotNull(reply);
             assertTrue(reply.startsWith("OK status=up"), reply);
         }
-    }
-
-    private static String mutate(final String line, final Random random)
-    {
-        final StringBuilder text = new StringBuilder(line);
-        final int mutations = random.nextInt(4);
-        for (int m = 0; m < mutations; m++)
-        {
-            final int at = text.isEmpty() ? 0 : random.nextInt(text.length());
-            switch (random.nextInt(5))
-            {
-                case 0 -> text.insert(at, ALPHABET.charAt(random.nextInt(ALPHABET.length())));
-                case 1 ->
-                {
-                    if (!text.isEmpty())
-                    {
-                        text.deleteCharAt(at);
-                    }
-                }
-                case 2 ->
-                {
-                    if (!text.isEmpty())
-                    {
-                        text.setCharAt(at, ALPHABET.charAt(random.nextInt(ALPHABET.length())));
-                    }
-                }
-                case 3 -> text.insert(at, " s=" + (random.nextBoolean() ? Long.MAX_VALUE : random.nextInt()));
-                default -> text.append(" name=n").append(random.nextInt(1000));
-            }
-        }
-        return text.toString();
     }
 }
