@@ -59,17 +59,6 @@ final class DataPathRehearsal
     }
 
     /**
-     * Rehearse until the rounds are done or the deadline passes.
-     *
-     * @param deadlineNs {@link System#nanoTime()} by which to stop.
-     * @return the all-reduces completed; -1 when the rehearsal could not be set up or failed.
-     */
-    int run(final long deadlineNs)
-    {
-        return run(() -> deadlineNs);
-    }
-
-    /**
      * Rehearse until the rounds are done or the deadline, which may move earlier meanwhile, passes.
      *
      * @param deadline {@link System#nanoTime()} by which to stop, read between all-reduces.
@@ -147,7 +136,6 @@ final class DataPathRehearsal
         {
             values[i] = (i % 1000 - 500) * 0.001f;
         }
-        final float[] result = new float[ELEMENTS];
         // a tensor whose last chunk is partial, as most are
         final float[] partial = java.util.Arrays.copyOf(values, ELEMENTS - LANES / 3);
         final float[] partialResult = new float[partial.length];

@@ -85,11 +85,6 @@ final class DataPathWarmUp implements Runnable
         thread.join(java.time.Duration.ofNanos(JOIN_GRACE_NS + 200_000_000L));
     }
 
-    private long deadlineNs()
-    {
-        return deadlineNs;
-    }
-
     /**
      * The rehearsal ({@link DataPathRehearsal}) unless {@value #REHEARSAL_PROPERTY} is false, then the kernels at the
      * job's k with what is left.
@@ -103,7 +98,7 @@ final class DataPathWarmUp implements Runnable
             rehearsed = new DataPathRehearsal(context).run(() -> deadlineNs - KERNEL_SHARE_NS);
         }
         final long rehearsalNs = System.nanoTime() - startNs;
-        final long kernelRounds = kernels(this::deadlineNs);
+        final long kernelRounds = kernels(() -> deadlineNs);
         if (LOG.isDebugEnabled())
         {
             LOG.debug("data path warm-up: rehearsal {} all-reduces in {} ms, kernels {} rounds, {} ms in all", rehearsed,

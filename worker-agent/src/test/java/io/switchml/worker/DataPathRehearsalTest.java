@@ -7,7 +7,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
 /**
  * The rehearsal drives a real client through real loopback sockets to its reflector: given the time, every element
@@ -45,7 +45,7 @@ class DataPathRehearsalTest
     {
         final WorkerContext job = new WorkerContext().elementType(type).lanes(8176).slots(32).worldSize(4).rank(2)
             .transport(transport);
-        return new DataPathRehearsal(job).run(deadlineNs);
+        return new DataPathRehearsal(job).run(() -> deadlineNs);
     }
 
     private static void assertNoRehearsalThreads()
@@ -55,6 +55,6 @@ class DataPathRehearsalTest
             .map(Thread::getName)
             .findFirst()
             .orElse(null);
-        assertFalse(left != null, "thread left running: " + left);
+        assertNull(left, "thread left running: " + left);
     }
 }

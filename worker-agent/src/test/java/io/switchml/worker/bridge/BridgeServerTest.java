@@ -30,6 +30,7 @@ import java.util.concurrent.TimeUnit;
 import io.switchml.protocol.ControlProtocol;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -235,7 +236,9 @@ class BridgeServerTest
             for (final String counter : new String[] {"spuriousRetransmissions", "probes", "spuriousProbes", "nacks",
                 "staleResults", "pausesNs", "int32.probes"})
             {
-                assertTrue(Long.parseLong(stats.get(counter)) >= 0, counter + " in " + stats);
+                final String value = stats.get(counter);
+                assertNotNull(value, counter + " missing from " + stats);
+                assertTrue(Long.parseLong(value) >= 0, counter + " in " + stats);
             }
             assertEquals(Integer.toString(1), stats.get("int32.allReduces"), stats.toString());
             final FloatBuffer shm = client.shm();
