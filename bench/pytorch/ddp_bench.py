@@ -9,6 +9,18 @@ Modes:
   switchml-sync  init_process_group("switchml") plus a comm hook that all-reduces each bucket synchronously
                  through the same client and returns a completed future: the old bridge's behaviour, no overlap.
 
+``--compute emulated`` asks what the same training would see on hosts whose compute runs elsewhere (an accelerator):
+each rank first trains the real model for a few steps, all ranks at once as in the bench, and records its forward
+time, the time each parameter's gradient became ready in backward and the optimizer's time; rank 0's profile is
+shared. The timed model then has the same parameters (same shapes, same registration order, so DDP builds the
+same buckets) in a chain of autograd functions that sleep for those times instead of computing, and hand each
+gradient to DDP at its recorded moment; the optimizer step is a sleep too. The host's CPU is then left to the
+communication (DDP's own bucket copies included), as on a GPU host. ``--compute-scale F`` multiplies the profiled
+times by F: an accelerator 1/F times as fast as these shared cores. ``--compute-profile FILE`` keeps the profile
+in FILE and reuses it when FILE exists, so that every cell of a run emulates the same compute (bench/pytorch/run.sh
+passes one per run). An emulation, not a GPU: it says nothing about
+CUDA staging or PCIe.
+
 Every mode also times the same steps under ``ddp.no_sync()`` (no gradient all-reduce at all) as the compute-only
 floor, so ``step - compute`` is the communication the backward pass did not hide. Rank 0 prints one line:
 
@@ -24,6 +36,7 @@ per step: ranks x (rank + agent - compute) + appliance.
 """
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -81,6 +94,75 @@ def cpu_seconds(pid="self"):
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
+def profile_compute(model, batch, image, steps=8, warmups=3):
+    """Train ``model`` alone (no DDP) and return rank-local medians: forward ms, optimizer ms, and for every
+    parameter (in registration order) the ms after backward began at which its gradient was ready."""
+    params = list(model.parameters())
+    optimizer = torch.optim.SGD(params, lr=0.01, momentum=0.9)
+    x = torch.randn(batch, 3, image, image)
+    y = torch.randint(0, 10, (batch,))
+    stamps = [0.0] * len(params)
+    for i, p in enumerate(params):
+        p.register_hook(lambda g, i=i: stamps.__setitem__(i, time.perf_counter()) or g)
+    rows = []
+    for step in range(warmups + steps):
+        optimizer.zero_grad()
+        t0 = time.perf_counter()
+        loss = F.cross_entropy(model(x), y)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        optimizer.step()
+        t3 = time.perf_counter()
+        if step >= warmups:
+            rows.append(((t1 - t0) * 1e3, (t3 - t2) * 1e3, [(t - t1) * 1e3 for t in stamps]))
+    return (statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows),
+            [statistics.median(r[2][i] for r in rows) for i in range(len(params))])
+
+
+class _SleepLink(torch.autograd.Function):
+    """One link of the emulated model: sleeps its forward share, and in backward sleeps until its parameter's
+    gradient would be ready, then returns a constant gradient of the parameter's shape."""
+
+    @staticmethod
+    def forward(ctx, h, weight, forward_s, backward_s, gradient):
+        ctx.backward_s, ctx.gradient = backward_s, gradient
+        if forward_s > 0:
+            time.sleep(forward_s)
+        return h.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.backward_s > 0:
+            time.sleep(ctx.backward_s)
+        return grad, ctx.gradient, None, None, None
+
+
+class EmulatedModel(nn.Module):
+    """The bench model's parameters, its compute replaced by sleeps of the profiled duration (see --compute)."""
+
+    def __init__(self, shapes, forward_ms, ready_ms):
+        super().__init__()
+        self.weights = nn.ParameterList([nn.Parameter(torch.zeros(shape)) for shape in shapes])
+        # backward runs the chain from its end: the parameter ready first is the chain's last link
+        order = sorted(range(len(shapes)), key=lambda i: ready_ms[i])
+        self.links = []
+        previous = 0.0
+        for i in order:
+            self.links.append((i, (ready_ms[i] - previous) / 1e3))
+            previous = ready_ms[i]
+        self.links.reverse()
+        self.forward_s = forward_ms / 1e3
+        self.gradients = [torch.full(shape, 1e-3) for shape in shapes]
+
+    def forward(self, x):
+        h = x.new_zeros(x.shape[0]).requires_grad_()
+        for n, (i, backward_s) in enumerate(self.links):
+            h = _SleepLink.apply(h, self.weights[i], self.forward_s if n == 0 else 0.0, backward_s,
+                                 self.gradients[i])
+        return h
+
+
 def sync_hook(client, bucket):
     """The old synchronous bridge: all-reduce the bucket, wait, return a completed future."""
     buffer = bucket.buffer()
@@ -98,13 +180,37 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--image", type=int, default=32)
     parser.add_argument("--bucket-mb", type=float, default=25.0)
+    parser.add_argument("--compute", choices=("cpu", "emulated"), default="cpu")
+    parser.add_argument("--compute-scale", type=float, default=1.0)
+    parser.add_argument("--compute-profile", metavar="FILE")
     args = parser.parse_args()
+    if args.compute_scale != 1.0 and args.compute != "emulated":
+        parser.error("--compute-scale needs --compute emulated")
+    if args.compute_scale <= 0:
+        parser.error("--compute-scale must be positive")
 
     dist.init_process_group("gloo" if args.mode == "gloo" else "switchml")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(rank)
     model = resnet18()
     params = sum(p.numel() for p in model.parameters())
+    profile_text = ""
+    if args.compute == "emulated":
+        if args.compute_profile and os.path.exists(args.compute_profile):
+            with open(args.compute_profile) as saved:
+                profile = [json.load(saved)]
+        else:
+            dist.barrier()   # all ranks profile at once: the compute times are those of the bench's shared cores
+            profile = [profile_compute(model, args.batch, args.image)]
+            dist.broadcast_object_list(profile, src=0)
+            if rank == 0 and args.compute_profile:
+                with open(args.compute_profile, "w") as saved:
+                    json.dump(profile[0], saved)
+        forward_ms, optimizer_ms, ready_ms = (profile[0][0] * args.compute_scale, profile[0][1] * args.compute_scale,
+                                              [ms * args.compute_scale for ms in profile[0][2]])
+        model = EmulatedModel([p.shape for p in model.parameters()], forward_ms, ready_ms)
+        profile_text = (" compute_scale=%g emulated_forward_ms=%.0f emulated_backward_ms=%.0f "
+                        "emulated_optimizer_ms=%.0f" % (args.compute_scale, forward_ms, max(ready_ms), optimizer_ms))
     ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
     if args.mode == "switchml-sync":
         ddp.register_comm_hook(switchml.process_group().client, sync_hook)
@@ -114,8 +220,12 @@ def main():
 
     def step():
         optimizer.zero_grad()
-        F.cross_entropy(ddp(x), y).backward()
-        optimizer.step()
+        if args.compute == "emulated":
+            ddp(x).sum().backward()
+            time.sleep(optimizer_ms / 1e3)
+        else:
+            F.cross_entropy(ddp(x), y).backward()
+            optimizer.step()
 
     agent_pid = None if args.mode == "gloo" else switchml.process_group().agent_pid
     appliance_pid = os.environ.get("SWITCHML_BENCH_APPLIANCE_PID") if args.mode != "gloo" else None
@@ -162,10 +272,11 @@ def main():
         extra = "".join(" %s=%d" % (key, stats.get(key, -1)) for key in (
             "retransmissions", "spuriousRetransmissions", "probes", "spuriousProbes", "allReduces"))
     if rank == 0:
-        print("BENCH mode=%s ranks=%d params=%d bucket_mb=%g batch=%d image=%d step_ms_p50=%.1f steps_per_s=%.3f "
-              "compute_ms_p50=%.1f exposed_comm_ms=%.1f%s%s" % (
-                  args.mode, world, params, args.bucket_mb, args.batch, args.image, step_s * 1e3, 1 / step_s,
-                  compute_s * 1e3, (step_s - compute_s) * 1e3, cpu_text, extra), flush=True)
+        print("BENCH mode=%s compute=%s ranks=%d params=%d bucket_mb=%g batch=%d image=%d step_ms_p50=%.1f "
+              "steps_per_s=%.3f compute_ms_p50=%.1f exposed_comm_ms=%.1f%s%s%s" % (
+                  args.mode, args.compute, world, params, args.bucket_mb, args.batch, args.image, step_s * 1e3,
+                  1 / step_s, compute_s * 1e3, (step_s - compute_s) * 1e3, cpu_text, profile_text, extra),
+              flush=True)
     dist.destroy_process_group()
     # torch 1.13 can deadlock at interpreter exit when DDP's Reducer releases the Gloo process group (main thread in
     # ~ProcessGroupGloo waiting on a mutex, a Gloo thread waiting for the GIL; seen in about 1 of 10 Gloo cells):

@@ -4,22 +4,27 @@
 #
 #   bench/pytorch/run.sh [--steps 10] [--warmups 4] [--batch 8] [--modes gloo,switchml,switchml-sync]
 #                        [--where loopback,rack] [--rate 1gbit] [--mac off|on] [--multicast on|off] [--bucket-mb 25]
-#                        [--repeat 1] [--agent-slots 16]
+#                        [--repeat 1] [--agent-slots 64] [--compute cpu|emulated] [--compute-scale 1]
+#                        [--compute-profile FILE]
 #
 # loopback: an appliance on 127.0.0.1 and torchrun --standalone --nproc_per_node=4.
 # rack (root): bench/rack/rack.sh's namespaces (appliance 10.77.0.1, rank r in its own namespace at 10.77.0.(11+r),
-#   every worker link limited to --rate by tbf, MTU 9000, k = 2233, s = --agent-slots (16 as in the rack bench)); each rank is
+#   every worker link limited to --rate by tbf, MTU 9000, k = 2233, s = --agent-slots); each rank is
 #   started with torchrun's environment by hand (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT), since torchrun's
 #   local ranks would all share one namespace. Results multicast to the job's group (--multicast on, as the rack
 #   bench and the paper's switch), packet MACs off (--mac off: a trusted rack, as the rack bench's default).
 # Prints rank 0's BENCH line per cell (see ddp_bench.py) and nothing is asserted. --repeat N runs every mode N
 # times, the modes interleaved (this machine's other users make single runs vary by 2x), then prints each mode's
-# median step time as a SUMMARY line.
+# median step time as a SUMMARY line. --compute emulated replaces the model's compute by sleeps of its profiled
+# duration (ddp_bench.py): the host's CPU is then left to the communication, as on hosts that train on GPUs;
+# --compute-scale F scales those durations (an accelerator 1/F times as fast as these cores). The first cell
+# profiles the compute and every later cell of the run emulates that same profile (kept in --compute-profile FILE
+# when given, and reused from it when it exists: runs at several scales can then share one profile).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 PY=/usr/bin/python3
-STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25 REPEAT=1 AGENT_SLOTS=16
+STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25 REPEAT=1 AGENT_SLOTS=64 COMPUTE=cpu SCALE=1 PROFILE=
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
@@ -33,7 +38,10 @@ while [ $# -gt 0 ]; do
     --bucket-mb) BUCKET_MB=$2; shift 2 ;;
     --repeat) REPEAT=$2; shift 2 ;;
     --agent-slots) AGENT_SLOTS=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --compute) COMPUTE=$2; shift 2 ;;
+    --compute-scale) SCALE=$2; shift 2 ;;
+    --compute-profile) PROFILE=$(readlink -f "$2"); shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "bench/pytorch/run.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -73,7 +81,7 @@ stop_appliance() {
   kill "$APPLIANCE_PID" 2>/dev/null; wait "$APPLIANCE_PID" 2>/dev/null || true; APPLIANCE_PID=
 }
 
-bench_args() { echo "--steps $STEPS --warmups $WARMUPS --batch $BATCH --bucket-mb $BUCKET_MB"; }
+bench_args() { echo "--steps $STEPS --warmups $WARMUPS --batch $BATCH --bucket-mb $BUCKET_MB --compute $COMPUTE$([ "$COMPUTE" = cpu ] || echo " --compute-scale $SCALE --compute-profile ${PROFILE:-$WORK/compute-profile.json}")"; }
 
 loopback() {
   start_appliance "" 127.0.0.1
@@ -111,7 +119,7 @@ rack() {
 }
 
 {
-echo "# mac=$MAC multicast(rack)=$MULTICAST agent_slots(rack)=$AGENT_SLOTS bucket_mb=$BUCKET_MB steps=$STEPS warmups=$WARMUPS batch=$BATCH"
+echo "# mac=$MAC multicast(rack)=$MULTICAST agent_slots(rack)=$AGENT_SLOTS bucket_mb=$BUCKET_MB compute=$COMPUTE compute_scale=$SCALE steps=$STEPS warmups=$WARMUPS batch=$BATCH"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(getconf _NPROCESSORS_ONLN) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), torch $("$PY" -c 'import torch; print(torch.__version__)'), commit $(git -C "$ROOT" rev-parse --short HEAD)"
 for where in ${WHERE//,/ }; do
   case "$where" in
