@@ -8,11 +8,6 @@ import io.switchml.appliance.backend.Backends;
 import io.switchml.appliance.backend.SoftwareBackend;
 import io.switchml.appliance.backend.UnavailableBackend;
 import io.switchml.appliance.control.ControlServer;
-import io.switchml.journal.JournalRecord;
-import io.switchml.journal.JournalSeverity;
-import org.agrona.concurrent.status.AtomicCounter;
-import java.util.ArrayList;
-import java.util.concurrent.ConcurrentHashMap;
 import io.switchml.appliance.control.JobRegistry;
 import io.switchml.appliance.journal.Journal;
 import io.switchml.appliance.journal.JournalContext;
@@ -20,15 +15,21 @@ import io.switchml.appliance.telemetry.ApplianceMetrics;
 import io.switchml.appliance.telemetry.HttpEndpoint;
 import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.appliance.transport.DataPlane;
+import io.switchml.journal.JournalRecord;
+import io.switchml.journal.JournalSeverity;
 import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.telemetry.SystemCounter;
+import org.agrona.concurrent.status.AtomicCounter;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -154,14 +155,22 @@ public final class Appliance implements AutoCloseable
                 started.add(new SoftwareBackend());
                 continue;
             }
+            final Path stateDirectory = Path.of(context.dir(), "backends", name);
             final BackendEnvironment environment = new BackendEnvironment(context.backendOptions(name),
                 "switchml.appliance." + name + ".", context.resolvedBindAddress(), dataPorts,
                 context.multicastEnabled() ? context.resolvedMulticastBase() : 0, multicastPorts(context, dataPorts),
                 metric -> telemetry.countersFile().allocateBackendCounter(name, metric, name + " " + metric),
-                this::logBackend);
+                this::logBackend, stateDirectory);
             try
             {
+                Files.createDirectories(stateDirectory);
                 started.add(providers.get(name).create(environment));
+            }
+            catch (final IOException ex)
+            {
+                logBackend(name + ": not started: cannot create its state directory " + stateDirectory + ": " + ex +
+                    "; jobs go to the next backend");
+                started.add(new UnavailableBackend(name, "not started: cannot create its state directory " + stateDirectory));
             }
             catch (final BackendException | RuntimeException ex)
             {

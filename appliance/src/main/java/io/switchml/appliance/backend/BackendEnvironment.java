@@ -3,6 +3,7 @@ package io.switchml.appliance.backend;
 import org.agrona.concurrent.status.AtomicCounter;
 
 import java.net.InetAddress;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -24,6 +25,9 @@ import java.util.function.Function;
  *                         for the backend's own statistics ({@code ops counters}, {@code /metrics} as
  *                         switchml_backend_NAME_total{backend="..."}, see MetricNames).
  * @param log              writes one line to the appliance's log and journal.
+ * @param stateDirectory   a directory for this backend alone that outlives the process ({@code <dir>/backends/<name>}
+ *                         under the appliance's --dir, created before the backend starts): what a restarted
+ *                         appliance must know about what an earlier one left behind.
  */
 public record BackendEnvironment(
     Map<String, String> options,
@@ -33,7 +37,8 @@ public record BackendEnvironment(
     int multicastBase,
     int[] multicastPorts,
     Function<String, AtomicCounter> counter,
-    Consumer<String> log)
+    Consumer<String> log,
+    Path stateDirectory)
 {
     /**
      * @return whether completed results go to a multicast group.

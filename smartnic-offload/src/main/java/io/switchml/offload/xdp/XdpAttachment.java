@@ -4,13 +4,17 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
  * An XDP program attached to a network interface, in driver (native) or generic (skb) mode. Attaching first looks
  * at what is there: a program of our name left by an appliance that was killed is detached and replaced (and said
- * so in the log); anyone else's program is never evicted. Detached on {@link #close()} and, through a shutdown
+ * so in the log); anyone else's program is never evicted. Reading an attached program's name takes
+ * BPF_PROG_GET_FD_BY_ID, which the kernel allows only with CAP_SYS_ADMIN; the systemd unit grants CAP_BPF,
+ * CAP_PERFMON and CAP_NET_ADMIN, so there the name is unknown and a stale program is recognised by its id instead,
+ * which the earlier appliance recorded (ids are allocated cyclically, so another program does not get it again). Detached on {@link #close()} and, through a shutdown
  * hook, on normal exit and SIGTERM; after kill -9 the kernel keeps the program attached until the next start
  * replaces it.
  */
@@ -20,11 +24,19 @@ public final class XdpAttachment implements AutoCloseable
      * A program attached to an interface.
      *
      * @param id   the kernel's program id.
-     * @param name the program's name (at most 15 characters).
+     * @param name the program's name (at most 15 characters), or null when this process may not read it (no
+     *             CAP_SYS_ADMIN).
      * @param mode {@link XdpMode#NATIVE} or {@link XdpMode#GENERIC}.
      */
     public record AttachedProgram(int id, String name, XdpMode mode)
     {
+        /**
+         * @return the name, or a note that it could not be read, for messages.
+         */
+        public String describeName()
+        {
+            return name != null ? name : "name unreadable without CAP_SYS_ADMIN";
+        }
     }
 
     private final String interfaceName;
@@ -53,13 +65,15 @@ public final class XdpAttachment implements AutoCloseable
      * @param programFd       the loaded program.
      * @param requested       NATIVE (driver mode only), GENERIC, or AUTO (driver mode, else generic, reported).
      * @param ourProgramName  the name our programs carry: one attached already is stale and gets replaced.
+     * @param recordedId      the id an earlier appliance recorded for the program it attached here, or 0: a program
+     *                        of that id whose name cannot be read is ours and stale, and gets replaced.
      * @param log             receives one line per notable event (stale program replaced, mode fallback).
      * @return the attachment.
      * @throws BpfException naming the interface, the mode and the kernel's reason, or the foreign program in the way.
      */
     public static XdpAttachment attach(
         final String interfaceName, final int programFd, final XdpMode requested, final String ourProgramName,
-        final Consumer<String> log) throws BpfException
+        final int recordedId, final Consumer<String> log) throws BpfException
     {
         Libbpf.ensureAvailable();
         final int ifindex = Libbpf.ifindex(interfaceName);
@@ -67,13 +81,23 @@ public final class XdpAttachment implements AutoCloseable
         if (existing.isPresent())
         {
             final AttachedProgram program = existing.get();
-            if (!program.name().equals(ourProgramName))
+            final String attachedMode = program.mode().name().toLowerCase(Locale.ROOT);
+            if (program.name() == null && (recordedId == 0 || program.id() != recordedId))
+            {
+                throw new BpfException(interfaceName + " already has XDP program id " + program.id() + " attached in " +
+                    attachedMode + " mode, whose name this process may not read (BPF_PROG_GET_FD_BY_ID needs CAP_SYS_ADMIN) " +
+                    "and which is not the one an earlier appliance recorded (" + (recordedId == 0 ? "none recorded" :
+                    "id " + recordedId) + "); not replacing it (a stale switchml program left by a version that did not " +
+                    "record it: ip link set dev " + interfaceName + " xdp off)");
+            }
+            if (program.name() != null && !program.name().equals(ourProgramName))
             {
                 throw new BpfException(interfaceName + " already has XDP program id " + program.id() + " (" + program.name() +
-                    ") attached in " + program.mode().name().toLowerCase() + " mode; not ours, not replacing it");
+                    ") attached in " + attachedMode + " mode; not ours, not replacing it");
             }
             detach(ifindex, interfaceName, program.mode());
-            log.accept("xdp: replaced stale XDP program id " + program.id() + " (" + program.name() + ") on " + interfaceName +
+            log.accept("xdp: replaced stale XDP program id " + program.id() + " (" + (program.name() != null ? program.name() :
+                "recorded as ours; its name is unreadable without CAP_SYS_ADMIN") + ") on " + interfaceName +
                 " left by an earlier appliance");
         }
 
@@ -146,7 +170,7 @@ public final class XdpAttachment implements AutoCloseable
         final int fd = BpfObject.invokeInt(() -> (int)Libbpf.PROG_GET_FD_BY_ID.invokeExact(programId));
         if (fd < 0)
         {
-            return "?";
+            return null; // EPERM without CAP_SYS_ADMIN
         }
         try (Arena arena = Arena.ofConfined())
         {
@@ -156,7 +180,7 @@ public final class XdpAttachment implements AutoCloseable
             final int error = BpfObject.invokeInt(() -> (int)Libbpf.OBJ_GET_INFO_BY_FD.invokeExact(fd, info, length));
             if (error < 0)
             {
-                return "?";
+                return null;
             }
             return info.asSlice(Libbpf.PROG_INFO_NAME, 16).getString(0, StandardCharsets.US_ASCII);
         }

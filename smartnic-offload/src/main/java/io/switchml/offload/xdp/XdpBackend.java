@@ -11,6 +11,7 @@ import io.switchml.protocol.DropReason;
 import io.switchml.protocol.ElementType;
 import org.agrona.concurrent.status.AtomicCounter;
 
+import java.io.IOException;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -83,8 +84,18 @@ public final class XdpBackend implements Backend
         {
             loaded = XdpProgram.load(slotEntries);
             loaded.configure(ports, ttl);
-            attached = XdpAttachment.attach(interfaceName, loaded.programFd(), mode, XdpLayout.PROGRAM_NAME, environment.log());
+            attached = XdpAttachment.attach(interfaceName, loaded.programFd(), mode, XdpLayout.PROGRAM_NAME,
+                AttachmentRecord.read(environment.stateDirectory(), interfaceName), environment.log());
             attachedProgramId = XdpAttachment.query(interfaceName).map(XdpAttachment.AttachedProgram::id).orElse(0);
+            AttachmentRecord.write(environment.stateDirectory(), interfaceName, attachedProgramId);
+        }
+        catch (final IOException ex)
+        {
+            attached.close();
+            loaded.close();
+            throw new BackendException("cannot record the attached program's id in " +
+                AttachmentRecord.file(environment.stateDirectory(), interfaceName) + " (a restart after a crash needs it " +
+                "to replace the program): " + ex, ex);
         }
         catch (final BpfException | RuntimeException ex)
         {
@@ -181,7 +192,8 @@ public final class XdpBackend implements Backend
             }
             else if (attached.get().id() != attachedProgramId)
             {
-                fail("program on " + interfaceName + " replaced by id " + attached.get().id() + " (" + attached.get().name() + ")");
+                fail("program on " + interfaceName + " replaced by id " + attached.get().id() + " (" +
+                    attached.get().describeName() + ")");
             }
         }
         catch (final BpfException | RuntimeException ex)
