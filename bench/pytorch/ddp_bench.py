@@ -15,7 +15,8 @@ time, the time each parameter's gradient became ready in backward and the optimi
 shared. The timed model then has the same parameters (same shapes, same registration order, so DDP builds the
 same buckets) in a chain of autograd functions that sleep for those times instead of computing, and hand each
 gradient to DDP at its recorded moment; the optimizer step is a sleep too. The host's CPU is then left to the
-communication (DDP's own bucket copies included), as on a GPU host. ``--compute-scale F`` multiplies the profiled
+communication (DDP's own bucket copies included), as on a GPU host. The emulated model has no BatchNorm buffers,
+so DDP's per-step broadcast of them (a few KB over the inner Gloo group) is absent in that mode. ``--compute-scale F`` multiplies the profiled
 times by F: an accelerator 1/F times as fast as these shared cores. ``--compute-profile FILE`` keeps the profile
 in FILE and reuses it when FILE exists, so that every cell of a run emulates the same compute (bench/pytorch/run.sh
 passes one per run). An emulation, not a GPU: it says nothing about
