@@ -2,6 +2,7 @@ package io.switchml.offload.xdp;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.List;
 
 /**
@@ -62,6 +63,22 @@ final class Veth implements AutoCloseable
         {
             throw new AssertionError("cannot run " + String.join(" ", command), ex);
         }
+    }
+
+    /**
+     * Attach the pass-everything test program (not ours, as far as the appliance can tell) in driver mode, as root
+     * through iproute2.
+     *
+     * @return its program id.
+     */
+    int attachForeignProgram() throws BpfException
+    {
+        final Path pass = BpfObject.extractResource("/bpf/switchml_pass.o");
+        if (run("ip", "link", "set", "dev", name, "xdpdrv", "obj", pass.toString(), "sec", "xdp") != 0)
+        {
+            throw new AssertionError("cannot attach the pass program to " + name);
+        }
+        return XdpAttachment.query(name).orElseThrow().id();
     }
 
     public void close()

@@ -89,9 +89,7 @@ final class XdpLifecycleTest
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void foreignProgramIsNotEvicted() throws Exception
     {
-        final Path pass = BpfObject.extractResource("/bpf/switchml_pass.o");
-        assertEquals(0, Veth.run("ip", "link", "set", "dev", veth.name, "xdpdrv", "obj", pass.toString(), "sec", "xdp"));
-        final int foreignId = XdpAttachment.query(veth.name).orElseThrow().id();
+        final int foreignId = veth.attachForeignProgram();
         final ApplianceProcess child = startAppliance("foreign");
         assertTrue(child.waitFor("xdp: not started: " + veth.name + " already has XDP program id " + foreignId +
             " (switchml_pass)", 5_000), child.output().toString());

@@ -205,9 +205,7 @@ final class XdpUnitCapabilitiesTest
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void foreignProgramWhoseNameItCannotReadIsLeftAlone() throws Exception
     {
-        final Path pass = BpfObject.extractResource("/bpf/switchml_pass.o");
-        assertEquals(0, Veth.run("ip", "link", "set", "dev", veth.name, "xdpdrv", "obj", pass.toString(), "sec", "xdp"));
-        final int foreignId = XdpAttachment.query(veth.name).orElseThrow().id();
+        final int foreignId = veth.attachForeignProgram();
         final ApplianceProcess child = startAsUnit();
         assertTrue(child.waitFor("xdp: not started: " + veth.name + " already has XDP program id " + foreignId +
             " attached in native mode, whose name this process may not read", 5_000), child.output().toString());
