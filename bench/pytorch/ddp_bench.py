@@ -197,18 +197,24 @@ def main():
     params = sum(p.numel() for p in model.parameters())
     profile_text = ""
     if args.compute == "emulated":
+        shape = {"batch": args.batch, "image": args.image, "params": params}
         if args.compute_profile and os.path.exists(args.compute_profile):
             with open(args.compute_profile) as saved:
                 profile = [json.load(saved)]
+            if profile[0].get("shape") != shape:
+                raise SystemExit("ddp_bench: %s was profiled for %s, not %s" % (
+                    args.compute_profile, profile[0].get("shape"), shape))
         else:
             dist.barrier()   # all ranks profile at once: the compute times are those of the bench's shared cores
-            profile = [profile_compute(model, args.batch, args.image)]
+            forward, optimizer_step, ready = profile_compute(model, args.batch, args.image)
+            profile = [{"shape": shape, "forward_ms": forward, "optimizer_ms": optimizer_step, "ready_ms": ready}]
             dist.broadcast_object_list(profile, src=0)
             if rank == 0 and args.compute_profile:
                 with open(args.compute_profile, "w") as saved:
                     json.dump(profile[0], saved)
-        forward_ms, optimizer_ms, ready_ms = (profile[0][0] * args.compute_scale, profile[0][1] * args.compute_scale,
-                                              [ms * args.compute_scale for ms in profile[0][2]])
+        forward_ms = profile[0]["forward_ms"] * args.compute_scale
+        optimizer_ms = profile[0]["optimizer_ms"] * args.compute_scale
+        ready_ms = [ms * args.compute_scale for ms in profile[0]["ready_ms"]]
         model = EmulatedModel([p.shape for p in model.parameters()], forward_ms, ready_ms)
         profile_text = (" compute_scale=%g emulated_forward_ms=%.0f emulated_backward_ms=%.0f "
                         "emulated_optimizer_ms=%.0f" % (args.compute_scale, forward_ms, max(ready_ms), optimizer_ms))

@@ -87,10 +87,17 @@ loopback() {
   start_appliance "" 127.0.0.1
   local mode round
   for round in $(seq "$REPEAT"); do for mode in ${MODES//,/ }; do
-    SWITCHML_APPLIANCE=127.0.0.1:17570 GLOO_SOCKET_IFNAME=lo SWITCHML_AGENT_ARGS="--mac $MAC" \
+    if SWITCHML_APPLIANCE=127.0.0.1:17570 GLOO_SOCKET_IFNAME=lo SWITCHML_AGENT_ARGS="--mac $MAC" \
       "$PY" -m torch.distributed.run --standalone --nproc_per_node=4 --monitor_interval 1 --redirects 2 --tee 1 \
-      --log_dir "$WORK/logs-loopback-$mode" "$ROOT/bench/pytorch/ddp_bench.py" --mode "$mode" $(bench_args) 2>&1 |
-      sed -n 's/^\[default0\]:BENCH /BENCH where=loopback /p'
+      --log_dir "$WORK/logs-loopback-$mode" "$ROOT/bench/pytorch/ddp_bench.py" --mode "$mode" $(bench_args) \
+      >"$WORK/loopback-$mode.log" 2>&1; then
+      sed -n 's/^\[default0\]:BENCH /BENCH where=loopback /p' "$WORK/loopback-$mode.log"
+    else
+      # rank 0's stderr (--redirects 2 keeps it in torchrun's log directory), then torchrun's verdict
+      echo "loopback $mode failed:" >&2
+      find "$WORK/logs-loopback-$mode" -path '*/0/stderr.log' -exec tail -8 {} + >&2 || true
+      tail -4 "$WORK/loopback-$mode.log" >&2
+    fi
   done; done
   stop_appliance
 }
