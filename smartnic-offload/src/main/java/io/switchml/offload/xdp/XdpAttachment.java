@@ -9,7 +9,7 @@ import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
- * An XDP program attached to a network interface, in driver (native) or generic (skb) mode. Attaching first looks
+ * An XDP program attached to a network interface in driver (native) mode. Attaching first looks
  * at what is there: a program of our name left by an appliance that was killed is detached and replaced (and said
  * so in the log); anyone else's program is never evicted. Reading an attached program's name takes
  * BPF_PROG_GET_FD_BY_ID, which the kernel allows only with CAP_SYS_ADMIN; the systemd unit grants CAP_BPF,
@@ -42,17 +42,15 @@ public final class XdpAttachment implements AutoCloseable
     private final String interfaceName;
     private final int ifindex;
     private final XdpMode mode;
-    private final String fallbackReason;
     private final int programId;
     private final Thread shutdownHook;
     private boolean detached;
 
-    private XdpAttachment(final String interfaceName, final int ifindex, final XdpMode mode, final String fallbackReason, final int programId)
+    private XdpAttachment(final String interfaceName, final int ifindex, final XdpMode mode, final int programId)
     {
         this.interfaceName = interfaceName;
         this.ifindex = ifindex;
         this.mode = mode;
-        this.fallbackReason = fallbackReason;
         this.programId = programId;
         this.shutdownHook = new Thread(this::detachQuietly, "switchml-xdp-detach");
         Runtime.getRuntime().addShutdownHook(shutdownHook);
@@ -63,16 +61,15 @@ public final class XdpAttachment implements AutoCloseable
      *
      * @param interfaceName   the interface, in this process's network namespace.
      * @param programFd       the loaded program.
-     * @param requested       NATIVE (driver mode only), GENERIC, or AUTO (driver mode, else generic, reported).
      * @param ourProgramName  the name our programs carry: one attached already is stale and gets replaced.
      * @param recordedId      the id an earlier appliance recorded for the program it attached here, or 0: a program
      *                        of that id whose name cannot be read is ours and stale, and gets replaced.
-     * @param log             receives one line per notable event (stale program replaced, mode fallback).
+     * @param log             receives one line per notable event (a stale program replaced).
      * @return the attachment.
-     * @throws BpfException naming the interface, the mode and the kernel's reason, or the foreign program in the way.
+     * @throws BpfException naming the interface and the kernel's reason, or the foreign program in the way.
      */
     public static XdpAttachment attach(
-        final String interfaceName, final int programFd, final XdpMode requested, final String ourProgramName,
+        final String interfaceName, final int programFd, final String ourProgramName,
         final int recordedId, final Consumer<String> log) throws BpfException
     {
         Libbpf.ensureAvailable();
@@ -101,24 +98,14 @@ public final class XdpAttachment implements AutoCloseable
                 " left by an earlier appliance");
         }
 
-        XdpMode mode = requested == XdpMode.GENERIC ? XdpMode.GENERIC : XdpMode.NATIVE;
-        String fallback = null;
-        int error = attachRaw(ifindex, programFd, mode);
-        if (error < 0 && requested == XdpMode.AUTO)
-        {
-            fallback = "driver mode refused: " + Libbpf.describe(error) + "; attached in generic (skb) mode";
-            log.accept("xdp: " + interfaceName + ": " + fallback);
-            mode = XdpMode.GENERIC;
-            error = attachRaw(ifindex, programFd, mode);
-        }
+        final int error = attachRaw(ifindex, programFd, XdpMode.NATIVE);
         if (error < 0)
         {
-            throw new BpfException("bpf_xdp_attach(" + interfaceName + ", " + (mode == XdpMode.NATIVE ? "native" : "generic") + "): " +
-                Libbpf.describe(error) + (mode == XdpMode.NATIVE ? " (the driver has no native XDP, or the MTU is too large for " +
-                "a non-frags program; switchml.appliance.xdp.mode=auto or generic allows skb mode)" : ""));
+            throw new BpfException("bpf_xdp_attach(" + interfaceName + ", native): " + Libbpf.describe(error) +
+                " (the driver has no native XDP, or the MTU is too large for a non-frags program)");
         }
         final int id = query(interfaceName).map(AttachedProgram::id).orElse(0);
-        return new XdpAttachment(interfaceName, ifindex, mode, fallback, id);
+        return new XdpAttachment(interfaceName, ifindex, XdpMode.NATIVE, id);
     }
 
     private static int attachRaw(final int ifindex, final int programFd, final XdpMode mode) throws BpfException
@@ -198,14 +185,6 @@ public final class XdpAttachment implements AutoCloseable
     public XdpMode mode()
     {
         return mode;
-    }
-
-    /**
-     * @return why driver mode was not used although AUTO asked for it, or null.
-     */
-    public String fallbackReason()
-    {
-        return fallbackReason;
     }
 
     public int programId()

@@ -22,14 +22,15 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The {@code xdp} backend: the aggregator program attached to the appliance's data interface in the NIC driver's
- * receive path (driver mode; generic mode only when configured or as a reported fallback). Jobs placed here get a
+ * receive path (driver mode only, see below). Jobs placed here get a
  * contiguous range of the program's slot array and an entry in its job table once every rank has joined; from then
  * on their updates are aggregated in the kernel and never reach the Java shards, except completed results of jobs
  * without multicast, which the program hands up for the shard to fan out.
  * <p>
  * Options ({@code switchml.appliance.xdp.*}): {@code interface} (required: the data interface, e.g. eth0),
- * {@code mode} ({@code native} by default; {@code generic} for skb mode; {@code auto} for native with a reported
- * fallback to generic), {@code slots} (entries of the slot array, each both pool versions of one slot; 4096 by
+ * {@code mode} ({@code native}, the only mode: generic (skb) mode is refused, since there the kernel hands the
+ * program GSO and GRO super-packets, several updates in one packet, which it cannot split; measured in the
+ * emulated rack, where such jobs stalled until the workers turned GSO off), {@code slots} (entries of the slot array, each both pool versions of one slot; 4096 by
  * default, 2136 bytes each), {@code ttl} (IP TTL of multicast results, 1 by default).
  */
 public final class XdpBackend implements Backend
@@ -68,7 +69,7 @@ public final class XdpBackend implements Backend
         {
             throw new BackendException(environment.optionPrefix() + "interface is required: the data interface to attach to");
         }
-        final XdpMode mode = parseMode(options.getOrDefault("mode", "native"));
+        checkMode(options.getOrDefault("mode", "native"));
         final int slotEntries = intOption(options, "slots", 4096, 1, 1 << 20);
         final int ttl = intOption(options, "ttl", 1, 0, 255);
         final int[] ports = environment.dataPorts();
@@ -84,7 +85,7 @@ public final class XdpBackend implements Backend
         {
             loaded = XdpProgram.load(slotEntries);
             loaded.configure(ports, ttl);
-            attached = XdpAttachment.attach(interfaceName, loaded.programFd(), mode, XdpLayout.PROGRAM_NAME,
+            attached = XdpAttachment.attach(interfaceName, loaded.programFd(), XdpLayout.PROGRAM_NAME,
                 AttachmentRecord.read(environment.stateDirectory(), interfaceName), environment.log());
             attachedProgramId = XdpAttachment.query(interfaceName).map(XdpAttachment.AttachedProgram::id).orElse(0);
             AttachmentRecord.write(environment.stateDirectory(), interfaceName, attachedProgramId);
@@ -128,20 +129,25 @@ public final class XdpBackend implements Backend
         }
         environment.log().accept("xdp: attached " + XdpLayout.PROGRAM_NAME + " (id " + attachedProgramId + ") to " + interfaceName +
             " in " + attachment.mode().name().toLowerCase(Locale.ROOT) + " mode" +
-            (attachment.fallbackReason() != null ? " (" + attachment.fallbackReason() + ")" : "") + "; udp ports " +
+            "; udp ports " +
             java.util.Arrays.toString(ports) + "; " + slotEntries + " slots (" + (slotEntries * (long)XdpLayout.SLOT_SIZE >> 10) + " KiB)");
         monitor.scheduleWithFixedDelay(this::refresh, 200, 200, TimeUnit.MILLISECONDS);
     }
 
-    private static XdpMode parseMode(final String value) throws BackendException
+    private static void checkMode(final String value) throws BackendException
     {
-        return switch (value.strip().toLowerCase(Locale.ROOT))
+        switch (value.strip().toLowerCase(Locale.ROOT))
         {
-            case "native", "driver" -> XdpMode.NATIVE;
-            case "generic", "skb" -> XdpMode.GENERIC;
-            case "auto" -> XdpMode.AUTO;
-            default -> throw new BackendException("switchml.appliance.xdp.mode must be native, generic or auto: '" + value + "'");
-        };
+            case "native", "driver" ->
+            {
+            }
+            case "generic", "skb", "auto" -> throw new BackendException("switchml.appliance.xdp.mode=" + value.strip() +
+                " is not supported: in generic (skb) mode" + ("auto".equals(value.strip()) ? ", auto's fallback," : "") +
+                " the kernel hands the program GSO and GRO super-packets (several updates in one packet), which it " +
+                "cannot split, and jobs stall; use native (driver) mode, or leave jobs to the software backend on a " +
+                "NIC without driver-mode XDP");
+            default -> throw new BackendException("switchml.appliance.xdp.mode must be native: '" + value + "'");
+        }
     }
 
     private int intOption(final Map<String, String> options, final String name, final int defaultValue, final int min, final int max)

@@ -60,13 +60,7 @@ final class XdpPlacementTest
 
     private String send(final String line) throws Exception
     {
-        try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), appliance.controlPort());
-            PrintWriter out = new PrintWriter(socket.getOutputStream(), true, StandardCharsets.UTF_8);
-            BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8)))
-        {
-            out.println(line);
-            return in.readLine();
-        }
+        return ControlLine.send(appliance.controlPort(), line);
     }
 
     private String create(final String name, final String fields) throws Exception

@@ -6,13 +6,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.PrintWriter;
-import java.net.InetAddress;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -160,17 +154,6 @@ final class XdpUnitCapabilitiesTest
             .filter(line -> line.startsWith(field + ":")).findFirst().orElseThrow().substring(field.length() + 1).trim();
     }
 
-    private static String send(final int port, final String line) throws IOException
-    {
-        try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), port);
-            PrintWriter out = new PrintWriter(socket.getOutputStream(), true, StandardCharsets.UTF_8);
-            BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8)))
-        {
-            out.println(line);
-            return in.readLine();
-        }
-    }
-
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void unitCapabilitiesAttachPlaceAndRecoverAfterKill() throws Exception
@@ -184,7 +167,7 @@ final class XdpUnitCapabilitiesTest
 
         assertTrue(first.waitFor("xdp: attached switchml_xdp", 5_000), first.output().toString());
         final int firstId = XdpAttachment.query(veth.name).orElseThrow().id();
-        final String created = send(first.controlPort(), "CREATE name=unit world=4 type=float32 k=256 s=32 mac=on");
+        final String created = ControlLine.send(first.controlPort(), "CREATE name=unit world=4 type=float32 k=256 s=32 mac=on");
         assertTrue(created.startsWith("OK ") && created.contains(" backend=xdp") && !created.contains("fallback"), created);
         first.kill();
         assertEquals(firstId, XdpAttachment.query(veth.name).orElseThrow().id(), "kill -9 should leave the program attached");
@@ -195,7 +178,7 @@ final class XdpUnitCapabilitiesTest
         final XdpAttachment.AttachedProgram now = XdpAttachment.query(veth.name).orElseThrow();
         assertNotEquals(firstId, now.id());
         assertEquals(XdpLayout.PROGRAM_NAME, now.name());
-        assertTrue(send(second.controlPort(), "CREATE name=again world=4 type=float32 k=256 s=32 mac=on")
+        assertTrue(ControlLine.send(second.controlPort(), "CREATE name=again world=4 type=float32 k=256 s=32 mac=on")
             .contains(" backend=xdp"), second.output().toString());
         second.stop();
         assertTrue(XdpAttachment.query(veth.name).isEmpty(), "SIGTERM left the program attached: " + second.output());
@@ -209,7 +192,7 @@ final class XdpUnitCapabilitiesTest
         final ApplianceProcess child = startAsUnit();
         assertTrue(child.waitFor("xdp: not started: " + veth.name + " already has XDP program id " + foreignId +
             " attached in native mode, whose name this process may not read", 5_000), child.output().toString());
-        final String created = send(child.controlPort(), "CREATE name=soft world=4 type=float32 k=256 s=32 mac=on");
+        final String created = ControlLine.send(child.controlPort(), "CREATE name=soft world=4 type=float32 k=256 s=32 mac=on");
         assertTrue(created.contains(" backend=software"), created);
         child.stop();
         assertEquals(foreignId, XdpAttachment.query(veth.name).orElseThrow().id(), "someone else's program was touched");

@@ -1,0 +1,56 @@
+package io.switchml.offload.xdp;
+
+import io.switchml.appliance.Appliance;
+import io.switchml.appliance.ApplianceContext;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Generic (skb) XDP is refused: there the kernel hands the program GSO and GRO super-packets, several updates in
+ * one packet, which it cannot split (in the emulated rack such jobs stalled, missing a rank's updates, until the
+ * workers turned GSO off). {@code mode=generic}, and {@code auto}, which fell back to it, leave the backend not
+ * started with that reason, nothing is attached, and jobs go to software saying why.
+ */
+final class XdpModeTest
+{
+    @TempDir
+    Path dir;
+
+    private Veth veth;
+
+    @BeforeEach
+    void createInterface()
+    {
+        veth = new Veth("m");
+    }
+
+    @AfterEach
+    void removeInterface()
+    {
+        veth.close();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"generic", "skb", "auto"})
+    void genericModeIsRefusedAndJobsGoToSoftwareSayingWhy(final String mode) throws Exception
+    {
+        try (Appliance appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(-1)
+            .dir(dir.resolve(mode).toString()).backends("xdp,software").backendOption("xdp", "interface", veth.name)
+            .backendOption("xdp", "mode", mode)))
+        {
+            assertTrue(XdpAttachment.query(veth.name).isEmpty(), "something was attached in mode " + mode);
+            final String reply = ControlLine.send(appliance.controlPort(),
+                "CREATE name=m world=4 type=float32 k=256 s=32 mac=on");
+            assertTrue(reply.startsWith("OK ") && reply.contains(" backend=software fallback=xdp: not started: " +
+                "switchml.appliance.xdp.mode=" + mode + " is not supported: in generic (skb) mode"), reply);
+            assertTrue(reply.contains("GSO and GRO super-packets"), reply);
+        }
+    }
+}
