@@ -101,7 +101,8 @@ public final class Appliance implements AutoCloseable
                 final ApplianceMetrics metrics = new ApplianceMetrics(
                     telemetry.countersFile().countersReader(), telemetry::slotLatencyTotals)
                     .memory(registry::memoryUsedBytes, registry::memoryBudgetBytes)
-                    .shardCpu(context.shards(), shardPlane::shardThreadId);
+                    .shardCpu(context.shards(), shardPlane::shardThreadId)
+                    .backends(registry::backends);
                 http = new HttpEndpoint(context.resolvedBindAddress(), context.httpPort(), metrics, () -> !closed,
                     this::healthJson);
             }
@@ -300,7 +301,8 @@ public final class Appliance implements AutoCloseable
         return "status=up uptimeMs=" + (System.currentTimeMillis() - startMs) + " jobs=" + registry.jobCount() +
             " memoryUsedBytes=" + registry.memoryUsedBytes() + " memoryBudgetBytes=" + registry.memoryBudgetBytes() +
             " shards=" + context.shards() + " transport=" + dataPlane.transportName() + " backends=" +
-            String.join(",", backends.stream().map(Backend::name).toList()) + " auth=" +
+            String.join(",", backends.stream().map(Backend::name).toList()) + " backendsDown=" +
+            String.join(",", backends.stream().filter(backend -> backend.health() != null).map(Backend::name).toList()) + " auth=" +
             (context.controlCredentials() != null ? "on" : "off") + " tls=" + (context.controlTlsContext() != null ? "on" : "off") +
             " pid=" + ProcessHandle.current().pid();
     }

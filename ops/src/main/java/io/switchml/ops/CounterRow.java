@@ -37,7 +37,8 @@ record CounterRow(int id, String type, int ownerId, String name, String tenant, 
     private static final String JOB_PREFIX = MetricNames.PREFIX + MetricNames.scope(CounterTypes.JOB);
     private static final String BACKEND_PREFIX = MetricNames.PREFIX + MetricNames.scope(CounterTypes.BACKEND);
     private static final List<String> NOT_IN_COUNTERS_FILE = List.of(MetricNames.SLOT_LATENCY_SECONDS,
-        MetricNames.SHARD_CPU_SECONDS, MetricNames.MEMORY_USED_BYTES, MetricNames.MEMORY_BUDGET_BYTES, MetricNames.BUILD);
+        MetricNames.SHARD_CPU_SECONDS, MetricNames.MEMORY_USED_BYTES, MetricNames.MEMORY_BUDGET_BYTES, MetricNames.BUILD,
+        MetricNames.BACKEND_UP);
 
     /**
      * @return a key that identifies the counter across reads (for rates), e.g. "shard/0/packets_in".

@@ -3,6 +3,7 @@ package io.switchml.ops;
 import io.switchml.protocol.Json;
 import io.switchml.protocol.telemetry.CountersFileReader;
 import io.switchml.protocol.telemetry.ErrorRecord;
+import io.switchml.protocol.telemetry.MetricNames;
 import io.switchml.protocol.telemetry.SystemCounter;
 import picocli.CommandLine.Command;
 
@@ -67,6 +68,7 @@ final class StatusCommand extends OpsSubcommand
             status.put("version", version());
             status.put("transport", health.get("transport"));
             status.put("control_security", controlSecurity(health.get("tls"), health.get("auth")));
+            status.put("backends", backends(health.get("backends"), health.get("backendsDown")));
             final int shardCount = (int)parseLong(health.get("shards"));
             final List<Map<String, Object>> shards = new ArrayList<>();
             final List<ShardThreads.ShardThread> threads = ShardThreads.of(pid);
@@ -127,8 +129,8 @@ final class StatusCommand extends OpsSubcommand
         {
             throw new OpsException(OpsException.FAILED, "GET " + healthResponse.uri() + " is not a JSON object");
         }
-        final Map<String, Long> system = systemCounters(
-            CounterRow.fromSamples(PrometheusParser.parse(target.httpGetOk("metrics"))));
+        final List<PrometheusParser.Sample> samples = PrometheusParser.parse(target.httpGetOk("metrics"));
+        final Map<String, Long> system = systemCounters(CounterRow.fromSamples(samples));
         final Map<String, Object> status = new LinkedHashMap<>();
         status.put("status", healthResponse.statusCode() == 200 ? String.valueOf(health.get("status")) : "not ready (" +
             healthResponse.statusCode() + ", " + health.get("status") + ")");
@@ -137,6 +139,15 @@ final class StatusCommand extends OpsSubcommand
         status.put("uptime_ms", number(health.get("uptimeMs")));
         status.put("version", version());
         status.put("transport", health.get("transport"));
+        final Map<String, Object> backends = new LinkedHashMap<>();
+        for (final PrometheusParser.Sample sample : samples)
+        {
+            if (MetricNames.BACKEND_UP.equals(sample.name()))
+            {
+                backends.put(sample.labels().get(MetricNames.BACKEND_LABEL), sample.value() == 1 ? "up" : "down");
+            }
+        }
+        status.put("backends", backends);
         final List<Map<String, Object>> shards = new ArrayList<>();
         for (int shard = 0; shard < number(health.get("shards")); shard++)
         {
@@ -215,6 +226,24 @@ final class StatusCommand extends OpsSubcommand
         return values;
     }
 
+    /**
+     * @return each backend of the HEALTH reply's comma lists with "up" or "down", in order of preference.
+     */
+    static Map<String, Object> backends(final String names, final String down)
+    {
+        final Map<String, Object> backends = new LinkedHashMap<>();
+        if (names == null || names.isEmpty())
+        {
+            return backends;
+        }
+        final List<String> failed = down == null || down.isEmpty() ? List.of() : List.of(down.split(","));
+        for (final String name : names.split(","))
+        {
+            backends.put(name, failed.contains(name) ? "down" : "up");
+        }
+        return backends;
+    }
+
     @SuppressWarnings("unchecked")
     private void print(final PrintWriter out, final Map<String, Object> status)
     {
@@ -226,6 +255,13 @@ final class StatusCommand extends OpsSubcommand
         out.printf(row, "version", "ops " + ((Map<String, Object>)status.get("version")).get("ops") +
             " (the appliance does not report its own)");
         final List<Map<String, Object>> shards = (List<Map<String, Object>>)status.get("shards");
+        final Map<String, Object> backends = (Map<String, Object>)status.get("backends");
+        if (backends != null && !backends.isEmpty())
+        {
+            out.printf(row, "backends", String.join(", ", backends.entrySet().stream()
+                .map(entry -> entry.getKey() + " " + entry.getValue()).toList()) +
+                (backends.containsValue("down") ? " (why: the appliance's log, `switchml ops events`)" : ""));
+        }
         out.printf(row, "shards", shards.size() + " on " + status.get("transport"));
         for (final Map<String, Object> shard : shards)
         {

@@ -208,8 +208,10 @@ class OpsCommandTest
         assertTrue(text.out().contains("version     ops " + Version.version()), text::toString);
         assertTrue(text.out().contains("  job 1 default/train (active)"), text::toString);
         assertTrue(text.out().contains("of 64.0 MiB aggregator budget"), text::toString);
+        assertTrue(text.out().contains("backends    software up\n"), text::toString);
 
         final Map<String, Object> json = jsonObject(ok(OpsCli.run(local("status", "--json"))));
+        assertEquals(Map.of("software", "up"), json.get("backends"), json::toString);
         assertEquals("up", json.get("status"));
         assertEquals(ProcessHandle.current().pid(), json.get("pid"));
         assertTrue((Long)json.get("uptime_ms") > 0);
@@ -220,6 +222,14 @@ class OpsCommandTest
         assertEquals(64L << 20, memory.get("budget_bytes"));
         assertEquals(appliance.registry().memoryUsedBytes(), memory.get("used_bytes"));
         assertTrue((Long)((Map<?, ?>)json.get("jobs")).get("active") >= 1, json::toString);
+    }
+
+    @Test
+    void statusNamesEachBackendUpOrDownInPreferenceOrder()
+    {
+        assertEquals("{xdp=down, software=up}", StatusCommand.backends("xdp,software", "xdp").toString());
+        assertEquals("{tofino=up, software=up}", StatusCommand.backends("tofino,software", "").toString());
+        assertEquals("{}", StatusCommand.backends(null, null).toString());
     }
 
     @Test
@@ -237,6 +247,7 @@ class OpsCommandTest
         assertTrue(text.out().contains("url         " + url + "/"), text::toString);
         final Map<String, Object> json = jsonObject(ok(OpsCli.run(remote("status", "--json"))));
         assertEquals("remote", json.get("mode"));
+        assertEquals(Map.of("software", "up"), json.get("backends"), json::toString);
         assertEquals(2, ((List<?>)json.get("shards")).size());
         assertTrue((Long)((Map<?, ?>)json.get("traffic")).get("packets_in") > 0, json::toString);
     }

@@ -39,7 +39,7 @@ public final class UnavailableBackend implements Backend
 
     public String health()
     {
-        return null;
+        return cause; // never started: not healthy (switchml_backend_up 0); it has no jobs to abort
     }
 
     public String describe()

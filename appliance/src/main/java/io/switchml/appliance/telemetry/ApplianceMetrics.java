@@ -8,6 +8,7 @@ import io.prometheus.metrics.expositionformats.ExpositionFormats;
 import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.Unit;
+import io.switchml.appliance.backend.Backend;
 import io.switchml.protocol.BuildInfo;
 import io.switchml.protocol.telemetry.MetricNames;
 import org.HdrHistogram.Histogram;
@@ -17,6 +18,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.util.List;
 import java.util.Map;
 import java.util.function.DoubleSupplier;
 import java.util.function.IntToLongFunction;
@@ -63,6 +65,29 @@ public final class ApplianceMetrics
         GaugeWithCallback.builder().name(MetricNames.MEMORY_BUDGET_BYTES).unit(Unit.BYTES)
             .help("Aggregator memory budget (switchml.appliance.memoryBudgetBytes)")
             .callback((callback) -> callback.call(budgetBytes.getAsDouble()))
+            .register(registry);
+        return this;
+    }
+
+    /**
+     * Export whether each aggregation backend is healthy: {@code switchml_backend_up{backend}} 1, or 0 while it is
+     * not started or has failed (the reason is in the log, the journal and every fallback's reason). An alert on an
+     * offload that stopped working needs this: its jobs go to software quietly, correct but slower.
+     *
+     * @param backends the backends, in order of preference; empty until they are started.
+     */
+    public ApplianceMetrics backends(final Supplier<? extends List<? extends Backend>> backends)
+    {
+        GaugeWithCallback.builder().name(MetricNames.BACKEND_UP)
+            .help("1 while the aggregation backend is started and healthy, else 0 (the reason is in the log)")
+            .labelNames(MetricNames.BACKEND_LABEL)
+            .callback((callback) ->
+            {
+                for (final Backend backend : backends.get())
+                {
+                    callback.call(backend.health() == null ? 1 : 0, backend.name());
+                }
+            })
             .register(registry);
         return this;
     }

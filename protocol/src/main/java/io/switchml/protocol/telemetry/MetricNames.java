@@ -45,6 +45,8 @@ public final class MetricNames
     public static final String MEMORY_USED_BYTES = PREFIX + "memory_used_bytes";
     /** Aggregator memory budget. */
     public static final String MEMORY_BUDGET_BYTES = PREFIX + "memory_budget_bytes";
+    /** 1 while an aggregation backend is healthy (started, its program or switch in place), else 0; per backend. */
+    public static final String BACKEND_UP = PREFIX + "backend_up";
     /** Build information (exported as {@code switchml_build_info{version,commit}}). */
     public static final String BUILD = PREFIX + "build";
     /** Prefix of a counter's name that counts drops of one reason (the rest is the reason). */

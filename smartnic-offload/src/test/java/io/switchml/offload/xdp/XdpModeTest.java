@@ -8,6 +8,10 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -41,7 +45,7 @@ final class XdpModeTest
     @ValueSource(strings = {"generic", "skb", "auto"})
     void genericModeIsRefusedAndJobsGoToSoftwareSayingWhy(final String mode) throws Exception
     {
-        try (Appliance appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(-1)
+        try (Appliance appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
             .dir(dir.resolve(mode).toString()).backends("xdp,software").backendOption("xdp", "interface", veth.name)
             .backendOption("xdp", "mode", mode)))
         {
@@ -51,6 +55,14 @@ final class XdpModeTest
             assertTrue(reply.startsWith("OK ") && reply.contains(" backend=software fallback=xdp: not started: " +
                 "switchml.appliance.xdp.mode=" + mode + " is not supported: in generic (skb) mode"), reply);
             assertTrue(reply.contains("GSO and GRO super-packets"), reply);
+            // what an operator's alert and `switchml ops status` read
+            final String metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + appliance.httpPort() + "/metrics")).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+            assertTrue(metrics.contains("switchml_backend_up{backend=\"xdp\"} 0.0") &&
+                metrics.contains("switchml_backend_up{backend=\"software\"} 1.0"), metrics);
+            final String health = ControlLine.send(appliance.controlPort(), "HEALTH");
+            assertTrue(health.contains(" backends=xdp,software backendsDown=xdp "), health);
         }
     }
 }

@@ -89,8 +89,8 @@ final class XdpPlacementTest
         assertTrue(create("most", "type=int32 k=64 s=80").contains(" backend=xdp"));
         assertFallback(create("full", "type=int32 k=64 s=16"), "xdp: only 8 contiguous of 96 slots free, s=16");
 
-        final String metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-            URI.create("http://127.0.0.1:" + appliance.httpPort() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+        final String metrics = metrics();
+        assertTrue(metrics.contains("switchml_backend_up{backend=\"xdp\"} 1.0"), metrics);
         assertTrue(metrics.contains("switchml_backend_fallbacks_total{backend=\"xdp\",reason=\"k=8192 exceeds 256\"} 1.0"), metrics);
         assertTrue(metrics.contains("switchml_backend_absorbed_in_kernel_total{backend=\"xdp\"}"), metrics);
         assertTrue(jobs().stream().anyMatch(line -> line.contains("name=bigk") && line.contains("backend=software") &&
@@ -138,6 +138,13 @@ final class XdpPlacementTest
         }
         final String next = create("after", "type=int32 k=64 s=4");
         assertTrue(next.contains(" backend=software fallback=xdp: program detached from " + veth.name), next);
+        assertTrue(metrics().contains("switchml_backend_up{backend=\"xdp\"} 0.0"), "the gauge still says up");
+    }
+
+    private String metrics() throws Exception
+    {
+        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" +
+            appliance.httpPort() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
     }
 
     private List<String> jobs() throws Exception
