@@ -17,7 +17,6 @@ import importlib.util
 import multiprocessing
 import os
 import statistics
-import time
 
 
 def measure(bucket_mb):
@@ -35,34 +34,16 @@ def measure(bucket_mb):
     # became ready (Reducer::rebuild_buckets), and every later step uses those: both are computed, the rebuilt one
     # from step 0's hook times
     static, _ = dist._compute_bucket_assignment_by_size(params, limits, [False] * len(params))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(8, 3, 32, 32)
-    y = torch.randint(0, 10, (8,))
-    stamps = {}
-    for i, p in enumerate(params):
-        p.register_hook(lambda g, i=i: stamps.__setitem__(i, time.perf_counter()) or g)
-    rows = []
-    buckets = None
-    for step in range(14):
-        optimizer.zero_grad()
-        stamps.clear()
-        t0 = time.perf_counter()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        t1 = time.perf_counter()
-        loss.backward()
-        t2 = time.perf_counter()
-        optimizer.step()
-        t3 = time.perf_counter()
-        if buckets is None:
-            order = sorted(range(len(params)), key=lambda i: (stamps[i], -i))
-            buckets, _ = dist._compute_bucket_assignment_by_size(
-                [params[i] for i in order], limits, [False] * len(params), order)
-        if step >= 4:
-            rows.append((t1 - t0, t2 - t1, t3 - t2, [max(stamps[i] for i in b) - t1 for b in buckets]))
+    steps = bench.training_steps(model, 8, 32, 14)
+    order = sorted(range(len(params)), key=lambda i: (steps[0][3][i], -i))
+    buckets, _ = dist._compute_bucket_assignment_by_size(
+        [params[i] for i in order], limits, [False] * len(params), order)
+    rows = [(forward, backward, opt, [max(ready[i] for i in b) for b in buckets])
+            for forward, backward, opt, ready in steps[4:]]
     sizes = [sum(params[i].numel() * 4 for i in bucket) / 1e6 for bucket in buckets]
     static_sizes = [sum(params[i].numel() * 4 for i in bucket) / 1e6 for bucket in static]
-    med = lambda k: statistics.median(r[k] for r in rows) * 1e3
-    ready = [statistics.median(r[3][b] for r in rows) * 1e3 for b in range(len(buckets))]
+    med = lambda k: statistics.median(r[k] for r in rows)
+    ready = [statistics.median(r[3][b] for r in rows) for b in range(len(buckets))]
     return med(0), med(1), med(2), sizes, ready, static_sizes
 
 

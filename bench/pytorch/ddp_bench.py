@@ -95,9 +95,10 @@ def cpu_seconds(pid="self"):
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
-def profile_compute(model, batch, image, steps=8, warmups=3):
-    """Train ``model`` alone (no DDP) and return rank-local medians: forward ms, optimizer ms, and for every
-    parameter (in registration order) the ms after backward began at which its gradient was ready."""
+def training_steps(model, batch, image, steps):
+    """Train ``model`` alone (no DDP, SGD with momentum on random data) for ``steps`` steps and return one row per
+    step: forward ms, backward ms, optimizer ms, and for every parameter (in registration order) the ms after
+    backward began at which its gradient was ready."""
     params = list(model.parameters())
     optimizer = torch.optim.SGD(params, lr=0.01, momentum=0.9)
     x = torch.randn(batch, 3, image, image)
@@ -106,7 +107,7 @@ def profile_compute(model, batch, image, steps=8, warmups=3):
     for i, p in enumerate(params):
         p.register_hook(lambda g, i=i: stamps.__setitem__(i, time.perf_counter()) or g)
     rows = []
-    for step in range(warmups + steps):
+    for _ in range(steps):
         optimizer.zero_grad()
         t0 = time.perf_counter()
         loss = F.cross_entropy(model(x), y)
@@ -115,10 +116,16 @@ def profile_compute(model, batch, image, steps=8, warmups=3):
         t2 = time.perf_counter()
         optimizer.step()
         t3 = time.perf_counter()
-        if step >= warmups:
-            rows.append(((t1 - t0) * 1e3, (t3 - t2) * 1e3, [(t - t1) * 1e3 for t in stamps]))
-    return (statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows),
-            [statistics.median(r[2][i] for r in rows) for i in range(len(params))])
+        rows.append(((t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, [(t - t1) * 1e3 for t in stamps]))
+    return rows
+
+
+def profile_compute(model, batch, image, steps=8, warmups=3):
+    """Medians of :func:`training_steps` after ``warmups`` steps: forward ms, optimizer ms, and each parameter's
+    gradient-ready ms."""
+    rows = training_steps(model, batch, image, warmups + steps)[warmups:]
+    return (statistics.median(r[0] for r in rows), statistics.median(r[2] for r in rows),
+            [statistics.median(r[3][i] for r in rows) for i in range(len(rows[0][3]))])
 
 
 class _SleepLink(torch.autograd.Function):

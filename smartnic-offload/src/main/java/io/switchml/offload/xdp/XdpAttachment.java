@@ -9,14 +9,14 @@ import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
- * An XDP program attached to a network interface in driver (native) mode. Attaching first looks
- * at what is there: a program of our name left by an appliance that was killed is detached and replaced (and said
- * so in the log); anyone else's program is never evicted. Reading an attached program's name takes
- * BPF_PROG_GET_FD_BY_ID, which the kernel allows only with CAP_SYS_ADMIN; the systemd unit grants CAP_BPF,
- * CAP_PERFMON and CAP_NET_ADMIN, so there the name is unknown and a stale program is recognised by its id instead,
- * which the earlier appliance recorded (ids are allocated cyclically, so another program does not get it again). Detached on {@link #close()} and, through a shutdown
- * hook, on normal exit and SIGTERM; after kill -9 the kernel keeps the program attached until the next start
- * replaces it.
+ * An XDP program attached to a network interface in driver (native) mode. Attaching first looks at what is there: a
+ * program of our name left by an appliance that was killed is detached and replaced (and said so in the log); anyone
+ * else's program is never evicted. Reading an attached program's name takes BPF_PROG_GET_FD_BY_ID, which the kernel
+ * allows only with CAP_SYS_ADMIN; the systemd unit grants CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN, so there the name
+ * is unknown and a stale program is recognised by its id instead, which the earlier appliance recorded (ids are
+ * allocated cyclically, so another program does not get it again). Detached on {@link #close()} and, through a
+ * shutdown hook, on normal exit and SIGTERM; after kill -9 the kernel keeps the program attached until the next
+ * start replaces it.
  */
 public final class XdpAttachment implements AutoCloseable
 {
@@ -41,16 +41,14 @@ public final class XdpAttachment implements AutoCloseable
 
     private final String interfaceName;
     private final int ifindex;
-    private final XdpMode mode;
     private final int programId;
     private final Thread shutdownHook;
     private boolean detached;
 
-    private XdpAttachment(final String interfaceName, final int ifindex, final XdpMode mode, final int programId)
+    private XdpAttachment(final String interfaceName, final int ifindex, final int programId)
     {
         this.interfaceName = interfaceName;
         this.ifindex = ifindex;
-        this.mode = mode;
         this.programId = programId;
         this.shutdownHook = new Thread(this::detachQuietly, "switchml-xdp-detach");
         Runtime.getRuntime().addShutdownHook(shutdownHook);
@@ -98,25 +96,25 @@ public final class XdpAttachment implements AutoCloseable
                 " left by an earlier appliance");
         }
 
-        final int error = attachRaw(ifindex, programFd, XdpMode.NATIVE);
+        final int error = BpfObject.invokeInt(() ->
+            (int)Libbpf.XDP_ATTACH.invokeExact(ifindex, programFd, flags(XdpMode.NATIVE), MemorySegment.NULL));
         if (error < 0)
         {
             throw new BpfException("bpf_xdp_attach(" + interfaceName + ", native): " + Libbpf.describe(error) +
                 " (the driver has no native XDP, or the MTU is too large for a non-frags program)");
         }
         final int id = query(interfaceName).map(AttachedProgram::id).orElse(0);
-        return new XdpAttachment(interfaceName, ifindex, XdpMode.NATIVE, id);
+        return new XdpAttachment(interfaceName, ifindex, id);
     }
 
-    private static int attachRaw(final int ifindex, final int programFd, final XdpMode mode) throws BpfException
+    private static int flags(final XdpMode mode)
     {
-        final int flags = mode == XdpMode.GENERIC ? Libbpf.XDP_FLAGS_SKB_MODE : Libbpf.XDP_FLAGS_DRV_MODE;
-        return BpfObject.invokeInt(() -> (int)Libbpf.XDP_ATTACH.invokeExact(ifindex, programFd, flags, MemorySegment.NULL));
+        return mode == XdpMode.GENERIC ? Libbpf.XDP_FLAGS_SKB_MODE : Libbpf.XDP_FLAGS_DRV_MODE;
     }
 
     private static void detach(final int ifindex, final String interfaceName, final XdpMode mode) throws BpfException
     {
-        final int flags = mode == XdpMode.GENERIC ? Libbpf.XDP_FLAGS_SKB_MODE : Libbpf.XDP_FLAGS_DRV_MODE;
+        final int flags = flags(mode);
         final int error = BpfObject.invokeInt(() -> (int)Libbpf.XDP_DETACH.invokeExact(ifindex, flags, MemorySegment.NULL));
         if (error < 0)
         {
@@ -133,7 +131,7 @@ public final class XdpAttachment implements AutoCloseable
         final int ifindex = Libbpf.ifindex(interfaceName);
         for (final XdpMode mode : new XdpMode[] {XdpMode.NATIVE, XdpMode.GENERIC})
         {
-            final int flags = mode == XdpMode.GENERIC ? Libbpf.XDP_FLAGS_SKB_MODE : Libbpf.XDP_FLAGS_DRV_MODE;
+            final int flags = flags(mode);
             try (Arena arena = Arena.ofConfined())
             {
                 final MemorySegment id = arena.allocate(ValueLayout.JAVA_INT);
@@ -182,11 +180,6 @@ public final class XdpAttachment implements AutoCloseable
         return interfaceName;
     }
 
-    public XdpMode mode()
-    {
-        return mode;
-    }
-
     public int programId()
     {
         return programId;
@@ -212,7 +205,7 @@ public final class XdpAttachment implements AutoCloseable
             final Optional<AttachedProgram> attached = query(interfaceName);
             if (attached.isPresent() && attached.get().id() == programId)
             {
-                detach(ifindex, interfaceName, mode);
+                detach(ifindex, interfaceName, XdpMode.NATIVE);
             }
         }
         catch (final BpfException ex)

@@ -22,16 +22,17 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The {@code xdp} backend: the aggregator program attached to the appliance's data interface in the NIC driver's
- * receive path (driver mode only, see below). Jobs placed here get a
- * contiguous range of the program's slot array and an entry in its job table once every rank has joined; from then
- * on their updates are aggregated in the kernel and never reach the Java shards, except completed results of jobs
- * without multicast, which the program hands up for the shard to fan out.
+ * receive path (driver mode only, see below). Jobs placed here get a contiguous range of the program's slot array
+ * and an entry in its job table once every rank has joined; from then on their updates are aggregated in the kernel
+ * and never reach the Java shards, except completed results of jobs without multicast, which the program hands up
+ * for the shard to fan out.
  * <p>
  * Options ({@code switchml.appliance.xdp.*}): {@code interface} (required: the data interface, e.g. eth0),
  * {@code mode} ({@code native}, the only mode: generic (skb) mode is refused, since there the kernel hands the
- * program GSO and GRO super-packets, several updates in one packet, which it cannot split; measured in the
- * emulated rack, where such jobs stalled until the workers turned GSO off), {@code slots} (entries of the slot array, each both pool versions of one slot; 4096 by
- * default, 2136 bytes each), {@code ttl} (IP TTL of multicast results, 1 by default).
+ * program GSO and GRO super-packets, several updates in one packet, which it cannot split; measured in the emulated
+ * rack, where such jobs stalled until the workers turned GSO off), {@code slots} (entries of the slot array, each
+ * both pool versions of one slot; 4096 by default, 2136 bytes each), {@code ttl} (IP TTL of multicast results, 1 by
+ * default). The id of the attached program is recorded in the backend's state directory ({@link AttachmentRecord}).
  */
 public final class XdpBackend implements Backend
 {
@@ -44,7 +45,6 @@ public final class XdpBackend implements Backend
     private final String interfaceName;
     private final XdpProgram program;
     private final XdpAttachment attachment;
-    private final int attachedProgramId;
     private final SlotRanges ranges;
     private final AtomicCounter[] counters = new AtomicCounter[XdpLayout.STAT_COUNT];
     private final ScheduledExecutorService monitor = Executors.newSingleThreadScheduledExecutor(
@@ -87,8 +87,7 @@ public final class XdpBackend implements Backend
             loaded.configure(ports, ttl);
             attached = XdpAttachment.attach(interfaceName, loaded.programFd(), XdpLayout.PROGRAM_NAME,
                 AttachmentRecord.read(environment.stateDirectory(), interfaceName), environment.log());
-            attachedProgramId = XdpAttachment.query(interfaceName).map(XdpAttachment.AttachedProgram::id).orElse(0);
-            AttachmentRecord.write(environment.stateDirectory(), interfaceName, attachedProgramId);
+            AttachmentRecord.write(environment.stateDirectory(), interfaceName, attached.programId());
         }
         catch (final IOException ex)
         {
@@ -127,22 +126,21 @@ public final class XdpBackend implements Backend
                 counters[index] = environment.counter().apply(XdpLayout.EVENT_NAMES[index]);
             }
         }
-        environment.log().accept("xdp: attached " + XdpLayout.PROGRAM_NAME + " (id " + attachedProgramId + ") to " + interfaceName +
-            " in " + attachment.mode().name().toLowerCase(Locale.ROOT) + " mode" +
-            "; udp ports " +
-            java.util.Arrays.toString(ports) + "; " + slotEntries + " slots (" + (slotEntries * (long)XdpLayout.SLOT_SIZE >> 10) + " KiB)");
+        environment.log().accept("xdp: attached " + XdpLayout.PROGRAM_NAME + " (id " + attachment.programId() + ") to " +
+            interfaceName + " in native mode; udp ports " + java.util.Arrays.toString(ports) + "; " + slotEntries + " slots (" + (slotEntries * (long)XdpLayout.SLOT_SIZE >> 10) + " KiB)");
         monitor.scheduleWithFixedDelay(this::refresh, 200, 200, TimeUnit.MILLISECONDS);
     }
 
     private static void checkMode(final String value) throws BackendException
     {
-        switch (value.strip().toLowerCase(Locale.ROOT))
+        final String mode = value.strip();
+        switch (mode.toLowerCase(Locale.ROOT))
         {
             case "native", "driver" ->
             {
             }
-            case "generic", "skb", "auto" -> throw new BackendException("switchml.appliance.xdp.mode=" + value.strip() +
-                " is not supported: in generic (skb) mode" + ("auto".equals(value.strip()) ? ", auto's fallback," : "") +
+            case "generic", "skb", "auto" -> throw new BackendException("switchml.appliance.xdp.mode=" + mode +
+                " is not supported: in generic (skb) mode" + ("auto".equals(mode) ? ", auto's fallback," : "") +
                 " the kernel hands the program GSO and GRO super-packets (several updates in one packet), which it " +
                 "cannot split, and jobs stall; use native (driver) mode, or leave jobs to the software backend on a " +
                 "NIC without driver-mode XDP");
@@ -196,7 +194,7 @@ public final class XdpBackend implements Backend
             {
                 fail("program detached from " + interfaceName);
             }
-            else if (attached.get().id() != attachedProgramId)
+            else if (attached.get().id() != attachment.programId())
             {
                 fail("program on " + interfaceName + " replaced by id " + attached.get().id() + " (" +
                     attached.get().describeName() + ")");
@@ -260,8 +258,7 @@ public final class XdpBackend implements Backend
     public String describe()
     {
         final long[] stats = lastStats;
-        return "xdp on " + interfaceName + " (" + attachment.mode().name().toLowerCase(Locale.ROOT) + " mode, program id " +
-            attachedProgramId + "), " + ranges.freeTotal() + "/" + ranges.capacity() + " slots free; updates=" +
+        return "xdp on " + interfaceName + " (native mode, program id " + attachment.programId() + "), " + ranges.freeTotal() + "/" + ranges.capacity() + " slots free; updates=" +
             stats[XdpLayout.STAT_UPDATES] + " absorbed_in_kernel=" + stats[XdpLayout.STAT_ABSORBED] + " slots_completed=" +
             stats[XdpLayout.STAT_COMPLETED] + " results_multicast=" + stats[XdpLayout.STAT_RESULTS_TX] + " results_passed_up=" +
             stats[XdpLayout.STAT_RESULTS_PASSED] + " passed_to_kernel=" + stats[XdpLayout.STAT_PASSED] + " probes=" +

@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -103,13 +104,13 @@ record ApplianceProcess(Process process, List<String> output)
     void stop() throws InterruptedException
     {
         process.destroy();
-        assertTrue(process.waitFor(30, java.util.concurrent.TimeUnit.SECONDS), "appliance did not exit on SIGTERM: " + output);
+        assertTrue(process.waitFor(30, TimeUnit.SECONDS), "appliance did not exit on SIGTERM: " + output);
     }
 
     /** kill -9, and wait for the exit: no hook runs. */
     void kill() throws InterruptedException
     {
         process.destroyForcibly();
-        assertTrue(process.waitFor(30, java.util.concurrent.TimeUnit.SECONDS));
+        assertTrue(process.waitFor(30, TimeUnit.SECONDS));
     }
 }

@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -31,10 +32,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Tag("process")
 final class XdpUnitCapabilitiesTest
 {
+    private static final int CAP_SYS_ADMIN = 21;
     private static final Path UNIT = Path.of("..", "systemd", "switchml-appliance.service");
     /** Capability numbers of linux/capability.h for the names the unit may grant. */
-    private static final List<String> CAPABILITY_NUMBERS = List.of("CAP_NET_ADMIN=12", "CAP_SYS_ADMIN=21",
-        "CAP_PERFMON=38", "CAP_BPF=39");
+    private static final Map<String, Integer> CAPABILITY_NUMBERS = Map.of("CAP_NET_ADMIN", 12, "CAP_SYS_ADMIN",
+        CAP_SYS_ADMIN, "CAP_PERFMON", 38, "CAP_BPF", 39);
 
     private Path root;
     private Path classPath;
@@ -141,9 +143,12 @@ final class XdpUnitCapabilitiesTest
         long mask = 0;
         for (final String name : unitCapabilities())
         {
-            final String number = CAPABILITY_NUMBERS.stream().filter(entry -> entry.startsWith(name + "=")).findFirst()
-                .orElseThrow(() -> new AssertionError("unknown capability " + name + " in " + UNIT));
-            mask |= 1L << Integer.parseInt(number.substring(number.indexOf('=') + 1));
+            final Integer number = CAPABILITY_NUMBERS.get(name);
+            if (number == null)
+            {
+                throw new AssertionError("unknown capability " + name + " in " + UNIT);
+            }
+            mask |= 1L << number;
         }
         return mask;
     }
@@ -163,7 +168,7 @@ final class XdpUnitCapabilitiesTest
         assertTrue(status(first.process(), "Uid").startsWith("65534"), status(first.process(), "Uid"));
         final long effective = Long.parseUnsignedLong(status(first.process(), "CapEff"), 16);
         assertEquals(unitMask(), effective, "CapEff " + Long.toHexString(effective));
-        assertEquals(0, effective & (1L << 21), "the test must run without CAP_SYS_ADMIN");
+        assertEquals(0, effective & (1L << CAP_SYS_ADMIN), "the test must run without CAP_SYS_ADMIN");
 
         assertTrue(first.waitFor("xdp: attached switchml_xdp", 5_000), first.output().toString());
         final int firstId = XdpAttachment.query(veth.name).orElseThrow().id();
