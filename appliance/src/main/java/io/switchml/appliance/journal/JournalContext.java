@@ -41,6 +41,9 @@ public final class JournalContext
     public static final String BLOCK_SIZE_BYTES_PROP = "switchml.journal.block.size.bytes";
     public static final long BLOCK_SIZE_BYTES_DEFAULT = 0;
 
+    /** Longest park of the default idle strategy of the writer thread. */
+    public static final long MAX_IDLE_PARK_NS = 20_000_000;
+
     /** Smallest ring buffer accepted. */
     public static final int MIN_RING_BUFFER_BYTES = 1024;
     /** Largest ring buffer accepted. */
@@ -131,7 +134,11 @@ public final class JournalContext
         }
         if (null == idleStrategy)
         {
-            idleStrategy = new BackoffIdleStrategy(10, 10, 1_000, 1_000_000);
+            // events are stamped when offered, so a late write changes no time in the journal; parking up to 20 ms
+            // keeps an idle writer at about 50 wake-ups a second (measured: about 940 a second, 1.6 % of a core,
+            // with the earlier 1 ms, on an appliance that shares its cores with workers); the 1 MiB ring holds
+            // thousands of events, far more than 20 ms of them
+            idleStrategy = new BackoffIdleStrategy(10, 10, 1_000, MAX_IDLE_PARK_NS);
         }
         if (null == errorHandler)
         {

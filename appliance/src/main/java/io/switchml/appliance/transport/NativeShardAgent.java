@@ -43,8 +43,13 @@ final class NativeShardAgent implements Agent, ResultSender
     private static final int SEND_CAPACITY = NativeUdp.MAX_MMSG;
     private static final int ALIGNMENT = 64;
     private static final ByteOrder NETWORK = ByteOrder.BIG_ENDIAN;
-    /** Longest sleep in poll(2): bounds how late the deadline scan and shutdown can be. */
-    private static final int IDLE_POLL_TIMEOUT_MS = 1;
+    /**
+     * Longest sleep in poll(2): bounds how late the deadline scan (every {@link DataPlane#DEADLINE_SCAN_INTERVAL_MS}
+     * ms) and shutdown can be. A datagram, or room to send when results wait, ends the sleep at once, so no packet
+     * waits for it. 20 ms keeps an idle shard at about 60 wake-ups a second; with 1 ms it woke about 930 times a
+     * second and took 1.6 to 2.6 % of a core doing nothing, on a host where it may share the cores with workers.
+     */
+    private static final int IDLE_POLL_TIMEOUT_MS = 20;
 
     private final int shardId;
     private final int cpu;
