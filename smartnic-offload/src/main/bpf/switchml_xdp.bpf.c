@@ -358,6 +358,8 @@ static __always_inline __u16 combine_checks(__u16 a, __u16 b)
 			if (base >= sml_max_blocks || base >= SML_MAX_BLOCKS)                               \
 				break;                                                                      \
 			base *= SML_LANE_BLOCK;                                                             \
+			/* opaque to clang: base + i as an add, not an or, which the verifier bounds badly */ \
+			asm volatile("" : "+r"(base));                                                      \
 			_Pragma("unroll") for (i_ = 0; i_ < SML_LANE_BLOCK; i_++) {                         \
 				__u32 j_ = base + i_;                                                       \
 				body;                                                                       \
