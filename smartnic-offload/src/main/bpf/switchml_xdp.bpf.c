@@ -695,25 +695,35 @@ int switchml_xdp(struct xdp_md *ctx)
 		int delta = (int)(SML_HDR_LEN + 4 * need_elements) - (int)len;
 
 		if (bpf_xdp_adjust_tail(ctx, delta) != 0) {
+			/* bpf_xdp_adjust_tail grows a packet only within its last buffer and adds no fragment: a probe
+			 * (82 bytes) cannot become a result of k above about 860. Answer it with a NACK instead, so that the
+			 * worker resends its update at once, and that update (of the result's length) gets the shadow copy
+			 * in place; dropping it would leave the worker to its retransmission timer, which in the rack at 1%
+			 * loss let slots time out. An update of another count is dropped (its sender probes again). */
 			count(SML_STAT_TAIL_FAILED);
-			return XDP_DROP;
+			if (type != SML_T_PROBE)
+				return XDP_DROP;
+			RELOAD_HEADERS(ctx, data, data_end, eth, ip, udp, h);
+			outcome = O_NACK;
+		} else {
+			RELOAD_HEADERS(ctx, data, data_end, eth, ip, udp, h);
+			len = SML_HDR_LEN + 4 * need_elements;
+			outcome = O_STALE;
+			bpf_spin_lock(&slot->lock);
+			c = (flags & SML_F_VERSION) ? &slot->cell[1] : &slot->cell[0];
+			if ((c->seen & bit) && c->count == 0 && c->chunk_seq == seq && c->exp_only == exp_only &&
+			    c->elem_count == need_elements) {
+				WRITE_RESULT(h, c, out_flags, buf);
+				outcome = O_SHADOW;
+			}
+			bpf_spin_unlock(&slot->lock);
+			if (outcome != O_SHADOW) {
+				count(SML_STAT_STALE);
+				return XDP_DROP;
+			}
 		}
-		RELOAD_HEADERS(ctx, data, data_end, eth, ip, udp, h);
-		len = SML_HDR_LEN + 4 * need_elements;
-		outcome = O_STALE;
-		bpf_spin_lock(&slot->lock);
-		c = (flags & SML_F_VERSION) ? &slot->cell[1] : &slot->cell[0];
-		if ((c->seen & bit) && c->count == 0 && c->chunk_seq == seq && c->exp_only == exp_only &&
-		    c->elem_count == need_elements) {
-			WRITE_RESULT(h, c, out_flags, buf);
-			outcome = O_SHADOW;
-		}
-		bpf_spin_unlock(&slot->lock);
-		if (outcome != O_SHADOW) {
-			count(SML_STAT_STALE);
-			return XDP_DROP;
-		}
-	} else if (outcome == O_NACK) {
+	}
+	if (outcome == O_NACK) {
 		/* the probe's header with type NACK and MAC zero */
 		h->type = SML_T_NACK;
 		h->mac = 0;

@@ -299,7 +299,8 @@ public final class XdpBackend implements Backend
             stats[XdpLayout.STAT_COMPLETED] + " results_multicast=" + stats[XdpLayout.STAT_RESULTS_TX] + " results_passed_up=" +
             stats[XdpLayout.STAT_RESULTS_PASSED] + " passed_to_kernel=" + stats[XdpLayout.STAT_PASSED] + " probes=" +
             stats[XdpLayout.STAT_PROBES] + " retransmissions_served=" + stats[XdpLayout.STAT_SHADOW_RESULTS] + " nacks=" +
-            stats[XdpLayout.STAT_NACKS] + (health != null ? "; FAILED: " + health : "");
+            stats[XdpLayout.STAT_NACKS] + " tail_grow_failed=" + stats[XdpLayout.STAT_TAIL_FAILED] + " multi_buffer_packets=" +
+            stats[XdpLayout.STAT_MULTI_BUFFER] + (health != null ? "; FAILED: " + health : "");
     }
 
     XdpProgram program()
