@@ -205,6 +205,9 @@ static __always_inline int drop(__u32 reason)
  */
 #define SML_MSG_OFFSET (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 #define SML_MAX_WORDS  (SML_MAX_LANES / 2)
+/* Up to this many blocks (k <= 384, so the default at MTU 1500, 358) lane loops are bounded loops that the verifier
+ * walks; above, iterator loops that it checks once (see FOR_EACH_BLOCK). */
+#define SML_SMALL_BLOCKS 6
 
 __attribute__((noinline)) __u64 sml_mac(struct xdp_md *ctx, __u32 len, __u64 k0, __u64 k1)
 {
@@ -234,20 +237,35 @@ __attribute__((noinline)) __u64 sml_mac(struct xdp_md *ctx, __u32 len, __u64 k0,
 		SIP_WORD(m);
 	}
 	words = (len - SML_HDR_LEN) >> 3;
-	bpf_iter_num_new(&it, 0, words >> 2);
-	while ((step = bpf_iter_num_next(&it))) {
-		__u32 w = (__u32)*step;
+	if (sml_max_blocks <= SML_SMALL_BLOCKS) {
+		/* k <= 384: a bounded loop of at most 48 steps, no call per step (see FOR_EACH_BLOCK) */
+		for (i = 0; i < SML_SMALL_BLOCKS * SML_LANE_BLOCK / 8; i++) {
+			__u32 w;
 
-		if (w >= SML_MAX_WORDS / 4)
-			break;
-		w <<= 2;
-		asm volatile("" : "+r"(w));
-		SIP_WORD(buf->word[w]);
-		SIP_WORD(buf->word[w + 1]);
-		SIP_WORD(buf->word[w + 2]);
-		SIP_WORD(buf->word[w + 3]);
+			if (i >= (words >> 2))
+				break;
+			w = i << 2;
+			SIP_WORD(buf->word[w]);
+			SIP_WORD(buf->word[w + 1]);
+			SIP_WORD(buf->word[w + 2]);
+			SIP_WORD(buf->word[w + 3]);
+		}
+	} else {
+		bpf_iter_num_new(&it, 0, words >> 2);
+		while ((step = bpf_iter_num_next(&it))) {
+			__u32 w = (__u32)*step;
+
+			if (w >= SML_MAX_WORDS / 4)
+				break;
+			w <<= 2;
+			asm volatile("" : "+r"(w));
+			SIP_WORD(buf->word[w]);
+			SIP_WORD(buf->word[w + 1]);
+			SIP_WORD(buf->word[w + 2]);
+			SIP_WORD(buf->word[w + 3]);
+		}
+		bpf_iter_num_destroy(&it);
 	}
-	bpf_iter_num_destroy(&it);
 #pragma unroll
 	for (i = 0; i < 3; i++) {
 		__u32 w = (words & ~3U) + i;
@@ -344,28 +362,49 @@ static __always_inline __u16 combine_checks(__u16 a, __u16 b)
  * The lane loops, run under the slot's lock over the blocks that hold count lanes: lanes is the pool version's
  * sml_lanes value, buf the scratch copy of the packet's lanes (network order). A lane past count in the last block
  * holds a value that is never sent: a result carries exactly the round's element count, and a round's first
- * contribution overwrites every lane that round can send. The block index comes from the iterator, unknown to the
- * verifier, and is bounded by sml_max_blocks, the constant the loader sized sml_lanes by.
+ * contribution overwrites every lane that round can send.
+ *
+ * Two forms, one chosen by the constant sml_max_blocks, so that the verifier walks only that one: for k up to 384
+ * (SML_SMALL_BLOCKS) a bounded loop the verifier walks block by block, with no call per block (the fast path for
+ * standard frames, as before jumbo frames); above, the block index comes from the bpf_iter_num iterator, unknown to the
+ * verifier, which checks the body once, so that its work does not grow with k; the index is bounded by
+ * sml_max_blocks, the constant the loader sized sml_lanes by.
  */
+
 #define SML_BLOCKS(count) (((count) + SML_LANE_BLOCK - 1) / SML_LANE_BLOCK)
 #define FOR_EACH_BLOCK(count, base, body)                                                                   \
 	do {                                                                                                \
-		struct bpf_iter_num it_;                                                                    \
-		int *block_;                                                                                \
-		bpf_iter_num_new(&it_, 0, SML_BLOCKS(count));                                               \
-		while ((block_ = bpf_iter_num_next(&it_))) {                                                \
-			__u32 base = (__u32)*block_, i_;                                                    \
-			if (base >= sml_max_blocks || base >= SML_MAX_BLOCKS)                               \
-				break;                                                                      \
-			base *= SML_LANE_BLOCK;                                                             \
-			/* opaque to clang: base + i as an add, not an or, which the verifier bounds badly */ \
-			asm volatile("" : "+r"(base));                                                      \
-			_Pragma("unroll") for (i_ = 0; i_ < SML_LANE_BLOCK; i_++) {                         \
-				__u32 j_ = base + i_;                                                       \
-				body;                                                                       \
+		__u32 i_;                                                                                   \
+		if (sml_max_blocks <= SML_SMALL_BLOCKS) {                                                   \
+			__u32 b_, n_ = SML_BLOCKS(count);                                                   \
+			for (b_ = 0; b_ < SML_SMALL_BLOCKS; b_++) {                                         \
+				__u32 base;                                                                 \
+				if (b_ >= n_ || b_ >= sml_max_blocks)                                       \
+					break;                                                              \
+				base = b_ * SML_LANE_BLOCK;                                                 \
+				_Pragma("unroll") for (i_ = 0; i_ < SML_LANE_BLOCK; i_++) {                 \
+					__u32 j_ = base + i_;                                               \
+					body;                                                               \
+				}                                                                           \
 			}                                                                                   \
+		} else {                                                                                    \
+			struct bpf_iter_num it_;                                                            \
+			int *block_;                                                                        \
+			bpf_iter_num_new(&it_, 0, SML_BLOCKS(count));                                       \
+			while ((block_ = bpf_iter_num_next(&it_))) {                                        \
+				__u32 base = (__u32)*block_;                                                \
+				if (base >= sml_max_blocks || base >= SML_MAX_BLOCKS)                       \
+					break;                                                              \
+				base *= SML_LANE_BLOCK;                                                     \
+				/* opaque to clang: base + i as an add, not an or (bounded badly) */        \
+				asm volatile("" : "+r"(base));                                              \
+				_Pragma("unroll") for (i_ = 0; i_ < SML_LANE_BLOCK; i_++) {                 \
+					__u32 j_ = base + i_;                                               \
+					body;                                                               \
+				}                                                                           \
+			}                                                                                   \
+			bpf_iter_num_destroy(&it_);                                                         \
 		}                                                                                           \
-		bpf_iter_num_destroy(&it_);                                                                 \
 	} while (0)
 
 /*

@@ -30,7 +30,7 @@ final class XdpLoaderTest
     Path dir;
 
     @ParameterizedTest(name = "max-lanes {0}")
-    @ValueSource(ints = {256, 2233, XdpLayout.MAX_LANES})
+    @ValueSource(ints = {100, 256, 358, 385, 2233, XdpLayout.MAX_LANES})
     void verifierAcceptsTheProgramForEachMaximumK(final int maxLanes) throws Exception
     {
         final long startNs = System.nanoTime();

@@ -67,6 +67,23 @@ final class XdpSlotPoolDifferentialTest
     }
 
     @ParameterizedTest(name = "seed {0}")
+    @ValueSource(longs = {4, 5})
+    void standardMtuTraceThroughXdpMatchesSlotPool(final long seed) throws BpfException
+    {
+        // the default at MTU 1500: k up to 358, lane loops of up to 6 blocks in the bounded (non-iterator) form
+        program = XdpProgram.load(512, XdpLayout.lanesForMtu(1500));
+        assertEquals(358, program.maxLanes());
+        program.configure(PORTS, 1);
+        final List<XdpJobImage> jobs = List.of(
+            Traces.job(41, 4, 358, 6, 0, ElementType.INT32, true, 0, PORTS.length),
+            Traces.job(42, 3, 358, 5, 6, ElementType.FLOAT32, false, GROUP, PORTS.length),
+            Traces.job(43, 5, 300, 5, 11, ElementType.FLOAT32, true, GROUP + 1, PORTS.length),
+            Traces.job(44, 2, 64, 4, 16, ElementType.INT32, false, 0, PORTS.length));
+        final long[] delta = runTrace(seed, jobs, 12_000, 5);
+        assertEquals(0, delta[XdpLayout.STAT_MULTI_BUFFER], "no frame of k <= 358 needs a second buffer");
+    }
+
+    @ParameterizedTest(name = "seed {0}")
     @ValueSource(longs = {7, 8, 20261126})
     void jumboTraceThroughXdpMatchesSlotPool(final long seed) throws BpfException
     {
