@@ -34,7 +34,7 @@ import java.util.concurrent.TimeUnit;
  * takes, 1 to {@link XdpLayout#MAX_LANES}; by default the largest k whose update fits one frame of the interface's
  * MTU, (MTU - 68) / 4: 358 at 1500, 2233 at 9000; a value above that is refused at start-up), {@code slots} (entries
  * of the slot array, each both pool versions of one slot; 4096 by default, 88 bytes plus 2 * 256 bytes per started
- * block of 64 lanes each: 3.1 KiB at max-lanes 358, 18.1 KiB at 2233), {@code ttl} (IP TTL of multicast results, 1
+ * block of 64 lanes each: 3.1 KiB at max-lanes 358, 17.6 KiB at 2233), {@code ttl} (IP TTL of multicast results, 1
  * by default). The program is declared xdp.frags, so it attaches at any MTU the driver's multi-buffer XDP allows
  * (veth refuses a program without it above an MTU of about 3500) and reads lanes that lie in fragments. The id of the attached program is recorded in the backend's state directory ({@link AttachmentRecord}).
  */
