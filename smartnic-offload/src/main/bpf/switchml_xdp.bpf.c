@@ -30,9 +30,9 @@
  * that). Only the Ethernet, IP, UDP and SwitchML headers are read in place (they lie in the first buffer); the lanes
  * are copied between the packet and a per-CPU scratch value with bpf_xdp_load_bytes / bpf_xdp_store_bytes outside
  * the lock, and the MAC is computed over the header in place and the lanes in the scratch value. Lane loops under
- * the lock run over blocks of SML_LANE_BLOCK lanes with the bpf_iter_num open-coded iterator, which the kernel
- * allows while a spin lock is held (since 6.14): the verifier checks the loop body once instead of walking every
- * block, so its cost does not grow with k.
+ * the lock run over blocks of SML_LANE_BLOCK lanes; above SML_SMALL_BLOCKS blocks with the bpf_iter_num open-coded
+ * iterator, whose kfuncs the verifier allows while a spin lock is held (checked on 6.18; older kernels refuse
+ * them there): it checks the loop body once instead of walking every block, so its cost does not grow with k.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
