@@ -4,7 +4,8 @@
  *
  * Parses wire protocol v1 (io.switchml.protocol.DataHeaderFlyweight) on the appliance's data ports and runs
  * Algorithm 3 of the SwitchML paper exactly as the reference engine io.switchml.appliance.engine.SlotPool does,
- * for int32 lanes (int32 jobs, and float32 jobs whose workers quantize to int32) and k up to SML_MAX_LANES:
+ * for int32 lanes (int32 jobs, and float32 jobs whose workers quantize to int32) and k up to the loaded maximum
+ * (64 * sml_max_blocks, at most SML_MAX_LANES):
  * two pool versions, per-version seen bitmaps, counts, the look-ahead exponent maximum, the check-field maximum,
  * duplicates ignored, stale copies ignored, a retransmission into a completed slot answered from the shadow copy,
  * probes answered with the shadow result or a NACK. The checks before the pool are the software shard's, in its
@@ -23,6 +24,15 @@
  * Each slot holds both pool versions under one bpf_spin_lock, so that an update and the clearing of the rank's
  * bit in the other version are one atomic step, as they are in the single-threaded software shard. No helper is
  * called while the lock is held; MACs are checked before and computed after it.
+ *
+ * Jumbo frames: the program is declared xdp.frags (BPF_F_XDP_HAS_FRAGS), so a driver may hand it a packet in
+ * several buffers (veth does above about 3.5 KB, and refuses a program without the flag once the MTU exceeds
+ * that). Only the Ethernet, IP, UDP and SwitchML headers are read in place (they lie in the first buffer); the lanes
+ * are copied between the packet and a per-CPU scratch value with bpf_xdp_load_bytes / bpf_xdp_store_bytes outside
+ * the lock, and the MAC is computed over the header in place and the lanes in the scratch value. Lane loops under
+ * the lock run over blocks of SML_LANE_BLOCK lanes; above SML_SMALL_BLOCKS blocks with the bpf_iter_num open-coded
+ * iterator, whose kfuncs the verifier allows while a spin lock is held (checked on 6.18; older kernels refuse
+ * them there): it checks the loop body once instead of walking every block, so its cost does not grow with k.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -35,6 +45,20 @@
 #include "switchml_xdp.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* The numbers iterator (kernel/bpf/bpf_iter.c), declared here because Debian 12's UAPI headers and libbpf 1.1
+ * predate it. */
+struct bpf_iter_num {
+	__u64 __opaque[1];
+} __attribute__((aligned(8)));
+
+extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
+extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
+extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+
+/* Blocks of SML_LANE_BLOCK lanes in one sml_lanes value: written by the loader before load (the verifier then
+ * knows it as a constant and bounds every lane access by it); at most SML_MAX_BLOCKS. */
+const volatile __u32 sml_max_blocks = 4;
 
 /* Wire protocol v1: DataHeaderFlyweight. Every field sits at its natural alignment within the header. */
 struct sml_hdr {
@@ -75,9 +99,6 @@ struct sml_hdr {
 #define SML_UNKNOWN_EXP    32767
 #define SML_MIN_EXP        (-126)
 #define SML_MAX_EXP        128
-/* Lane loops run in whole blocks: a branch per block, none per lane (see the note at WRITE_RESULT). */
-#define SML_LANE_BLOCK     64
-#define SML_MAX_MSG_WORDS  ((SML_HDR_LEN + 4 * SML_MAX_LANES) / 8)
 
 /* SlotPool outcomes */
 #define O_ABSORBED  0
@@ -112,6 +133,13 @@ struct {
 } sml_slots SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 8192); /* resized by the loader: 2 per sml_slots entry */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, 4 * SML_LANE_BLOCK * 4); /* set by the loader: 4 * SML_LANE_BLOCK * sml_max_blocks */
+} sml_lanes SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SML_STAT_COUNT);
 	__type(key, __u32);
@@ -122,7 +150,10 @@ struct {
  * the packet, whose variable-length bounds checks would make the verifier walk every lane count separately.
  * bpf_xdp_load_bytes and bpf_xdp_store_bytes move the lanes in and out outside the lock. */
 struct sml_lanes {
-	__u32 lane[SML_MAX_LANES]; /* network order, as in the packet */
+	union {
+		__u32 lane[SML_MAX_LANES];     /* network order, as in the packet */
+		__u64 word[SML_MAX_LANES / 2]; /* the same bytes as SipHash reads them */
+	};
 };
 
 struct {
@@ -155,48 +186,102 @@ static __always_inline int drop(__u32 reason)
 		v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);                                   \
 	} while (0)
 
+#define SIP_WORD(m)                                                                                         \
+	do {                                                                                                \
+		v3 ^= (m);                                                                                  \
+		SIPROUND;                                                                                   \
+		SIPROUND;                                                                                   \
+		v0 ^= (m);                                                                                  \
+	} while (0)
+
 /*
- * SipHash-2-4 of the SwitchML message at offset SML_MSG_OFFSET of the packet, len bytes, with the MAC word (bytes
- * 32..39) taken as zero: PacketMac.compute. len is 40 + 4 * lanes, so the tail is 0 or 4 bytes. A global
- * function, so the verifier checks it once rather than at every call site. Returns 0 when the packet is shorter
- * than len (callers have checked that it is not).
+ * SipHash-2-4 of the SwitchML message of len bytes at offset SML_MSG_OFFSET of the packet, with the MAC word (bytes
+ * 32..39) taken as zero: PacketMac.compute. The 40-byte header is read in place; the payload (len - 40 bytes, a
+ * multiple of 4) from the per-CPU scratch value, where the caller has loaded it (an update) or written it (a
+ * result): with xdp.frags the payload may lie in fragments that direct packet access cannot reach. A global
+ * function, so the verifier checks it once rather than at every call site; the payload words run in an iterator
+ * loop of 4 words per step, checked once whatever k is. Returns 0 when len is out of range or the header is not
+ * in the first buffer (callers have checked that it is).
  */
 #define SML_MSG_OFFSET (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
+#define SML_MAX_WORDS  (SML_MAX_LANES / 2)
+/* Up to this many blocks (k <= 384, so the default at MTU 1500, 358) lane loops are bounded loops that the verifier
+ * walks; above, iterator loops that it checks once (see FOR_EACH_BLOCK). */
+#define SML_SMALL_BLOCKS 6
 
 __attribute__((noinline)) __u64 sml_mac(struct xdp_md *ctx, __u32 len, __u64 k0, __u64 k1)
 {
 	void *data_end = (void *)(long)ctx->data_end;
-	void *msg = (void *)(long)ctx->data + SML_MSG_OFFSET;
+	__u64 *hdr = (void *)(long)ctx->data + SML_MSG_OFFSET;
 	__u64 v0 = k0 ^ 0x736f6d6570736575ULL;
 	__u64 v1 = k1 ^ 0x646f72616e646f6dULL;
 	__u64 v2 = k0 ^ 0x6c7967656e657261ULL;
 	__u64 v3 = k1 ^ 0x7465646279746573ULL;
-	__u32 words = len >> 3;
 	__u64 b = ((__u64)len) << 56;
-	__u32 i;
+	struct sml_lanes *buf;
+	struct bpf_iter_num it;
+	__u32 zero = 0, words, i;
+	int *step;
 
-	if (words > SML_MAX_MSG_WORDS)
+	if (len < SML_HDR_LEN || len > SML_HDR_LEN + 4 * SML_MAX_LANES)
 		return 0;
-	for (i = 0; i < SML_MAX_MSG_WORDS; i++) {
-		__u64 *word = msg + (i << 3);
-		__u64 m;
+	if ((void *)(hdr + SML_HDR_LEN / 8) > data_end)
+		return 0;
+	buf = bpf_map_lookup_elem(&sml_scratch, &zero);
+	if (!buf)
+		return 0;
+#pragma unroll
+	for (i = 0; i < SML_HDR_LEN / 8; i++) {
+		__u64 m = i == SML_MAC_WORD ? 0 : hdr[i];
 
-		if (i >= words)
+		SIP_WORD(m);
+	}
+	words = (len - SML_HDR_LEN) >> 3;
+	if (sml_max_blocks <= SML_SMALL_BLOCKS) {
+		/* k <= 384: a bounded loop of at most 48 steps, no call per step (see FOR_EACH_BLOCK) */
+		for (i = 0; i < SML_SMALL_BLOCKS * SML_LANE_BLOCK / 8; i++) {
+			__u32 w;
+
+			if (i >= (words >> 2))
+				break;
+			w = i << 2;
+			SIP_WORD(buf->word[w]);
+			SIP_WORD(buf->word[w + 1]);
+			SIP_WORD(buf->word[w + 2]);
+			SIP_WORD(buf->word[w + 3]);
+		}
+	} else {
+		bpf_iter_num_new(&it, 0, words >> 2);
+		while ((step = bpf_iter_num_next(&it))) {
+			__u32 w = (__u32)*step;
+
+			if (w >= SML_MAX_WORDS / 4)
+				break;
+			w <<= 2;
+			asm volatile("" : "+r"(w));
+			SIP_WORD(buf->word[w]);
+			SIP_WORD(buf->word[w + 1]);
+			SIP_WORD(buf->word[w + 2]);
+			SIP_WORD(buf->word[w + 3]);
+		}
+		bpf_iter_num_destroy(&it);
+	}
+#pragma unroll
+	for (i = 0; i < 3; i++) {
+		__u32 w = (words & ~3U) + i;
+
+		if (w >= words || w >= SML_MAX_WORDS)
 			break;
-		if ((void *)(word + 1) > data_end)
-			return 0;
-		m = i == SML_MAC_WORD ? 0 : *word;
-		v3 ^= m;
-		SIPROUND;
-		SIPROUND;
-		v0 ^= m;
+		SIP_WORD(buf->word[w]);
 	}
 	if (len & 4) {
-		__u32 *tail = msg + (words << 3);
+		__u32 tail = words << 1;
 
-		if ((void *)(tail + 1) > data_end)
+		/* opaque to clang, which would drop the bound it can prove and the verifier cannot */
+		asm volatile("" : "+r"(tail));
+		if (tail >= SML_MAX_LANES)
 			return 0;
-		b |= *tail;
+		b |= buf->lane[tail];
 	}
 	v3 ^= b;
 	SIPROUND;
@@ -274,6 +359,55 @@ static __always_inline __u16 combine_checks(__u16 a, __u16 b)
 }
 
 /*
+ * The lane loops, run under the slot's lock over the blocks that hold count lanes: lanes is the pool version's
+ * sml_lanes value, buf the scratch copy of the packet's lanes (network order). A lane past count in the last block
+ * holds a value that is never sent: a result carries exactly the round's element count, and a round's first
+ * contribution overwrites every lane that round can send.
+ *
+ * Two forms, one chosen by the constant sml_max_blocks, so that the verifier walks only that one: for k up to 384
+ * (SML_SMALL_BLOCKS) a bounded loop the verifier walks block by block, with no call per block (the fast path for
+ * standard frames, as before jumbo frames); above, the block index comes from the bpf_iter_num iterator, unknown to the
+ * verifier, which checks the body once, so that its work does not grow with k; the index is bounded by
+ * sml_max_blocks, the constant the loader sized sml_lanes by.
+ */
+
+#define SML_BLOCKS(count) (((count) + SML_LANE_BLOCK - 1) / SML_LANE_BLOCK)
+#define FOR_EACH_BLOCK(count, base, body)                                                                   \
+	do {                                                                                                \
+		__u32 i_;                                                                                   \
+		if (sml_max_blocks <= SML_SMALL_BLOCKS) {                                                   \
+			__u32 b_, n_ = SML_BLOCKS(count);                                                   \
+			for (b_ = 0; b_ < SML_SMALL_BLOCKS; b_++) {                                         \
+				__u32 base;                                                                 \
+				if (b_ >= n_ || b_ >= sml_max_blocks)                                       \
+					break;                                                              \
+				base = b_ * SML_LANE_BLOCK;                                                 \
+				_Pragma("unroll") for (i_ = 0; i_ < SML_LANE_BLOCK; i_++) {                 \
+					__u32 j_ = base + i_;                                               \
+					body;                                                               \
+				}                                                                           \
+			}                                                                                   \
+		} else {                                                                                    \
+			struct bpf_iter_num it_;                                                            \
+			int *block_;                                                                        \
+			bpf_iter_num_new(&it_, 0, SML_BLOCKS(count));                                       \
+			while ((block_ = bpf_iter_num_next(&it_))) {                                        \
+				__u32 base = (__u32)*block_;                                                \
+				if (base >= sml_max_blocks || base >= SML_MAX_BLOCKS)                       \
+					break;                                                              \
+				base *= SML_LANE_BLOCK;                                                     \
+				/* opaque to clang: base + i as an add, not an or (bounded badly) */        \
+				asm volatile("" : "+r"(base));                                              \
+				_Pragma("unroll") for (i_ = 0; i_ < SML_LANE_BLOCK; i_++) {                 \
+					__u32 j_ = base + i_;                                               \
+					body;                                                               \
+				}                                                                           \
+			}                                                                                   \
+			bpf_iter_num_destroy(&it_);                                                         \
+		}                                                                                           \
+	} while (0)
+
+/*
  * After a call that may move or resize the packet (bpf_xdp_adjust_tail, or the global function sml_mac, which the
  * verifier must assume changes packet data) every packet pointer is invalid to the verifier: derive them again from
  * the context and bound the header again.
@@ -295,15 +429,10 @@ static __always_inline __u16 combine_checks(__u16 a, __u16 b)
  * exponents, chunk, count, element type and check, MAC zero; the cell's lanes go to the scratch value, which the
  * caller stores into the packet after the lock. Runs under the slot's lock.
  *
- * Lanes are processed in whole blocks of SML_LANE_BLOCK. A per-lane test against the element count would make the
- * verifier keep one state per possible count at every lane (it must track the count exactly to know which later
- * tests are decided), which exceeds its million-instruction budget at k = 256. Lanes past the element count in
- * the last block hold values that are never sent: a result carries exactly the round's element count, and a
- * round's first contribution overwrites every lane that round can send.
  */
 #define WRITE_RESULT(h, c, out_flags, buf)                                                                  \
 	do {                                                                                                \
-		__u32 n = (c)->elem_count, j;                                                               \
+		__u32 n = (c)->elem_count;                                                                  \
 		(h)->type = SML_T_RESULT;                                                                   \
 		(h)->flags = (out_flags);                                                                   \
 		(h)->scale = bpf_htons((__u16)(c)->scale_exp);                                              \
@@ -313,13 +442,7 @@ static __always_inline __u16 combine_checks(__u16 a, __u16 b)
 		(h)->elem_type = (c)->elem_type;                                                            \
 		(h)->check = bpf_htons((c)->check);                                                         \
 		(h)->mac = 0;                                                                               \
-		for (j = 0; j < SML_MAX_LANES; j += SML_LANE_BLOCK) {                                       \
-			__u32 jj;                                                                           \
-			if (j >= n)                                                                         \
-				break;                                                                      \
-			for (jj = j; jj < j + SML_LANE_BLOCK; jj++)                                         \
-				(buf)->lane[jj] = bpf_htonl((__u32)(c)->lanes[jj]);                         \
-		}                                                                                           \
+		FOR_EACH_BLOCK(n, base_, (buf)->lane[j_] = bpf_htonl((__u32)lanes[j_]));                    \
 		result_elements = n;                                                                        \
 	} while (0)
 
@@ -383,7 +506,7 @@ static __always_inline void readdress_to_group(struct ethhdr *eth, struct iphdr 
 
 #define L2L4_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 
-SEC("xdp")
+SEC("xdp.frags")
 int switchml_xdp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -397,8 +520,9 @@ int switchml_xdp(struct xdp_md *ctx)
 	struct sml_slot *slot;
 	struct sml_cell *c, *other;
 	struct sml_lanes *buf;
-	__u32 zero = 0, shard, len, reason, type, flags, rank, slot_index, elements, job_id, key, ok_world;
-	__u32 outcome, need_elements = 0, out_flags = 0, result_elements = 0, i;
+	__s32 *lanes;
+	__u32 zero = 0, shard, len, reason, type, flags, rank, slot_index, elements, job_id, key, lanes_key, ok_world;
+	__u32 outcome, need_elements = 0, out_flags = 0, result_elements = 0, frame_len;
 	__u64 bit, mac, now;
 	__s64 seq;
 	__s16 scale;
@@ -426,10 +550,14 @@ int switchml_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 
 	count(SML_STAT_PACKETS);
+	/* the whole frame, first buffer and fragments */
+	frame_len = bpf_xdp_get_buff_len(ctx);
+	if (frame_len > (__u32)(data_end - data))
+		count(SML_STAT_MULTI_BUFFER);
 	h = (void *)(udp + 1);
 	len = bpf_ntohs(udp->len);
 	len = len < sizeof(*udp) ? 0 : len - sizeof(*udp);
-	if (len < SML_HDR_LEN || (void *)h + len > data_end || (void *)(h + 1) > data_end)
+	if (len < SML_HDR_LEN || L2L4_LEN + len > frame_len || (void *)(h + 1) > data_end)
 		return drop(SML_DROP_TRUNCATED);
 	reason = validate(h, len);
 	if (reason)
@@ -454,9 +582,14 @@ int switchml_xdp(struct xdp_md *ctx)
 	if (slot_index % cfg->shard_count != shard || slot_index >= job->slots || h->elem_type != job->elem_type ||
 	    elements > job->lanes || elements > SML_MAX_LANES)
 		return drop(SML_DROP_JOB_MISMATCH);
+	buf = bpf_map_lookup_elem(&sml_scratch, &zero);
+	if (!buf)
+		return XDP_ABORTED;
+	if (elements > 0 && lanes_io(ctx, buf, len, 0) != 0)
+		return drop(SML_DROP_TRUNCATED);
 	if (job->flags & SML_JOB_MAC) {
 		mac = sml_mac(ctx, len, job->k0, job->k1);
-		data_end = (void *)(long)ctx->data_end;
+		RELOAD_HEADERS(ctx, data, data_end, eth, ip, udp, h);
 		if (bpf_be64_to_cpu(h->mac) != mac)
 			return drop(SML_DROP_BAD_MAC);
 	}
@@ -464,6 +597,10 @@ int switchml_xdp(struct xdp_md *ctx)
 	key = job->slot_base + slot_index;
 	slot = bpf_map_lookup_elem(&sml_slots, &key);
 	if (!slot)
+		return drop(SML_DROP_JOB_MISMATCH);
+	lanes_key = 2 * key + (h->flags & SML_F_VERSION);
+	lanes = bpf_map_lookup_elem(&sml_lanes, &lanes_key);
+	if (!lanes)
 		return drop(SML_DROP_JOB_MISMATCH);
 
 	flags = h->flags;
@@ -475,11 +612,6 @@ int switchml_xdp(struct xdp_md *ctx)
 		count(SML_STAT_PROBES);
 	else
 		count(SML_STAT_UPDATES);
-	buf = bpf_map_lookup_elem(&sml_scratch, &zero);
-	if (!buf)
-		return XDP_ABORTED;
-	if (elements > 0 && lanes_io(ctx, buf, len, 0) != 0)
-		return drop(SML_DROP_TRUNCATED);
 	/* arrival time of a round's first contribution, for the slot deadline that the Java side scans; taken
 	 * before the lock because no helper may run under it */
 	now = bpf_ktime_get_ns();
@@ -533,28 +665,15 @@ int switchml_xdp(struct xdp_md *ctx)
 				c->lookahead = (__s16)bpf_ntohs(h->lookahead);
 				c->check = bpf_ntohs(h->check);
 				c->first_ns = now;
-				for (i = 0; i < SML_MAX_LANES; i += SML_LANE_BLOCK) {
-					__u32 ii;
-
-					if (i >= elements)
-						break;
-					for (ii = i; ii < i + SML_LANE_BLOCK; ii++)
-						c->lanes[ii] = (__s32)bpf_ntohl(buf->lane[ii]);
-				}
+				FOR_EACH_BLOCK(elements, base, lanes[j_] = (__s32)bpf_ntohl(buf->lane[j_]));
 			} else {
 				__s16 lookahead = (__s16)bpf_ntohs(h->lookahead);
 
 				if (lookahead > c->lookahead)
 					c->lookahead = lookahead;
 				c->check = combine_checks(c->check, bpf_ntohs(h->check));
-				for (i = 0; i < SML_MAX_LANES; i += SML_LANE_BLOCK) {
-					__u32 ii;
-
-					if (i >= elements)
-						break;
-					for (ii = i; ii < i + SML_LANE_BLOCK; ii++)
-						c->lanes[ii] = (__s32)((__u32)c->lanes[ii] + bpf_ntohl(buf->lane[ii]));
-				}
+				FOR_EACH_BLOCK(elements, base,
+					       lanes[j_] = (__s32)((__u32)lanes[j_] + bpf_ntohl(buf->lane[j_])));
 			}
 			if (c->count + 1 >= job->world) {
 				c->count = 0;
@@ -615,25 +734,35 @@ int switchml_xdp(struct xdp_md *ctx)
 		int delta = (int)(SML_HDR_LEN + 4 * need_elements) - (int)len;
 
 		if (bpf_xdp_adjust_tail(ctx, delta) != 0) {
+			/* bpf_xdp_adjust_tail grows a packet only within its last buffer and adds no fragment: a probe
+			 * (82 bytes) cannot become a result of k above about 860. Answer it with a NACK instead, so that the
+			 * worker resends its update at once, and that update (of the result's length) gets the shadow copy
+			 * in place; dropping it would leave the worker to its retransmission timer, which in the rack at 1%
+			 * loss let slots time out. An update of another count is dropped (its sender probes again). */
 			count(SML_STAT_TAIL_FAILED);
-			return XDP_DROP;
+			if (type != SML_T_PROBE)
+				return XDP_DROP;
+			RELOAD_HEADERS(ctx, data, data_end, eth, ip, udp, h);
+			outcome = O_NACK;
+		} else {
+			RELOAD_HEADERS(ctx, data, data_end, eth, ip, udp, h);
+			len = SML_HDR_LEN + 4 * need_elements;
+			outcome = O_STALE;
+			bpf_spin_lock(&slot->lock);
+			c = (flags & SML_F_VERSION) ? &slot->cell[1] : &slot->cell[0];
+			if ((c->seen & bit) && c->count == 0 && c->chunk_seq == seq && c->exp_only == exp_only &&
+			    c->elem_count == need_elements) {
+				WRITE_RESULT(h, c, out_flags, buf);
+				outcome = O_SHADOW;
+			}
+			bpf_spin_unlock(&slot->lock);
+			if (outcome != O_SHADOW) {
+				count(SML_STAT_STALE);
+				return XDP_DROP;
+			}
 		}
-		RELOAD_HEADERS(ctx, data, data_end, eth, ip, udp, h);
-		len = SML_HDR_LEN + 4 * need_elements;
-		outcome = O_STALE;
-		bpf_spin_lock(&slot->lock);
-		c = (flags & SML_F_VERSION) ? &slot->cell[1] : &slot->cell[0];
-		if ((c->seen & bit) && c->count == 0 && c->chunk_seq == seq && c->exp_only == exp_only &&
-		    c->elem_count == need_elements) {
-			WRITE_RESULT(h, c, out_flags, buf);
-			outcome = O_SHADOW;
-		}
-		bpf_spin_unlock(&slot->lock);
-		if (outcome != O_SHADOW) {
-			count(SML_STAT_STALE);
-			return XDP_DROP;
-		}
-	} else if (outcome == O_NACK) {
+	}
+	if (outcome == O_NACK) {
 		/* the probe's header with type NACK and MAC zero */
 		h->type = SML_T_NACK;
 		h->mac = 0;

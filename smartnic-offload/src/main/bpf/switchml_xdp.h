@@ -8,7 +8,9 @@
 #ifndef SWITCHML_XDP_H
 #define SWITCHML_XDP_H
 
-#define SML_MAX_LANES   256   /* largest k the program aggregates */
+#define SML_MAX_LANES   2304  /* largest k the program aggregates: 36 blocks of 64 lanes, k = 2287 at MTU 9216 */
+#define SML_LANE_BLOCK  64    /* lanes are aggregated in whole blocks of 64 */
+#define SML_MAX_BLOCKS  (SML_MAX_LANES / SML_LANE_BLOCK)
 #define SML_MAX_RANKS   64    /* largest world size: one 64-bit seen bitmap per slot version */
 #define SML_MAX_SHARDS  4     /* appliance data ports the program serves */
 #define SML_MAX_JOBS    1024  /* entries of sml_jobs */
@@ -30,7 +32,7 @@ struct sml_config {
  */
 struct sml_job {
 	__u32 world;       /* n, 1..SML_MAX_RANKS */
-	__u32 lanes;       /* k, 1..SML_MAX_LANES */
+	__u32 lanes;       /* k, 1..the loaded program's sml_max_blocks * 64 */
 	__u32 slots;       /* s, the job's global slot count */
 	__u32 slot_base;   /* index in sml_slots of the job's global slot 0 */
 	__u32 flags;       /* SML_JOB_* */
@@ -62,8 +64,7 @@ struct sml_cell {
 	__u8 exp_only;     /* 1 for an exponent-only round */
 	__u8 elem_type;
 	__u8 pad[2];
-	__s32 lanes[SML_MAX_LANES]; /* host order, offset 40 */
-};                         /* 40 + 1024 = 1064 bytes */
+};                         /* 40 bytes; the version's lanes are in sml_lanes */
 
 /* sml_slots: array map; entry slot_base + i holds both pool versions of the job's global slot i under one
  * lock, so that clearing a rank's bit in the other version (Algorithm 3) is atomic with the update. */
@@ -71,7 +72,12 @@ struct sml_slot {
 	struct bpf_spin_lock lock;
 	__u32 pad;
 	struct sml_cell cell[2];
-};                         /* 8 + 2 * 1064 = 2136 bytes */
+};                         /* 8 + 2 * 40 = 88 bytes */
+
+/* sml_lanes: array map without BTF types; entry 2 * (slot_base + i) + version holds that pool version's lanes
+ * (__s32, host order), guarded by the lock of sml_slots entry slot_base + i. Its value size, 4 * 64 * B bytes, and
+ * the read-only global sml_max_blocks = B are set by the loader before load (switchml.appliance.xdp.max-lanes),
+ * so a deployment whose k stays at 256 keeps 1 KiB per version while one at MTU 9000 gets 9 KiB. */
 
 /* sml_stats: per-CPU array of __u64 counters. Indices 0..31 are drops by io.switchml.protocol.DropReason
  * ordinal (the same reasons the software shard counts); the rest are events. */
@@ -89,6 +95,7 @@ struct sml_slot {
 #define SML_STAT_DUPLICATES       42 /* duplicate of an update still being aggregated */
 #define SML_STAT_STALE            43 /* late copy of an update for a round that is over */
 #define SML_STAT_TAIL_FAILED      44 /* a reply needed a longer packet and bpf_xdp_adjust_tail refused */
+#define SML_STAT_MULTI_BUFFER     45 /* packets to a data port that arrived in more than one buffer (xdp.frags) */
 #define SML_STAT_COUNT            48
 
 /* io.switchml.protocol.DropReason ordinals (XdpMapsLayoutTest checks them against the enum). */

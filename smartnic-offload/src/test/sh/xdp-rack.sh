@@ -6,6 +6,10 @@
 # results multicast by the program (XDP_TX), MAC off with results handed up to the Java shard for unicast fan-out.
 # Prints "XDP_RACK key=value ..." summary lines and exits non-zero on any failure. Cleans up its namespaces.
 #
+# Knobs: XDP_RACK_MTU (1500; 9000 for jumbo frames, where the appliance takes k up to 2233), XDP_RACK_K (k of the
+# workers' jobs: 256, or the largest k the MTU carries when XDP_RACK_MTU is set), XDP_RACK_CASES (both cases:
+# "mac-multicast nomac-unicast"), XDP_RACK_WORKERS, XDP_RACK_LOSS, XDP_RACK_ELEMENTS, XDP_RACK_ITERATIONS.
+#
 # Needs root, iproute2, nftables and a built class path:
 #   SWITCHML_CP=<class path with every module> JAVA=<java 25> smartnic-offload/src/test/sh/xdp-rack.sh
 # The XDP program and the peer's pass program are read from the class path's bpf/ resources (extracted by the
@@ -20,6 +24,9 @@ WORKERS=${XDP_RACK_WORKERS:-4}
 LOSS=${XDP_RACK_LOSS:-0.01}
 ELEMENTS=${XDP_RACK_ELEMENTS:-2000000}
 ITERATIONS=${XDP_RACK_ITERATIONS:-5}
+MTU=${XDP_RACK_MTU:-1500}
+if [ -n "${XDP_RACK_MTU:-}" ]; then K=${XDP_RACK_K:-$(( (MTU - 68) / 4 ))}; else K=${XDP_RACK_K:-256}; fi
+CASES=${XDP_RACK_CASES:-mac-multicast nomac-unicast}
 export RACK_PREFIX=${RACK_PREFIX:-xdpr$$}
 WORK=$(mktemp -d /tmp/xdp-rack.XXXXXX)
 JVM_FLAGS=(--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --enable-native-access=ALL-UNNAMED
@@ -55,9 +62,11 @@ find_resource() {
 }
 find_resource switchml_pass.o
 
-rack_up "$WORKERS" none none 1500
-# veth delivers XDP_TX frames only when the receiving end runs an XDP program: the bridge port gets a pass program
-ip netns exec "$(rack_ns_sw)" ip link set dev p-ap xdpdrv obj "$WORK/switchml_pass.o" sec xdp
+rack_up "$WORKERS" none none "$MTU"
+# veth delivers XDP_TX frames only when the receiving end runs an XDP program: the bridge port gets a pass program,
+# declared xdp.frags so that veth takes it at any MTU and hands it multi-buffer frames
+ip netns exec "$(rack_ns_sw)" ip link set dev p-ap xdpdrv obj "$WORK/switchml_pass.o" sec xdp.frags
+log "MTU $MTU, k=$K, $WORKERS workers, loss $LOSS, cases: $CASES"
 rack_loss "$LOSS"
 
 run_case() {
@@ -88,7 +97,7 @@ EOF
     ip netns exec "$(rack_ns_w "$r")" timeout -k 5 120 "$JAVA" "${JVM_FLAGS[@]}" -Xmx1g -cp "$SWITCHML_CP" io.switchml.dist.SwitchMl \
       worker run --appliance "$RACK_APPLIANCE_ADDR" --control-port 7470 --job "xdp-$name" --token "xdp-rack-token-$$" \
       --world "$WORKERS" --rank "$r" --type float32 --elements "$ELEMENTS" --iterations "$ITERATIONS" --warmups 1 \
-      -k 256 -s 64 --mac "$mac" > "$dir/rank$r.out" 2> "$dir/rank$r.err" &
+      -k "$K" -s 64 --mac "$mac" > "$dir/rank$r.out" 2> "$dir/rank$r.err" &
     pids+=($!)
     PIDS+=($!)
   done
@@ -118,6 +127,11 @@ EOF
 }
 
 status=0
-run_case mac-multicast on 239.192.0.0 || status=1
-run_case nomac-unicast off "" || status=1
+for c in $CASES; do
+  case "$c" in
+    mac-multicast) run_case mac-multicast on 239.192.0.0 || status=1 ;;
+    nomac-unicast) run_case nomac-unicast off "" || status=1 ;;
+    *) log "unknown case $c"; status=1 ;;
+  esac
+done
 exit "$status"

@@ -4,12 +4,17 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * A compiled BPF object (clang -target bpf) opened and loaded with libbpf. Loading captures the verifier's log so
@@ -23,7 +28,10 @@ public final class BpfObject implements AutoCloseable
     private static final int LOG_TAIL_LINES = 40;
 
     private final Path path;
+    private static final Pattern PROCESSED = Pattern.compile("processed (\\d+) insns");
+
     private final Arena arena = Arena.ofShared();
+    private final Map<String, Long> verifiedInstructions = new HashMap<>();
     private MemorySegment object;
 
     private BpfObject(final Path path, final MemorySegment object)
@@ -101,6 +109,60 @@ public final class BpfObject implements AutoCloseable
     }
 
     /**
+     * Set a map's value size before {@link #load()}: only for a map declared without BTF types (the kernel checks
+     * a BTF value type's size against the map's).
+     */
+    public void setValueSize(final String mapName, final int valueSize) throws BpfException
+    {
+        final MemorySegment map = findMap(mapName);
+        final int error = invokeInt(() -> (int)Libbpf.MAP_SET_VALUE_SIZE.invokeExact(map, valueSize));
+        if (error < 0)
+        {
+            throw new BpfException("bpf_map__set_value_size(" + mapName + ", " + valueSize + "): " + Libbpf.describe(error));
+        }
+    }
+
+    /**
+     * Set a 32-bit read-only global ({@code const volatile} in the program, section .rodata) before {@link #load()}.
+     * The verifier then knows it as a constant.
+     *
+     * @param offset       of the variable in the program's .rodata section.
+     * @param expectedSize the section's size: a check that the program declares what the caller thinks it does.
+     */
+    public void setReadOnlyInt(final long offset, final int value, final long expectedSize) throws BpfException
+    {
+        final MemorySegment map = findMap(".rodata");
+        try (Arena call = Arena.ofConfined())
+        {
+            final MemorySegment size = call.allocate(ValueLayout.JAVA_LONG);
+            final MemorySegment data = (MemorySegment)Libbpf.MAP_INITIAL_VALUE.invokeExact(map, size);
+            final long bytes = size.get(ValueLayout.JAVA_LONG, 0);
+            if (data.address() == 0 || bytes != expectedSize)
+            {
+                throw new BpfException(path.getFileName() + ": .rodata holds " + bytes + " bytes, expected " + expectedSize);
+            }
+            data.reinterpret(bytes).set(ValueLayout.JAVA_INT, offset, value);
+        }
+        catch (final BpfException ex)
+        {
+            throw ex;
+        }
+        catch (final Throwable ex)
+        {
+            throw new BpfException("bpf_map__initial_value(.rodata) failed: " + ex, ex);
+        }
+    }
+
+    /**
+     * @return the verifier's count of processed instructions for a program loaded by {@link #load}, from its log's
+     *     statistics line ("processed N insns (limit 1000000) ..."), or -1 when the log has none.
+     */
+    public synchronized long verifiedInstructions(final String programName)
+    {
+        return verifiedInstructions.getOrDefault(programName, -1L);
+    }
+
+    /**
      * Load every program and create every map. A verifier rejection throws with the log's last lines.
      *
      * @param programNames the programs whose verifier logs are captured.
@@ -130,6 +192,19 @@ public final class BpfObject implements AutoCloseable
                 }
             }
             throw new BpfException(message.toString());
+        }
+        for (int i = 0; i < programNames.length; i++)
+        {
+            final Matcher matcher = PROCESSED.matcher(logs[i].getString(0, StandardCharsets.UTF_8));
+            long processed = -1;
+            while (matcher.find())
+            {
+                processed = Long.parseLong(matcher.group(1));
+            }
+            synchronized (this)
+            {
+                verifiedInstructions.put(programNames[i], processed);
+            }
         }
     }
 

@@ -6,7 +6,10 @@ import java.lang.foreign.ValueLayout;
 
 /**
  * Runs a loaded XDP program on one frame without any interface (BPF_PROG_TEST_RUN): the tool for differential
- * tests against the software engine and for the program's own cost per packet.
+ * tests against the software engine and for the program's own cost per packet. For a program declared xdp.frags
+ * the kernel puts the first {@link #LINEAR_BYTES} bytes of a longer frame in the linear buffer and the rest in
+ * page-sized fragments (bpf_prog_test_run_xdp), so jumbo frames reach the program in several buffers, as a driver
+ * hands them over.
  */
 public final class BpfTestRun
 {
@@ -15,8 +18,12 @@ public final class BpfTestRun
     public static final int XDP_PASS = 2;
     public static final int XDP_TX = 3;
 
-    /** Room for a frame the program grows with bpf_xdp_adjust_tail. */
-    private static final int OUT_CAPACITY = 4096;
+    /** Room for a frame the program grows with bpf_xdp_adjust_tail, and for jumbo frames. */
+    private static final int OUT_CAPACITY = 16384;
+    /** Page size less XDP_PACKET_HEADROOM (256) less the aligned struct skb_shared_info (320) on x86-64. */
+    public static final int LINEAR_BYTES = 4096 - 256 - 320;
+    /** Size of each fragment the kernel builds after the linear part. */
+    public static final int FRAGMENT_BYTES = 4096;
 
     /**
      * @param retval     the XDP verdict.

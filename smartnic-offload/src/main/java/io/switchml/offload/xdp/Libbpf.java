@@ -81,6 +81,8 @@ final class Libbpf
     static final MethodHandle FIND_MAP = call("bpf_object__find_map_by_name", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
     static final MethodHandle MAP_FD = call("bpf_map__fd", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     static final MethodHandle MAP_SET_MAX_ENTRIES = call("bpf_map__set_max_entries", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+    static final MethodHandle MAP_SET_VALUE_SIZE = call("bpf_map__set_value_size", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+    static final MethodHandle MAP_INITIAL_VALUE = call("bpf_map__initial_value", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
     static final MethodHandle MAP_KEY_SIZE = call("bpf_map__key_size", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     static final MethodHandle MAP_VALUE_SIZE = call("bpf_map__value_size", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     static final MethodHandle MAP_UPDATE = call("bpf_map_update_elem", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG));

@@ -101,7 +101,7 @@ public final class XdpAttachment implements AutoCloseable
         if (error < 0)
         {
             throw new BpfException("bpf_xdp_attach(" + interfaceName + ", native): " + Libbpf.describe(error) +
-                " (the driver has no native XDP, or the MTU is too large for a non-frags program)");
+                " (the driver has no native XDP, or no multi-buffer XDP at " + interfaceName + "'s MTU)");
         }
         final int id = query(interfaceName).map(AttachedProgram::id).orElse(0);
         return new XdpAttachment(interfaceName, ifindex, id);

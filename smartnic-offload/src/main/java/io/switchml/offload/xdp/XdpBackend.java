@@ -30,22 +30,27 @@ import java.util.concurrent.TimeUnit;
  * Options ({@code switchml.appliance.xdp.*}): {@code interface} (required: the data interface, e.g. eth0),
  * {@code mode} ({@code native}, the only mode: generic (skb) mode is refused, since there the kernel hands the
  * program GSO and GRO super-packets, several updates in one packet, which it cannot split; measured in the emulated
- * rack, where such jobs stalled until the workers turned GSO off), {@code slots} (entries of the slot array, each
- * both pool versions of one slot; 4096 by default, 2136 bytes each), {@code ttl} (IP TTL of multicast results, 1 by
- * default). The id of the attached program is recorded in the backend's state directory ({@link AttachmentRecord}).
+ * rack, where such jobs stalled until the workers turned GSO off), {@code max-lanes} (the largest k the program
+ * takes, 1 to {@link XdpLayout#MAX_LANES}; by default the largest k whose update fits one frame of the interface's
+ * MTU, (MTU - 68) / 4: 358 at 1500, 2233 at 9000; a value above that is refused at start-up), {@code slots} (entries
+ * of the slot array, each both pool versions of one slot; 4096 by default, 88 bytes plus 2 * 256 bytes per started
+ * block of 64 lanes each: 3.1 KiB at max-lanes 358, 17.6 KiB at 2233), {@code ttl} (IP TTL of multicast results, 1
+ * by default). The program is declared xdp.frags, so it attaches at any MTU the driver's multi-buffer XDP allows
+ * (veth refuses a program without it above an MTU of about 3500) and reads lanes that lie in fragments. The id of the attached program is recorded in the backend's state directory ({@link AttachmentRecord}).
  */
 public final class XdpBackend implements Backend
 {
     public static final String NAME = "xdp";
     static final long POLL_SLOTS_INTERVAL_NS = 100_000_000L;
 
-    private static final Set<String> OPTIONS = Set.of("interface", "mode", "slots", "ttl");
+    private static final Set<String> OPTIONS = Set.of("interface", "mode", "slots", "ttl", "max-lanes");
 
     private final BackendEnvironment environment;
     private final String interfaceName;
     private final XdpProgram program;
     private final XdpAttachment attachment;
     private final SlotRanges ranges;
+    private final int maxLanes;
     private final AtomicCounter[] counters = new AtomicCounter[XdpLayout.STAT_COUNT];
     private final ScheduledExecutorService monitor = Executors.newSingleThreadScheduledExecutor(
         runnable -> Thread.ofPlatform().name("switchml-xdp-monitor").daemon().unstarted(runnable));
@@ -72,6 +77,20 @@ public final class XdpBackend implements Backend
         checkMode(options.getOrDefault("mode", "native"));
         final int slotEntries = intOption(options, "slots", 4096, 1, 1 << 20);
         final int ttl = intOption(options, "ttl", 1, 0, 255);
+        final int mtu = readMtu(interfaceName);
+        final int mtuLanes = XdpLayout.lanesForMtu(mtu);
+        if (mtuLanes < 1)
+        {
+            throw new BackendException(interfaceName + "'s MTU " + mtu + " carries no update: at least " +
+                (XdpLayout.FRAME_OVERHEAD_BYTES + 4) + " bytes are needed");
+        }
+        maxLanes = intOption(options, "max-lanes", mtuLanes, 1, XdpLayout.MAX_LANES);
+        if (maxLanes > mtuLanes)
+        {
+            throw new BackendException(environment.optionPrefix() + "max-lanes=" + maxLanes + " exceeds " + mtuLanes +
+                ", the largest k whose update fits one frame of " + interfaceName + "'s MTU " + mtu + " ((MTU - " +
+                XdpLayout.FRAME_OVERHEAD_BYTES + ") / 4): raise the MTU or lower the option");
+        }
         final int[] ports = environment.dataPorts();
         if (ports.length > XdpLayout.MAX_SHARDS)
         {
@@ -83,7 +102,7 @@ public final class XdpBackend implements Backend
         XdpAttachment attached = null;
         try
         {
-            loaded = XdpProgram.load(slotEntries);
+            loaded = XdpProgram.load(slotEntries, maxLanes);
             loaded.configure(ports, ttl);
             attached = XdpAttachment.attach(interfaceName, loaded.programFd(), XdpLayout.PROGRAM_NAME,
                 AttachmentRecord.read(environment.stateDirectory(), interfaceName), environment.log());
@@ -127,8 +146,25 @@ public final class XdpBackend implements Backend
             }
         }
         environment.log().accept("xdp: attached " + XdpLayout.PROGRAM_NAME + " (id " + attachment.programId() + ") to " +
-            interfaceName + " in native mode; udp ports " + java.util.Arrays.toString(ports) + "; " + slotEntries + " slots (" + (slotEntries * (long)XdpLayout.SLOT_SIZE >> 10) + " KiB)");
+            interfaceName + " in native mode; udp ports " + java.util.Arrays.toString(ports) + "; k up to " + maxLanes +
+            (options.containsKey("max-lanes") ? "" : " (MTU " + mtu + ")") + "; " + slotEntries + " slots (" +
+            (program.slotMemoryBytes() >> 10) + " KiB); verifier processed " + program.verifiedInstructions() + " insns");
         monitor.scheduleWithFixedDelay(this::refresh, 200, 200, TimeUnit.MILLISECONDS);
+    }
+
+    /** The interface's MTU, from sysfs of this process's network namespace. */
+    private static int readMtu(final String interfaceName) throws BackendException
+    {
+        final java.nio.file.Path file = java.nio.file.Path.of("/sys/class/net", interfaceName, "mtu");
+        try
+        {
+            return Integer.parseInt(java.nio.file.Files.readString(file).strip());
+        }
+        catch (final IOException | NumberFormatException ex)
+        {
+            throw new BackendException("cannot read the MTU of " + interfaceName + " (" + file + "): " + ex.getMessage() +
+                "; is switchml.appliance.xdp.interface a network interface of this namespace?", ex);
+        }
     }
 
     private static void checkMode(final String value) throws BackendException
@@ -222,8 +258,8 @@ public final class XdpBackend implements Backend
 
     public BackendCapabilities capabilities()
     {
-        return new BackendCapabilities(BackendCapabilities.typeSet(ElementType.INT32, ElementType.FLOAT32), 1, XdpLayout.MAX_LANES,
-            XdpLayout.MAX_RANKS, 2L * ranges.capacity(), XdpLayout.MAX_LANES, true, true);
+        return new BackendCapabilities(BackendCapabilities.typeSet(ElementType.INT32, ElementType.FLOAT32), 1, maxLanes,
+            XdpLayout.MAX_RANKS, 2L * ranges.capacity(), maxLanes, true, true);
     }
 
     public String refusal(final JobSpec spec)
@@ -258,12 +294,13 @@ public final class XdpBackend implements Backend
     public String describe()
     {
         final long[] stats = lastStats;
-        return "xdp on " + interfaceName + " (native mode, program id " + attachment.programId() + "), " + ranges.freeTotal() + "/" + ranges.capacity() + " slots free; updates=" +
+        return "xdp on " + interfaceName + " (native mode, program id " + attachment.programId() + ", k up to " + maxLanes + "), " + ranges.freeTotal() + "/" + ranges.capacity() + " slots free; updates=" +
             stats[XdpLayout.STAT_UPDATES] + " absorbed_in_kernel=" + stats[XdpLayout.STAT_ABSORBED] + " slots_completed=" +
             stats[XdpLayout.STAT_COMPLETED] + " results_multicast=" + stats[XdpLayout.STAT_RESULTS_TX] + " results_passed_up=" +
             stats[XdpLayout.STAT_RESULTS_PASSED] + " passed_to_kernel=" + stats[XdpLayout.STAT_PASSED] + " probes=" +
             stats[XdpLayout.STAT_PROBES] + " retransmissions_served=" + stats[XdpLayout.STAT_SHADOW_RESULTS] + " nacks=" +
-            stats[XdpLayout.STAT_NACKS] + (health != null ? "; FAILED: " + health : "");
+            stats[XdpLayout.STAT_NACKS] + " tail_grow_failed=" + stats[XdpLayout.STAT_TAIL_FAILED] + " multi_buffer_packets=" +
+            stats[XdpLayout.STAT_MULTI_BUFFER] + (health != null ? "; FAILED: " + health : "");
     }
 
     XdpProgram program()

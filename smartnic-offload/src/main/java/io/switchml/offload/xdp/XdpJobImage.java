@@ -5,7 +5,7 @@ package io.switchml.offload.xdp;
  *
  * @param jobId           the appliance's job id (the table's key).
  * @param worldSize       n, 1 to {@link XdpLayout#MAX_RANKS}.
- * @param lanes           k, 1 to {@link XdpLayout#MAX_LANES}.
+ * @param lanes           k, 1 to the k the program was loaded for ({@link XdpProgram#maxLanes()}).
  * @param slots           s, the job's global slot count.
  * @param slotBase        index in the slot array of the job's slot 0.
  * @param elementType     the job's element type code (int32 or float32).

@@ -12,8 +12,12 @@ import java.nio.ByteOrder;
  */
 public final class XdpLayout
 {
-    /** Largest k the program aggregates. */
-    public static final int MAX_LANES = 256;
+    /** Largest k the program can be loaded for (SML_MAX_LANES): 36 blocks, k = 2287 at MTU 9216. */
+    public static final int MAX_LANES = 2304;
+    /** Lanes are aggregated in whole blocks of this many (SML_LANE_BLOCK). */
+    public static final int LANE_BLOCK = 64;
+    /** Bytes of a UDP datagram's IPv4 and UDP headers plus the SwitchML header: k lanes take MTU - 68 bytes. */
+    public static final int FRAME_OVERHEAD_BYTES = 20 + 8 + 40;
     /** Largest world size: one 64-bit seen bitmap per slot version. */
     public static final int MAX_RANKS = 64;
     /** Data ports (shards) the program serves. */
@@ -29,6 +33,10 @@ public final class XdpLayout
     public static final String JOBS_MAP = "sml_jobs";
     public static final String SLOTS_MAP = "sml_slots";
     public static final String STATS_MAP = "sml_stats";
+    public static final String LANES_MAP = "sml_lanes";
+    /** The program's .rodata: {@code const volatile __u32 sml_max_blocks} at offset 0 and nothing else. */
+    public static final int RODATA_MAX_BLOCKS_OFFSET = 0;
+    public static final int RODATA_SIZE = 4;
 
     /** struct sml_config. */
     public static final int CONFIG_SIZE = 16;
@@ -55,16 +63,15 @@ public final class XdpLayout
     public static final int JOB_VIOLATION_COUNT_OFFSET = 828;
     public static final int JOB_VIOLATION_SEQ_OFFSET = 832;
 
-    /** struct sml_cell (one pool version of one slot). */
-    public static final int CELL_SIZE = 1064;
+    /** struct sml_cell (one pool version of one slot, without its lanes, which are in sml_lanes). */
+    public static final int CELL_SIZE = 40;
     public static final int CELL_SEEN_OFFSET = 0;
     public static final int CELL_CHUNK_SEQ_OFFSET = 8;
     public static final int CELL_FIRST_NS_OFFSET = 16;
     public static final int CELL_COUNT_OFFSET = 24;
-    public static final int CELL_LANES_OFFSET = 40;
 
     /** struct sml_slot: a lock and both pool versions. */
-    public static final int SLOT_SIZE = 2136;
+    public static final int SLOT_SIZE = 88;
     public static final int SLOT_CELL_OFFSET = 8;
 
     /** sml_stats indices: drops by DropReason ordinal below 32, events above. */
@@ -82,6 +89,7 @@ public final class XdpLayout
     public static final int STAT_DUPLICATES = 42;
     public static final int STAT_STALE = 43;
     public static final int STAT_TAIL_FAILED = 44;
+    public static final int STAT_MULTI_BUFFER = 45;
     public static final int STAT_COUNT = 48;
 
     /** Names of the event counters, by index, as they appear in the counters file ("xdp: " + name). */
@@ -102,6 +110,7 @@ public final class XdpLayout
         EVENT_NAMES[STAT_DUPLICATES] = "duplicates";
         EVENT_NAMES[STAT_STALE] = "stale_updates";
         EVENT_NAMES[STAT_TAIL_FAILED] = "tail_grow_failed";
+        EVENT_NAMES[STAT_MULTI_BUFFER] = "multi_buffer_packets";
     }
 
     static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
@@ -112,6 +121,30 @@ public final class XdpLayout
 
     private XdpLayout()
     {
+    }
+
+    /**
+     * @return blocks of {@link #LANE_BLOCK} lanes that hold k lanes.
+     */
+    public static int blocks(final int lanes)
+    {
+        return (lanes + LANE_BLOCK - 1) / LANE_BLOCK;
+    }
+
+    /**
+     * @return the value size of sml_lanes for a program loaded for k up to maxLanes: whole blocks of int32 lanes.
+     */
+    public static int lanesValueSize(final int maxLanes)
+    {
+        return 4 * LANE_BLOCK * blocks(maxLanes);
+    }
+
+    /**
+     * @return the largest k whose update fits one IPv4 packet of the given MTU, capped at {@link #MAX_LANES}.
+     */
+    public static int lanesForMtu(final int mtu)
+    {
+        return Math.max(0, Math.min(MAX_LANES, (mtu - FRAME_OVERHEAD_BYTES) / 4));
     }
 
     /**

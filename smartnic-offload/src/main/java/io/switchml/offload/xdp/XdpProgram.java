@@ -30,16 +30,20 @@ public final class XdpProgram implements AutoCloseable
     private final BpfMap stats;
     private final int programFd;
     private final int slotEntries;
+    private final int maxLanes;
+    private final long verifiedInstructions;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
     private final MemorySegment configValue = arena.allocate(XdpLayout.CONFIG_SIZE, 8);
     private final MemorySegment jobValue = arena.allocate(XdpLayout.JOB_SIZE, 8);
     private final MemorySegment slotValue = arena.allocate(XdpLayout.SLOT_SIZE, 8);
 
-    private XdpProgram(final BpfObject object, final int slotEntries) throws BpfException
+    private XdpProgram(final BpfObject object, final int slotEntries, final int maxLanes) throws BpfException
     {
         this.object = object;
         this.slotEntries = slotEntries;
+        this.maxLanes = maxLanes;
+        this.verifiedInstructions = object.verifiedInstructions(XdpLayout.PROGRAM_NAME);
         this.config = object.map(XdpLayout.CONFIG_MAP);
         this.jobs = object.map(XdpLayout.JOBS_MAP);
         this.slots = object.map(XdpLayout.SLOTS_MAP);
@@ -48,7 +52,7 @@ public final class XdpProgram implements AutoCloseable
     }
 
     /**
-     * Open and load the program shipped in this module's jar.
+     * Open and load the program shipped in this module's jar for k up to 256.
      *
      * @param slotEntries entries of the slot array (each holds both pool versions of one slot).
      * @return the loaded program.
@@ -56,20 +60,39 @@ public final class XdpProgram implements AutoCloseable
      */
     public static XdpProgram load(final int slotEntries) throws BpfException
     {
-        return load(BpfObject.extractResource(RESOURCE), slotEntries);
+        return load(slotEntries, 256);
+    }
+
+    /**
+     * Open and load the program shipped in this module's jar.
+     *
+     * @param slotEntries entries of the slot array (each holds both pool versions of one slot).
+     * @param maxLanes    the largest k it will take, 1 to {@link XdpLayout#MAX_LANES}: sizes the lanes map (whole
+     *                    blocks of 64 lanes per slot version) and bounds the program's lane loops.
+     */
+    public static XdpProgram load(final int slotEntries, final int maxLanes) throws BpfException
+    {
+        return load(BpfObject.extractResource(RESOURCE), slotEntries, maxLanes);
     }
 
     /**
      * Open and load a compiled program from a file.
      */
-    public static XdpProgram load(final Path objectFile, final int slotEntries) throws BpfException
+    public static XdpProgram load(final Path objectFile, final int slotEntries, final int maxLanes) throws BpfException
     {
+        if (maxLanes < 1 || maxLanes > XdpLayout.MAX_LANES)
+        {
+            throw new IllegalArgumentException("the XDP program takes k up to 1.." + XdpLayout.MAX_LANES + ": " + maxLanes);
+        }
         final BpfObject object = BpfObject.open(objectFile);
         try
         {
             object.setMaxEntries(XdpLayout.SLOTS_MAP, slotEntries);
+            object.setMaxEntries(XdpLayout.LANES_MAP, 2 * slotEntries);
+            object.setValueSize(XdpLayout.LANES_MAP, XdpLayout.lanesValueSize(maxLanes));
+            object.setReadOnlyInt(XdpLayout.RODATA_MAX_BLOCKS_OFFSET, XdpLayout.blocks(maxLanes), XdpLayout.RODATA_SIZE);
             object.load(XdpLayout.PROGRAM_NAME);
-            return new XdpProgram(object, slotEntries);
+            return new XdpProgram(object, slotEntries, maxLanes);
         }
         catch (final BpfException | RuntimeException ex)
         {
@@ -86,6 +109,30 @@ public final class XdpProgram implements AutoCloseable
     public int slotEntries()
     {
         return slotEntries;
+    }
+
+    /**
+     * @return the largest k this program was loaded for.
+     */
+    public int maxLanes()
+    {
+        return maxLanes;
+    }
+
+    /**
+     * @return instructions the verifier processed to accept the program (its limit is 1 000 000), or -1 if unknown.
+     */
+    public long verifiedInstructions()
+    {
+        return verifiedInstructions;
+    }
+
+    /**
+     * @return kernel memory of the slot and lanes arrays, in bytes.
+     */
+    public long slotMemoryBytes()
+    {
+        return slotEntries * ((long)XdpLayout.SLOT_SIZE + 2L * XdpLayout.lanesValueSize(maxLanes));
     }
 
     /**
@@ -112,6 +159,10 @@ public final class XdpProgram implements AutoCloseable
         {
             throw new IllegalArgumentException("slots " + job.slotBase() + ".." + (job.slotBase() + job.slots()) +
                 " outside the slot array of " + slotEntries);
+        }
+        if (job.lanes() < 1 || job.lanes() > maxLanes)
+        {
+            throw new IllegalArgumentException("k=" + job.lanes() + " outside 1.." + maxLanes + ", the k the program was loaded for");
         }
         XdpLayout.writeIdleSlot(slotValue);
         for (int slot = 0; slot < job.slots(); slot++)

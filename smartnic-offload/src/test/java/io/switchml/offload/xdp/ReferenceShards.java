@@ -143,6 +143,20 @@ final class ReferenceShards
         };
     }
 
+    /**
+     * The NACK the XDP program sends for a probe whose shadow-copy answer it cannot grow the packet to: the probe's
+     * header with type NACK, signed when the job has a MAC (as SlotPool writes a NACK).
+     */
+    Expected nackInstead(final byte[] probeFrame)
+    {
+        final byte[] datagram = Frames.payload(probeFrame);
+        final UnsafeBuffer buffer = new UnsafeBuffer(datagram);
+        final XdpJobImage job = jobs.get(header.wrap(buffer, 0).jobId());
+        buffer.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_NACK);
+        buffer.putLong(DataHeaderFlyweight.MAC_OFFSET, 0);
+        return new Expected(Kind.REPLY, signed(job, buffer, DataHeaderFlyweight.HEADER_LENGTH), DropReason.NONE, SlotPool.NACK);
+    }
+
     private int resultLength(final UnsafeBuffer result)
     {
         return SlotPool.resultLength(resultHeader.wrap(result, 0));

@@ -16,6 +16,14 @@ final class Veth implements AutoCloseable
 
     Veth(final String tag)
     {
+        this(tag, 1500);
+    }
+
+    /**
+     * @param mtu of both ends.
+     */
+    Veth(final String tag, final int mtu)
+    {
         final long pid = ProcessHandle.current().pid() % 100_000;
         name = "sml" + tag + pid + "a";
         peer = "sml" + tag + pid + "b";
@@ -23,6 +31,12 @@ final class Veth implements AutoCloseable
         if (run("ip", "link", "add", name, "type", "veth", "peer", "name", peer) != 0)
         {
             throw new AssertionError("cannot create veth " + name + ": XDP tests need root (CAP_NET_ADMIN, CAP_BPF)");
+        }
+        if (run("ip", "link", "set", name, "mtu", Integer.toString(mtu)) != 0 ||
+            run("ip", "link", "set", peer, "mtu", Integer.toString(mtu)) != 0)
+        {
+            run("ip", "link", "del", name);
+            throw new AssertionError("cannot set MTU " + mtu + " on veth " + name);
         }
         run("ip", "link", "set", name, "up");
         run("ip", "link", "set", peer, "up");

@@ -3,6 +3,8 @@ package io.switchml.offload.xdp;
 import io.switchml.protocol.DropReason;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -16,15 +18,38 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The loader against the real kernel: the verifier accepts the aggregator (one program serves every supported
- * combination of k up to 256, int32 or float32 lanes and MAC on or off; XdpSlotPoolDifferentialTest runs each
- * through it), its maps have the sizes {@link XdpLayout} writes, the header's drop indices are DropReason's
+ * The loader against the real kernel: the verifier accepts the aggregator loaded for k up to 256 and for k up to
+ * 2233 (MTU 9000) and 2304 (the most it can be loaded for), within its million-instruction budget (one program
+ * serves every supported combination of k, int32 or float32 lanes and MAC on or off;
+ * XdpSlotPoolDifferentialTest runs each through it), its maps have the sizes {@link XdpLayout} writes, the header's drop indices are DropReason's
  * ordinals, and a program the verifier rejects fails with the verifier's own lines.
  */
 final class XdpLoaderTest
 {
     @TempDir
     Path dir;
+
+    @ParameterizedTest(name = "max-lanes {0}")
+    @ValueSource(ints = {100, 256, 358, 385, 2233, XdpLayout.MAX_LANES})
+    void verifierAcceptsTheProgramForEachMaximumK(final int maxLanes) throws Exception
+    {
+        final long startNs = System.nanoTime();
+        try (XdpProgram program = XdpProgram.load(1024, maxLanes);
+            BpfObject object = BpfObject.open(BpfObject.extractResource(XdpProgram.RESOURCE)))
+        {
+            final long loadMs = (System.nanoTime() - startNs) / 1_000_000;
+            final long processed = program.verifiedInstructions();
+            System.out.println("max-lanes " + maxLanes + ": verifier processed " + processed + " insns (limit 1000000), load " +
+                loadMs + " ms; slot memory " + (program.slotMemoryBytes() >> 10) + " KiB for 1024 slots");
+            assertTrue(processed > 1000 && processed < 1_000_000, "processed " + processed);
+            object.load(XdpLayout.PROGRAM_NAME); // defaults from the object file: 4 blocks
+            assertEquals(4 * 256, object.map(XdpLayout.LANES_MAP).valueSize());
+        }
+        final XdpProgram program = XdpProgram.load(16, maxLanes);
+        program.close();
+        assertEquals(256 * XdpLayout.blocks(maxLanes), XdpLayout.lanesValueSize(maxLanes));
+        assertThrows(IllegalArgumentException.class, () -> XdpProgram.load(16, XdpLayout.MAX_LANES + 1));
+    }
 
     @Test
     void verifierAcceptsTheAggregatorAndItsMapsMatchTheLayout() throws Exception
@@ -37,6 +62,7 @@ final class XdpLoaderTest
             assertEquals(XdpLayout.CONFIG_SIZE, object.map(XdpLayout.CONFIG_MAP).valueSize());
             assertEquals(XdpLayout.JOB_SIZE, object.map(XdpLayout.JOBS_MAP).valueSize());
             assertEquals(XdpLayout.SLOT_SIZE, object.map(XdpLayout.SLOTS_MAP).valueSize());
+            assertEquals(XdpLayout.RODATA_SIZE, object.map(".rodata").valueSize());
             assertEquals(8, object.map(XdpLayout.STATS_MAP).valueSize());
             assertEquals(XdpLayout.MAX_JOBS, 1024);
         }

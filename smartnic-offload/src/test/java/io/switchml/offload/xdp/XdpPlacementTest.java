@@ -79,7 +79,8 @@ final class XdpPlacementTest
     @Test
     void eachCapabilityLimitFallsBackWithItsReason() throws Exception
     {
-        assertFallback(create("bigk", "type=float32 k=8192 s=32"), "xdp: k=8192 exceeds 256");
+        // the largest k the veth's MTU (1500) carries: (1500 - 68) / 4
+        assertFallback(create("bigk", "type=float32 k=8192 s=32"), "xdp: k=8192 exceeds 358");
         assertFallback(create("small", "type=int32 k=64 s=8"), null);
         assertFallback(send("CREATE name=wide world=65 type=int32 k=64 s=8"), "xdp: world size 65 exceeds 64");
         assertFallback(create("half", "type=float16 k=64 s=8"), "xdp: element type float16 not supported (int32, float32)");
@@ -91,10 +92,10 @@ final class XdpPlacementTest
 
         final String metrics = metrics();
         assertTrue(metrics.contains("switchml_backend_up{backend=\"xdp\"} 1.0"), metrics);
-        assertTrue(metrics.contains("switchml_backend_fallbacks_total{backend=\"xdp\",reason=\"k=8192 exceeds 256\"} 1.0"), metrics);
+        assertTrue(metrics.contains("switchml_backend_fallbacks_total{backend=\"xdp\",reason=\"k=8192 exceeds 358\"} 1.0"), metrics);
         assertTrue(metrics.contains("switchml_backend_absorbed_in_kernel_total{backend=\"xdp\"}"), metrics);
         assertTrue(jobs().stream().anyMatch(line -> line.contains("name=bigk") && line.contains("backend=software") &&
-            line.endsWith("fallback=xdp: k=8192 exceeds 256")), jobs().toString());
+            line.endsWith("fallback=xdp: k=8192 exceeds 358")), jobs().toString());
     }
 
     private static void assertFallback(final String reply, final String reason)
@@ -111,7 +112,7 @@ final class XdpPlacementTest
     void explicitBackendIsRefusedNotMoved() throws Exception
     {
         final String reply = create("explicit", "type=float32 k=8192 s=32 backend=xdp");
-        assertEquals("ERR message=backend xdp cannot take job 'explicit': k=8192 exceeds 256", reply);
+        assertEquals("ERR message=backend xdp cannot take job 'explicit': k=8192 exceeds 358", reply);
         assertTrue(create("named", "type=float32 k=64 s=8 backend=software").contains(" backend=software"));
         assertTrue(create("unknown", "type=float32 k=64 s=8 backend=tofino").startsWith("ERR message=unknown backend 'tofino'"));
     }
