@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -81,6 +82,15 @@ def resnet18(classes=10):
 
 
 _TICK = os.sysconf("SC_CLK_TCK")
+
+
+def xdp_program_seconds():
+    """Run time of the appliance's XDP program (kernel.bpf_stats_enabled) when SWITCHML_BENCH_XDP_PROG_ID names it."""
+    prog = os.environ.get("SWITCHML_BENCH_XDP_PROG_ID")
+    if not prog:
+        return 0.0
+    shown = subprocess.run(["bpftool", "-j", "prog", "show", "id", prog], capture_output=True, text=True, check=True)
+    return json.loads(shown.stdout).get("run_time_ns", 0) / 1e9
 
 
 def cpu_seconds(pid="self"):
@@ -247,7 +257,7 @@ def main():
 
     def timed(count, no_sync):
         times = []
-        before = (cpu_seconds(), cpu_seconds(agent_pid), cpu_seconds(appliance_pid))
+        before = (cpu_seconds(), cpu_seconds(agent_pid), cpu_seconds(appliance_pid), xdp_program_seconds())
         for _ in range(count):
             dist.barrier()
             began = time.perf_counter()
@@ -257,7 +267,7 @@ def main():
             else:
                 step()
             times.append(time.perf_counter() - began)
-        after = (cpu_seconds(), cpu_seconds(agent_pid), cpu_seconds(appliance_pid))
+        after = (cpu_seconds(), cpu_seconds(agent_pid), cpu_seconds(appliance_pid), xdp_program_seconds())
         cpu[no_sync] = [(a - b) / count for a, b in zip(after, before)]
         return times
 
@@ -269,17 +279,20 @@ def main():
     dist.all_reduce(medians, op=dist.ReduceOp.MAX)
     step_s, compute_s = medians.tolist()
     # per step, averaged over the ranks: rank (DDP steps), rank (no_sync steps), agent; the appliance as rank 0 read it
-    cpu_means = torch.tensor([cpu[False][0], cpu[True][0], cpu[False][1], cpu[False][2] if rank == 0 else 0.0],
-                             dtype=torch.float32)
+    cpu_means = torch.tensor([cpu[False][0], cpu[True][0], cpu[False][1], cpu[False][2] if rank == 0 else 0.0,
+                              cpu[False][3] if rank == 0 else 0.0], dtype=torch.float32)
     dist.all_reduce(cpu_means)
     rank_cpu, compute_cpu, agent_cpu = (cpu_means[:3] / world).tolist()
-    appliance_cpu = cpu_means[3].item()
+    appliance_cpu, xdp_program = cpu_means[3].item(), cpu_means[4].item()
     cpu_text = " rank_cpu_ms_per_step=%.0f compute_cpu_ms_per_step=%.0f" % (rank_cpu * 1e3, compute_cpu * 1e3)
     if agent_pid is not None:
         cpu_text += " agent_cpu_ms_per_step=%.0f" % (agent_cpu * 1e3)
     if appliance_pid is not None:
         cpu_text += " appliance_cpu_ms_per_step=%.0f" % (appliance_cpu * 1e3)
     cpu_text += " comm_cpu_ms_per_step=%.0f" % ((world * (rank_cpu + agent_cpu - compute_cpu) + appliance_cpu) * 1e3)
+    if os.environ.get("SWITCHML_BENCH_XDP_PROG_ID") and args.mode != "gloo":
+        # softirq time, already inside the CPU of whichever process it ran beside (mostly the senders'): not added
+        cpu_text += " xdp_prog_ms_per_step=%.1f" % (xdp_program * 1e3)
     extra = ""
     if args.mode != "gloo":
         stats = switchml.stats()

@@ -5,7 +5,7 @@
 #   bench/pytorch/run.sh [--steps 10] [--warmups 4] [--batch 8] [--modes gloo,switchml,switchml-sync]
 #                        [--where loopback,rack] [--rate 1gbit] [--mac off|on] [--multicast on|off] [--bucket-mb 25]
 #                        [--repeat 1] [--agent-slots 64] [--compute cpu|emulated] [--compute-scale 1]
-#                        [--compute-profile FILE]
+#                        [--compute-profile FILE] [--offload none|xdp]
 #
 # loopback: an appliance on 127.0.0.1 and torchrun --standalone --nproc_per_node=4.
 # rack (root): bench/rack/rack.sh's namespaces (appliance 10.77.0.1, rank r in its own namespace at 10.77.0.(11+r),
@@ -17,6 +17,10 @@
 # times, the modes interleaved (this machine's other users make single runs vary by 2x), then prints each mode's
 # median step time as a SUMMARY line. --compute emulated replaces the model's compute by sleeps of its profiled
 # duration (ddp_bench.py): the host's CPU is then left to the communication, as on hosts that train on GPUs;
+# --offload xdp (rack only) runs the appliance with switchml.appliance.backends=xdp,software and the XDP program on
+# its eth0 in driver mode (jobs the program can take are aggregated in the appliance's receive path; the BENCH line
+# then adds xdp_prog_ms_per_step, the program's run time from kernel.bpf_stats_enabled, which is softirq time
+# already counted in whichever process's context it ran, mostly the senders').
 # --compute-scale F scales those durations (an accelerator 1/F times as fast as these cores). The first cell
 # profiles the compute and every later cell of the run emulates that same profile (kept in --compute-profile FILE
 # when given, and reused from it when it exists: runs at several scales can then share one profile).
@@ -24,7 +28,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 PY=/usr/bin/python3
-STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25 REPEAT=1 AGENT_SLOTS=64 COMPUTE=cpu SCALE=1 PROFILE=
+STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25 REPEAT=1 AGENT_SLOTS=64 COMPUTE=cpu SCALE=1 PROFILE= OFFLOAD=none
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
@@ -41,10 +45,16 @@ while [ $# -gt 0 ]; do
     --compute) COMPUTE=$2; shift 2 ;;
     --compute-scale) SCALE=$2; shift 2 ;;
     --compute-profile) PROFILE=$(readlink -f "$2"); shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --offload) OFFLOAD=$2; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "bench/pytorch/run.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
+case "$OFFLOAD" in
+  none) ;;
+  xdp) [[ ",$WHERE," == *,loopback,* ]] && { echo "bench/pytorch: --offload xdp needs --where rack" >&2; exit 2; } ;;
+  *) echo "bench/pytorch: --offload takes none or xdp: $OFFLOAD" >&2; exit 2 ;;
+esac
 
 "$ROOT/switchml" worker serve --help >/dev/null   # builds once if the tree is newer than the jar
 WORK=$(mktemp -d /tmp/switchml-ddp-bench.XXXXXX)
@@ -59,15 +69,17 @@ APPLIANCE_PID=
 cleanup() {
   [ -n "$APPLIANCE_PID" ] && kill "$APPLIANCE_PID" 2>/dev/null && wait "$APPLIANCE_PID" 2>/dev/null || true
   if [ -n "${RACK_PREFIX:-}" ]; then rack_down || true; fi
+  [ -n "${BPF_STATS_BEFORE:-}" ] && sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_BEFORE" || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-# start_appliance NETNS_PREFIX BIND [MULTICAST_BASE]: the appliance, waiting for its ready line.
+# start_appliance NETNS_PREFIX BIND [MULTICAST_BASE [CONFIG]]: the appliance, waiting for its ready line.
 start_appliance() {
-  local prefix=$1 bind=$2 group=${3:-}
+  local prefix=$1 bind=$2 group=${3:-} config=${4:-}
   $prefix "$SWITCHML_LAUNCHER" appliance --insecure-control --bind "$bind" --control-port 17570 --data-port 17571 \
-    --http-port 17572 --dir "$WORK/appliance" --mac "$MAC" ${group:+--multicast "$group"} >"$WORK/appliance.log" 2>&1 &
+    --http-port 17572 --dir "$WORK/appliance" --mac "$MAC" ${group:+--multicast "$group"} ${config:+--config "$config"} \
+    >"$WORK/appliance.log" 2>&1 &
   APPLIANCE_PID=$!
   export SWITCHML_BENCH_APPLIANCE_PID=$APPLIANCE_PID   # ddp_bench.py reports its CPU per step
   for _ in $(seq 100); do
@@ -108,7 +120,23 @@ rack() {
   source "$ROOT/bench/rack/rack.sh"
   RACK_PREFIX=pyrack-$$
   rack_up 4 "$RATE" none 9000 >&2
-  start_appliance "ip netns exec $(rack_ns_ap)" "$RACK_APPLIANCE_ADDR" "$([ "$MULTICAST" = on ] && echo 239.7.0.0)"
+  local config=
+  if [ "$OFFLOAD" = xdp ]; then
+    config="$WORK/appliance.properties"
+    printf '%s\n' switchml.appliance.backends=xdp,software switchml.appliance.xdp.interface=eth0 \
+      switchml.appliance.xdp.mode=native switchml.appliance.xdp.slots=1024 > "$config"
+    # veth delivers XDP_TX frames (the program's multicast results) only to an end that runs an XDP program
+    unzip -p "$WORK"/snap/dist/target/lib/smartnic-offload-*.jar bpf/switchml_pass.o > "$WORK/switchml_pass.o"
+    ip netns exec "$(rack_ns_sw)" ip link set dev p-ap xdpdrv obj "$WORK/switchml_pass.o" sec xdp.frags
+    BPF_STATS_BEFORE=$(sysctl -n kernel.bpf_stats_enabled)
+    sysctl -qw kernel.bpf_stats_enabled=1
+  fi
+  start_appliance "ip netns exec $(rack_ns_ap)" "$RACK_APPLIANCE_ADDR" "$([ "$MULTICAST" = on ] && echo 239.7.0.0)" "$config"
+  if [ "$OFFLOAD" = xdp ]; then
+    grep -q "xdp: attached" "$WORK/appliance.log" || { echo "bench/pytorch: the xdp backend did not attach:" >&2; cat "$WORK/appliance.log" >&2; exit 1; }
+    export SWITCHML_BENCH_XDP_PROG_ID
+    SWITCHML_BENCH_XDP_PROG_ID=$(sed -n 's/.*xdp: attached [a-z_]* (id \([0-9]*\)).*/\1/p' "$WORK/appliance.log" | head -1)
+  fi
   local mode r pids round
   for round in $(seq "$REPEAT"); do for mode in ${MODES//,/ }; do
     pids=()
@@ -120,13 +148,19 @@ rack() {
       pids+=($!)
     done
     for r in 0 1 2 3; do wait "${pids[$r]}" || { echo "rank $r of $mode failed:" >&2; tail -20 "$WORK/rack-$mode-$r.log" >&2; }; done
-    sed -n "s/^BENCH /BENCH where=rack-$RATE /p" "$WORK/rack-$mode-0.log"
+    sed -n "s/^BENCH /BENCH where=rack-$RATE$([ "$OFFLOAD" = none ] || echo "-$OFFLOAD") /p" "$WORK/rack-$mode-0.log"
   done; done
+  # what the offload did over the run (its counters in /metrics; a job it could not take shows as a fallback)
+  if [ "$OFFLOAD" != none ]; then
+    ip netns exec "$(rack_ns_ap)" "$PY" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+      "http://$RACK_APPLIANCE_ADDR:17572/metrics" | grep -E "^switchml_backend_[a-z_]*(\{backend=\"$OFFLOAD\"|_fallbacks_total)" \
+      | grep -v -E " 0(\.0)?$" | sed 's/^/# offload: /' || true
+  fi
   stop_appliance
 }
 
 {
-echo "# mac=$MAC multicast(rack)=$MULTICAST agent_slots(rack)=$AGENT_SLOTS bucket_mb=$BUCKET_MB compute=$COMPUTE compute_scale=$SCALE steps=$STEPS warmups=$WARMUPS batch=$BATCH"
+echo "# mac=$MAC multicast(rack)=$MULTICAST agent_slots(rack)=$AGENT_SLOTS bucket_mb=$BUCKET_MB compute=$COMPUTE compute_scale=$SCALE offload=$OFFLOAD steps=$STEPS warmups=$WARMUPS batch=$BATCH"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(getconf _NPROCESSORS_ONLN) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), torch $("$PY" -c 'import torch; print(torch.__version__)'), commit $(git -C "$ROOT" rev-parse --short HEAD)"
 for where in ${WHERE//,/ }; do
   case "$where" in
