@@ -27,9 +27,9 @@ public final class BpfObject implements AutoCloseable
     /** Lines of the verifier log quoted in a rejection. */
     private static final int LOG_TAIL_LINES = 40;
 
-    private final Path path;
     private static final Pattern PROCESSED = Pattern.compile("processed (\\d+) insns");
 
+    private final Path path;
     private final Arena arena = Arena.ofShared();
     private final Map<String, Long> verifiedInstructions = new HashMap<>();
     private MemorySegment object;

@@ -12,6 +12,8 @@ import io.switchml.protocol.ElementType;
 import org.agrona.concurrent.status.AtomicCounter;
 
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -36,7 +38,8 @@ import java.util.concurrent.TimeUnit;
  * of the slot array, each both pool versions of one slot; 4096 by default, 88 bytes plus 2 * 256 bytes per started
  * block of 64 lanes each: 3.1 KiB at max-lanes 358, 17.6 KiB at 2233), {@code ttl} (IP TTL of multicast results, 1
  * by default). The program is declared xdp.frags, so it attaches at any MTU the driver's multi-buffer XDP allows
- * (veth refuses a program without it above an MTU of about 3500) and reads lanes that lie in fragments. The id of the attached program is recorded in the backend's state directory ({@link AttachmentRecord}).
+ * (veth refuses a program without it above an MTU of about 3500) and reads lanes that lie in fragments. The id of
+ * the attached program is recorded in the backend's state directory ({@link AttachmentRecord}).
  */
 public final class XdpBackend implements Backend
 {
@@ -155,10 +158,10 @@ public final class XdpBackend implements Backend
     /** The interface's MTU, from sysfs of this process's network namespace. */
     private static int readMtu(final String interfaceName) throws BackendException
     {
-        final java.nio.file.Path file = java.nio.file.Path.of("/sys/class/net", interfaceName, "mtu");
+        final Path file = Path.of("/sys/class/net", interfaceName, "mtu");
         try
         {
-            return Integer.parseInt(java.nio.file.Files.readString(file).strip());
+            return Integer.parseInt(Files.readString(file).strip());
         }
         catch (final IOException | NumberFormatException ex)
         {
