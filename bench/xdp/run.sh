@@ -2,9 +2,11 @@
 # bench/xdp/run.sh: the software shard against the XDP backend on the same offered load, side by side.
 #
 #   sudo bench/xdp/run.sh [--rate 1gbit|none] [--mac on|off] [--rounds 3] [--size-mb 100] [--iterations 5] [--warmups 2]
+#                         [--mtu 1500] [-k N]
 #
 # Builds bench/rack's rack (appliance + 4 workers in namespaces on a bridge; --rate on every worker link), then, for
-# each round, runs the same all-reduce workload (float32, k=256, s=64, MAC per --mac, results multicast) once with
+# each round, runs the same all-reduce workload (float32, k = -k or 256 at MTU 1500 and (MTU - 68) / 4 above it,
+# 2233 at --mtu 9000, where the program runs in multi-buffer mode; s=64, MAC per --mac, results multicast) once with
 # switchml.appliance.backends=software and once with xdp,software (driver mode on the appliance's veth), in
 # alternating order. Measured per run:
 #   - appliance CPU: utime+stime of the appliance JVM (all its threads) from /proc/PID/stat;
@@ -26,6 +28,8 @@ ITERATIONS=5
 WARMUPS=2
 WORKERS=4
 MAC=on
+MTU=1500
+LANES=
 while [ $# -gt 0 ]; do
   case "$1" in
     --rate) RATE=$2; shift 2 ;;
@@ -34,11 +38,17 @@ while [ $# -gt 0 ]; do
     --size-mb) SIZE_MB=$2; shift 2 ;;
     --iterations) ITERATIONS=$2; shift 2 ;;
     --warmups) WARMUPS=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --mtu) MTU=$2; shift 2 ;;
+    -k) LANES=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "bench/xdp: unknown option $1" >&2; exit 2 ;;
   esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "bench/xdp: needs root (namespaces, XDP)" >&2; exit 2; }
+[[ "$MTU" =~ ^[0-9]+$ ]] && [ "$MTU" -ge 576 ] && [ "$MTU" -le 9216 ] || { echo "bench/xdp: --mtu must be 576 to 9216: $MTU" >&2; exit 2; }
+if [ -z "$LANES" ]; then
+  if [ "$MTU" -le 1500 ]; then LANES=256; else LANES=$(( (MTU - 68) / 4 )); fi
+fi
 
 "$ROOT/scripts/ensure-test-deps.sh" --build
 "$ROOT/switchml" build
@@ -64,9 +74,10 @@ STATS_BEFORE=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
 CLK=$(getconf CLK_TCK)
 
-rack_up "$WORKERS" "$RATE" none 1500
+rack_up "$WORKERS" "$RATE" none "$MTU"
 unzip -p "$ROOT/dist/target/lib/smartnic-offload-"*.jar bpf/switchml_pass.o > "$WORK/switchml_pass.o"
-ip netns exec "$(rack_ns_sw)" ip link set dev p-ap xdpdrv obj "$WORK/switchml_pass.o" sec xdp
+# above about 3500 bytes veth takes only a multi-buffer (xdp.frags) program
+ip netns exec "$(rack_ns_sw)" ip link set dev p-ap xdpdrv obj "$WORK/switchml_pass.o" sec "$([ "$MTU" -gt 1500 ] && echo xdp.frags || echo xdp)"
 
 proc_cpu_s() { awk -v clk="$CLK" '{ printf "%.3f", ($14 + $15) / clk }' "/proc/$1/stat"; }
 softirq_s() { awk -v clk="$CLK" '/^cpu / { printf "%.3f", $8 / clk }' /proc/stat; }
@@ -98,7 +109,7 @@ run_one() {
     ip netns exec "$(rack_ns_w "$r")" "$JAVA" "${JVM_FLAGS[@]}" -Xmx2g -cp "$CP" io.switchml.dist.SwitchMl worker run \
       --appliance "$RACK_APPLIANCE_ADDR" --control-port 7470 --job "bench-$backend-$round" --token "xdp-bench-token" \
       --world "$WORKERS" --rank "$r" --type float32 --elements "$((SIZE_MB * 262144))" --iterations "$ITERATIONS" \
-      --warmups "$WARMUPS" -k 256 -s 64 --mac "$MAC" > "$dir/rank$r.out" 2> "$dir/rank$r.err" &
+      --warmups "$WARMUPS" -k "$LANES" -s 64 --mac "$MAC" > "$dir/rank$r.out" 2> "$dir/rank$r.err" &
     pids+=($!)
     PIDS+=($!)
   done
@@ -120,7 +131,7 @@ run_one() {
 }
 
 {
-  echo "# bench/xdp/run.sh --rate $RATE --mac $MAC --rounds $ROUNDS --size-mb $SIZE_MB --iterations $ITERATIONS --warmups $WARMUPS"
+  echo "# bench/xdp/run.sh --rate $RATE --mac $MAC --rounds $ROUNDS --size-mb $SIZE_MB --iterations $ITERATIONS --warmups $WARMUPS --mtu $MTU -k $LANES"
   echo "# $(date -u +%FT%TZ) kernel $(uname -r), $(nproc) cores, build $(git -C "$ROOT" rev-parse --short HEAD)"
   for ((round = 1; round <= ROUNDS; round++)); do
     if [ $((round % 2)) -eq 1 ]; then order="software xdp"; else order="xdp software"; fi
@@ -139,4 +150,4 @@ awk '/^RUN/ {
         (cpu["software"] / (pk["software"] / 1e6)) / (cpu["xdp"] / (pk["xdp"] / 1e6))
   }' "$WORK/runs.txt" | tee -a "$WORK/runs.txt"
 mkdir -p "$ROOT/docs/bench"
-cp "$WORK/runs.txt" "$ROOT/docs/bench/xdp-$(date -u +%F)-$RATE-mac$MAC.txt"
+cp "$WORK/runs.txt" "$ROOT/docs/bench/xdp-$(date -u +%F)-$RATE-mac$MAC$([ "$MTU" = 1500 ] || echo "-mtu$MTU").txt"
