@@ -424,7 +424,10 @@ run_switchml() {
   if [ "$CUR_MODE" = rack ]; then
     appliance_addr=$RACK_APPLIANCE_ADDR ctl_port=7470 data_port=7471 lanes=$RACK_LANES slots=$(rack_slots_for "$CUR_RATE")
   else
-    appliance_addr=127.0.0.1 ctl_port=0 data_port=0 lanes=$LOOP_LANES slots=$LOOP_SLOTS
+    # a fixed data port below the ephemeral range (32768 and up here): the multicast port is the data port + 1000,
+    # and with an ephemeral data port that could be a port some other socket already holds (a worker then failed to
+    # join: "bind(0.0.0.0:35844) failed: errno 98", one cell in five of a run on 2026-11-26)
+    appliance_addr=127.0.0.1 ctl_port=0 data_port=17471 lanes=$LOOP_LANES slots=$LOOP_SLOTS
   fi
   echo "lanes=$lanes" >> "$CELL/meta.txt"
   echo "slots=$slots" >> "$CELL/meta.txt"
