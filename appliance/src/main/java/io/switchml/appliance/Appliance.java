@@ -237,11 +237,15 @@ public final class Appliance implements AutoCloseable
         {
             return jobId -> null;
         }
-        final StringBuilder ports = new StringBuilder();
-        for (int shard = 0; shard < shardPorts.length; shard++)
+        final int[] groupPorts = multicastPorts(context, shardPorts);
+        if (context.multicastPort() == 0)
         {
-            ports.append(shard == 0 ? "" : ",").append(context.multicastPort() != 0 ?
-                context.multicastPort() : shardPorts[shard] + ApplianceContext.MULTICAST_PORT_OFFSET);
+            warnIfEphemeral(groupPorts, Path.of("/proc/sys/net/ipv4/ip_local_port_range"));
+        }
+        final StringBuilder ports = new StringBuilder();
+        for (int shard = 0; shard < groupPorts.length; shard++)
+        {
+            ports.append(shard == 0 ? "" : ",").append(groupPorts[shard]);
         }
         final int base = context.resolvedMulticastBase();
         final String portList = ports.toString();
@@ -251,6 +255,42 @@ public final class Appliance implements AutoCloseable
             return ((address >>> 24) & 0xFF) + "." + ((address >>> 16) & 0xFF) + "." + ((address >>> 8) & 0xFF) + "." +
                 (address & 0xFF) + ":" + portList;
         };
+    }
+
+    /**
+     * A multicast port derived from an ephemeral data port (--data-port 0) lies in the kernel's ephemeral range, where
+     * any socket on a worker host may already hold it; a worker then cannot bind its group socket and its join fails
+     * ("bind(0.0.0.0:P) failed: errno 98"), as one loopback bench cell in five did (2026-11-26). Said once at start.
+     *
+     * @return the warning, or null when no port lies in the range or the range cannot be read.
+     */
+    static String warnIfEphemeral(final int[] groupPorts, final Path portRange)
+    {
+        final int low;
+        final int high;
+        try
+        {
+            final String[] bounds = Files.readString(portRange).strip().split("\\s+");
+            low = Integer.parseInt(bounds[0]);
+            high = Integer.parseInt(bounds[1]);
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            return null;
+        }
+        for (final int port : groupPorts)
+        {
+            if (port >= low && port <= high)
+            {
+                final String warning = "multicast port " + port + " (the data port + " +
+                    ApplianceContext.MULTICAST_PORT_OFFSET + ") lies in this host's ephemeral port range " + low + "-" +
+                    high + ", where another socket may already hold it and keep a worker from joining the group; set " +
+                    ApplianceContext.MULTICAST_PORT_PROP + " (or a fixed data port) to a port outside it";
+                LOG.warn("{}", warning);
+                return warning;
+            }
+        }
+        return null;
     }
 
     private void snapshotHistograms()
