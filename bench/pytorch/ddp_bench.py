@@ -84,9 +84,8 @@ def resnet18(classes=10):
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def xdp_program_seconds():
-    """Run time of the appliance's XDP program (kernel.bpf_stats_enabled) when SWITCHML_BENCH_XDP_PROG_ID names it."""
-    prog = os.environ.get("SWITCHML_BENCH_XDP_PROG_ID")
+def xdp_program_seconds(prog):
+    """Run time of the appliance's XDP program with id prog (kernel.bpf_stats_enabled), 0 when there is none."""
     if not prog:
         return 0.0
     shown = subprocess.run(["bpftool", "-j", "prog", "show", "id", prog], capture_output=True, text=True, check=True)
@@ -253,11 +252,13 @@ def main():
 
     agent_pid = None if args.mode == "gloo" else switchml.process_group().agent_pid
     appliance_pid = os.environ.get("SWITCHML_BENCH_APPLIANCE_PID") if args.mode != "gloo" else None
+    # read by rank 0 only, the one whose figure is reported (one bpftool call before and after each timed loop)
+    xdp_prog = os.environ.get("SWITCHML_BENCH_XDP_PROG_ID") if args.mode != "gloo" and rank == 0 else None
     cpu = {}
 
     def timed(count, no_sync):
         times = []
-        before = (cpu_seconds(), cpu_seconds(agent_pid), cpu_seconds(appliance_pid), xdp_program_seconds())
+        before = (cpu_seconds(), cpu_seconds(agent_pid), cpu_seconds(appliance_pid), xdp_program_seconds(xdp_prog))
         for _ in range(count):
             dist.barrier()
             began = time.perf_counter()
@@ -267,7 +268,7 @@ def main():
             else:
                 step()
             times.append(time.perf_counter() - began)
-        after = (cpu_seconds(), cpu_seconds(agent_pid), cpu_seconds(appliance_pid), xdp_program_seconds())
+        after = (cpu_seconds(), cpu_seconds(agent_pid), cpu_seconds(appliance_pid), xdp_program_seconds(xdp_prog))
         cpu[no_sync] = [(a - b) / count for a, b in zip(after, before)]
         return times
 
@@ -290,7 +291,7 @@ def main():
     if appliance_pid is not None:
         cpu_text += " appliance_cpu_ms_per_step=%.0f" % (appliance_cpu * 1e3)
     cpu_text += " comm_cpu_ms_per_step=%.0f" % ((world * (rank_cpu + agent_cpu - compute_cpu) + appliance_cpu) * 1e3)
-    if os.environ.get("SWITCHML_BENCH_XDP_PROG_ID") and args.mode != "gloo":
+    if xdp_prog is not None:   # rank 0, which prints the line
         # softirq time, already inside the CPU of whichever process it ran beside (mostly the senders'): not added
         cpu_text += " xdp_prog_ms_per_step=%.1f" % (xdp_program * 1e3)
     extra = ""

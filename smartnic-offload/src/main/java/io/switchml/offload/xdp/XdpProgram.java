@@ -52,23 +52,13 @@ public final class XdpProgram implements AutoCloseable
     }
 
     /**
-     * Open and load the program shipped in this module's jar for k up to 256.
-     *
-     * @param slotEntries entries of the slot array (each holds both pool versions of one slot).
-     * @return the loaded program.
-     * @throws BpfException naming the cause; a verifier rejection carries the verifier log's last lines.
-     */
-    public static XdpProgram load(final int slotEntries) throws BpfException
-    {
-        return load(slotEntries, 256);
-    }
-
-    /**
      * Open and load the program shipped in this module's jar.
      *
      * @param slotEntries entries of the slot array (each holds both pool versions of one slot).
      * @param maxLanes    the largest k it will take, 1 to {@link XdpLayout#MAX_LANES}: sizes the lanes map (whole
      *                    blocks of 64 lanes per slot version) and bounds the program's lane loops.
+     * @return the loaded program.
+     * @throws BpfException naming the cause; a verifier rejection carries the verifier log's last lines.
      */
     public static XdpProgram load(final int slotEntries, final int maxLanes) throws BpfException
     {

@@ -54,7 +54,7 @@ final class XdpLoaderTest
     @Test
     void verifierAcceptsTheAggregatorAndItsMapsMatchTheLayout() throws Exception
     {
-        try (XdpProgram program = XdpProgram.load(128);
+        try (XdpProgram program = XdpProgram.load(128, 256);
             BpfObject object = BpfObject.open(BpfObject.extractResource(XdpProgram.RESOURCE)))
         {
             assertTrue(program.programFd() > 0);

@@ -54,8 +54,7 @@ final class XdpSlotPoolDifferentialTest
     @ValueSource(longs = {1, 2, 3, 20261124})
     void traceThroughXdpMatchesSlotPool(final long seed) throws BpfException
     {
-        program = XdpProgram.load(512);
-        program.configure(PORTS, 1);
+        loadConfigured(256);
         final List<XdpJobImage> jobs = List.of(
             Traces.job(11, 4, 64, 8, 0, ElementType.INT32, false, 0, PORTS.length),
             Traces.job(12, 3, 256, 6, 8, ElementType.FLOAT32, true, GROUP, PORTS.length),
@@ -71,9 +70,8 @@ final class XdpSlotPoolDifferentialTest
     void standardMtuTraceThroughXdpMatchesSlotPool(final long seed) throws BpfException
     {
         // the default at MTU 1500: k up to 358, lane loops of up to 6 blocks in the bounded (non-iterator) form
-        program = XdpProgram.load(512, XdpLayout.lanesForMtu(1500));
+        loadConfigured(XdpLayout.lanesForMtu(1500));
         assertEquals(358, program.maxLanes());
-        program.configure(PORTS, 1);
         final List<XdpJobImage> jobs = List.of(
             Traces.job(41, 4, 358, 6, 0, ElementType.INT32, true, 0, PORTS.length),
             Traces.job(42, 3, 358, 5, 6, ElementType.FLOAT32, false, GROUP, PORTS.length),
@@ -87,9 +85,8 @@ final class XdpSlotPoolDifferentialTest
     @ValueSource(longs = {7, 8, 20261126})
     void jumboTraceThroughXdpMatchesSlotPool(final long seed) throws BpfException
     {
-        program = XdpProgram.load(512, XdpLayout.lanesForMtu(9000));
+        loadConfigured(XdpLayout.lanesForMtu(9000));
         assertEquals(2233, program.maxLanes());
-        program.configure(PORTS, 1);
         final List<XdpJobImage> jobs = List.of(
             Traces.job(31, 4, 2233, 6, 0, ElementType.INT32, true, 0, PORTS.length),
             Traces.job(32, 3, 2233, 5, 6, ElementType.FLOAT32, false, GROUP, PORTS.length),
@@ -100,6 +97,13 @@ final class XdpSlotPoolDifferentialTest
         // fewer NACKs: a probe that finds its rank missing is rarer with these world sizes
         final long[] delta = runTrace(seed, jobs, 12_000, 5);
         assertTrue(delta[XdpLayout.STAT_MULTI_BUFFER] > 1000, "frames in several buffers: " + delta[XdpLayout.STAT_MULTI_BUFFER]);
+    }
+
+    /** Load the program for k up to maxLanes with 512 slot entries, serving {@link #PORTS}. */
+    private void loadConfigured(final int maxLanes) throws BpfException
+    {
+        program = XdpProgram.load(512, maxLanes);
+        program.configure(PORTS, 1);
     }
 
     /**
@@ -211,7 +215,7 @@ final class XdpSlotPoolDifferentialTest
     @Test
     void violationIsRecordedForTheJavaSide() throws BpfException
     {
-        program = XdpProgram.load(64);
+        program = XdpProgram.load(64, 256);
         program.configure(new int[] {7471}, 1);
         final XdpJobImage job = Traces.job(21, 2, 64, 4, 0, ElementType.INT32, false, 0, 1);
         program.installJob(job);
