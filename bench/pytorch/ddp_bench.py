@@ -299,6 +299,7 @@ def main():
         stats = switchml.stats()
         extra = "".join(" %s=%d" % (key, stats.get(key, -1)) for key in (
             "retransmissions", "spuriousRetransmissions", "probes", "spuriousProbes", "allReduces"))
+        extra += " backend=%s" % stats.get("backend", "-")
     if rank == 0:
         print("BENCH mode=%s compute=%s ranks=%d params=%d bucket_mb=%g batch=%d image=%d step_ms_p50=%.1f "
               "steps_per_s=%.3f compute_ms_p50=%.1f exposed_comm_ms=%.1f%s%s%s" % (

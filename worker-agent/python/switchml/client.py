@@ -230,7 +230,8 @@ class Client:
         return submission.future
 
     def stats(self):
-        """The agent's counters (``STATS``), answered after every request sent before: a dict of ints."""
+        """The agent's counters (``STATS``), answered after every request sent before: a dict of ints, and the
+        backend the appliance aggregates the job on under ``backend`` (``int32.backend`` for the int32 job)."""
         future = torch.futures.Future()
         with self._submit_lock:
             self._raise_if_failed()
@@ -238,7 +239,8 @@ class Client:
                 self._inflight.append(Request(next(self._ids), future=future))
             self._send("STATS")
         fields = future.wait()
-        return {key: int(value) for key, value in fields.items() if key and value.lstrip("-").isdigit()}
+        return {key: value if key.endswith("backend") else int(value) for key, value in fields.items()
+                if key and (key.endswith("backend") or value.lstrip("-").isdigit())}
 
     def synchronize(self):
         """Wait until every request sent so far has been answered."""

@@ -7,6 +7,7 @@ group's store.
 """
 
 import os
+import re
 import shlex
 
 from .client import SwitchMLError
@@ -18,6 +19,8 @@ OPTIONS = {
     "appliance": ("SWITCHML_APPLIANCE", "127.0.0.1", "appliance host, or host:port of its control endpoint"),
     "control_port": ("SWITCHML_CONTROL_PORT", "7470", "appliance control port (unless appliance says host:port)"),
     "tenant": ("SWITCHML_TENANT", "default", "tenant the job belongs to"),
+    "backend": ("SWITCHML_BACKEND", "auto", "where the appliance aggregates the job: auto (its preference list), or "
+                                            "software, xdp or tofino (refused, naming why, if that one cannot take it)"),
     "job": ("SWITCHML_JOB", None, "job name; default torch-$TORCHELASTIC_RUN_ID, else one rank 0 picks"),
     "token": ("SWITCHML_JOB_TOKEN", None, "job token (8-128 of [0-9A-Za-z_-]); default a random one from rank 0"),
     "credential_file": ("SWITCHML_CREDENTIAL_FILE", None, "control-plane credentials file (CREATE's auth=)"),
@@ -80,6 +83,9 @@ class Config:
         self.appliance_host = appliance
         self.control_port = _int(port, port_where, 1, 65535)
         self.tenant, _ = _env_or(options, "tenant")
+        self.backend, where = _env_or(options, "backend")
+        if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", self.backend or ""):
+            raise ValueError("%s must be auto or a backend's name (software, xdp, tofino): %r" % (where, self.backend))
         self.job, self.job_where = _env_or(options, "job")
         self.token, self.token_where = _env_or(options, "token")
         self.credential_file, where = _env_or(options, "credential_file")
@@ -96,7 +102,7 @@ class Config:
             self.agent_args = shlex.split(agent_args or "")
         except ValueError as ex:
             raise ValueError("%s cannot be split into options: %s" % (where, ex)) from None
-        for managed in ("--socket", "--shm", "--job", "--token", "--rank", "--world", "--once"):
+        for managed in ("--socket", "--shm", "--job", "--token", "--rank", "--world", "--once", "--backend"):
             if any(arg == managed or arg.startswith(managed + "=") for arg in self.agent_args):
                 raise ValueError("%s must not set %s: the process group sets it" % (where, managed))
         shm_bytes, where = _env_or(options, "shm_bytes")
@@ -136,7 +142,7 @@ class Config:
         """``switchml worker serve`` options for this rank (the token goes in the environment)."""
         args = ["--world", str(self.world_size), "--rank", str(self.rank), "--job", self.job,
                 "--appliance", self.appliance_host, "--control-port", str(self.control_port),
-                "--tenant", self.tenant, "--shm-bytes", str(self.shm_bytes),
+                "--tenant", self.tenant, "--backend", self.backend, "--shm-bytes", str(self.shm_bytes),
                 "--join-timeout-ms", str(self.join_timeout_s * 1000)]
         if self.credential_file:
             args += ["--credential-file", self.credential_file]

@@ -46,6 +46,19 @@ class ConfigTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "must be a dict"):
             Config("appliance=x", 0, 1)
 
+    def test_backend_choice_reaches_the_agent(self):
+        os.environ.pop("SWITCHML_BACKEND", None)
+        args = Config({"job": "j"}, 0, 1).serve_args()
+        self.assertEqual(args[args.index("--backend") + 1], "auto")
+        with mock.patch.dict(os.environ, {"SWITCHML_BACKEND": "xdp"}):
+            args = Config({"job": "j"}, 0, 1).serve_args()
+            self.assertEqual(args[args.index("--backend") + 1], "xdp")
+            self.assertEqual(Config({"backend": "software"}, 0, 1).backend, "software", "pg_options win")
+        with self.assertRaisesRegex(ValueError, r"pg_options\['backend'\] must be auto or a backend's name"):
+            Config({"backend": "XDP; rm"}, 0, 1)
+        with self.assertRaisesRegex(ValueError, "must not set --backend"):
+            Config({"agent_args": "--backend xdp"}, 0, 1)
+
     def test_job_name_from_torchrun_run_id(self):
         with mock.patch.dict(os.environ, {"TORCHELASTIC_RUN_ID": "abc/123"}):
             config = Config({"token": "0123456789ab"}, 1, 2)

@@ -141,7 +141,7 @@ def main():
         digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()[:16]
     if args.backend == "switchml":
         stats = switchml.stats()
-        print("STATS rank=%d %s" % (rank, " ".join("%s=%d" % kv for kv in sorted(stats.items()))), flush=True)
+        print("STATS rank=%d %s" % (rank, " ".join("%s=%s" % kv for kv in sorted(stats.items()))), flush=True)
     step_times.sort()
     print("RESULT rank=%d backend=%s acc=%.3f losses=%s digest=%s step_ms=%.3f agent_pid=%s"
           % (rank, args.backend, acc, ",".join("%.5f" % l for l in losses), digest,

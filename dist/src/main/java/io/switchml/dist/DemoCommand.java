@@ -109,6 +109,7 @@ public final class DemoCommand implements Callable<Integer>
                         if (r == 0)
                         {
                             System.out.println("worker transport: " + client.transportDescription());
+                            System.out.println("appliance backend: " + client.placementDescription());
                         }
                         final float[] tensor = new float[elements];
                         for (int round = 0; round < rounds && failure.get() == null; round++)

@@ -105,7 +105,7 @@ final class DataPathRehearsal
             reflector.transport.connect(loopback, worker.localPort());
             reflector.start();
             client = new WorkerClient(context, control, new DatagramTransport[] {worker}, JOB_ID,
-                Map.of("mac", "off", "key", "0".repeat(32)));
+                Map.of("mac", "off", "key", "0".repeat(32)), null);
             return ElementType.isFloat(job.elementType()) ? floatRounds(client, deadline) : intRounds(client, deadline);
         }
         catch (final IOException | RuntimeException ex)

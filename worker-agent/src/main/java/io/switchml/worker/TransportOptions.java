@@ -18,6 +18,12 @@ public final class TransportOptions
     @Option(names = "--tenant", description = "Tenant the job belongs to (default ${DEFAULT-VALUE}).", defaultValue = "default")
     private String tenant;
 
+    @Option(names = "--backend", description = "Where the appliance aggregates the job: auto (its preference list; a job " +
+        "that does not get the first choice is told why) or a backend's name: software, xdp (its SmartNIC/XDP offload), " +
+        "tofino; a named backend that cannot take the job refuses it, naming why (default: $SWITCHML_BACKEND, else auto).",
+        defaultValue = "${env:SWITCHML_BACKEND:-auto}")
+    private String backend;
+
     @Option(names = "--mac", description = "on: data packets carry a SipHash-2-4 MAC; off: trusted rack (default ${DEFAULT-VALUE}).",
         defaultValue = "on")
     private String mac;
@@ -140,7 +146,8 @@ public final class TransportOptions
             // else the context's default, which reads the system property
             context.transport(io.switchml.worker.transport.TransportKind.parse(transport));
         }
-        return context.applianceHost(applianceHost).controlPort(controlPort).tenant(tenant).macEnabled(macEnabled())
+        return context.applianceHost(applianceHost).controlPort(controlPort).tenant(tenant).backend(backend)
+            .macEnabled(macEnabled())
             .slotTimeoutMs(slotTimeoutMs).lanes(lanes).slots(slots).retransmitTimeoutMs(rtoMs)
             .fastRetransmit(fastRetransmit()).reorderWindowUs(reorderWindowUs)
             .probeTimeoutUs(probeTimeoutUs).progressTimeoutMs(progressTimeoutMs)

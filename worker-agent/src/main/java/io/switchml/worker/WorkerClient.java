@@ -120,6 +120,8 @@ public final class WorkerClient implements AutoCloseable
     private final AgentRunner[] runners;
     private final Thread[] agentThreads;
     private final WorkerCounters counters;
+    private final String backend;
+    private final String fallback;
 
     private final ReentrantLock submitLock = new ReentrantLock();
     private final Long2ObjectHashMap<Submission> waitingForPredecessors = new Long2ObjectHashMap<>();
@@ -132,9 +134,11 @@ public final class WorkerClient implements AutoCloseable
 
     WorkerClient(
         final WorkerContext context, final Socket controlSocket, final DatagramTransport[] transports,
-        final int jobId, final Map<String, String> joinReply) throws IOException
+        final int jobId, final Map<String, String> joinReply, final String fallback) throws IOException
     {
         this.jobId = jobId;
+        this.backend = joinReply.getOrDefault("backend", "software");
+        this.fallback = fallback;
         this.jobName = context.jobName();
         this.transports = transports;
         this.shardCount = transports.length;
@@ -207,7 +211,8 @@ public final class WorkerClient implements AutoCloseable
             send(out, ControlProtocol.CREATE + " name=" + context.jobName() + " tenant=" + context.tenant() +
                 " world=" + context.worldSize() + " type=" + ElementType.name(context.elementType()) + " k=" + context.lanes() +
                 " s=" + context.slots() + " mac=" + (context.macEnabled() ? "on" : "off") + " token=" + context.token() +
-                " ifAbsent=true" + (context.slotTimeoutMs() > 0 ? " slotTimeoutMs=" + context.slotTimeoutMs() : "") +
+                " ifAbsent=true" + (WorkerContext.BACKEND_AUTO.equals(context.backend()) ? "" : " backend=" + context.backend()) +
+                (context.slotTimeoutMs() > 0 ? " slotTimeoutMs=" + context.slotTimeoutMs() : "") +
                 (context.credential() != null ? " auth=" + context.credential() : ""));
             socket.setSoTimeout(10_000);
             final Map<String, String> created = expectOk(readLine(socket), context, where, "create");
@@ -250,7 +255,7 @@ public final class WorkerClient implements AutoCloseable
                 transports[shard].connect(appliance, Integer.parseInt(dataPorts[shard]));
             }
             joinMulticast(joined.get("group"), socket, transports);
-            return new WorkerClient(context, socket, transports, jobId, joined);
+            return new WorkerClient(context, socket, transports, jobId, joined, created.get("fallback"));
         }
         catch (final IOException | NumberFormatException ex)
         {
@@ -286,9 +291,26 @@ public final class WorkerClient implements AutoCloseable
     public String transportDescription()
     {
         final String description = transports[0].description();
-        final String fallback = TransportKind.fallbackReason();
-        return fallback != null && description.startsWith("nio") ? description + "; native unavailable: " + fallback :
+        final String nioReason = TransportKind.fallbackReason();
+        return nioReason != null && description.startsWith("nio") ? description + "; native unavailable: " + nioReason :
             description;
+    }
+
+    /**
+     * @return the backend the appliance aggregates this job on (software, xdp, tofino), as its join reply said.
+     */
+    public String backend()
+    {
+        return backend;
+    }
+
+    /**
+     * @return where the job is aggregated, for the start-up report: the backend, and each backend of the appliance's
+     * preference list that passed the job over with its reason ("software (passed over: xdp: k=8192 exceeds 358)").
+     */
+    public String placementDescription()
+    {
+        return fallback == null || fallback.isEmpty() ? backend : backend + " (passed over: " + fallback + ")";
     }
 
     /**

@@ -55,10 +55,14 @@ public final class WorkerContext
     public static final String IDLE_YIELDS_PROP = "switchml.worker.idle.yields";
     public static final int IDLE_YIELDS_DEFAULT = 2;
 
+    /** The backend a job asks for when it names none: the appliance's preference list decides. */
+    public static final String BACKEND_AUTO = "auto";
+
     private String applianceHost = APPLIANCE_HOST_DEFAULT;
     private int controlPort = CONTROL_PORT_DEFAULT;
     private String jobName;
     private String tenant = "default";
+    private String backend = BACKEND_AUTO;
     private String token;
     private boolean macEnabled = true;
     private long slotTimeoutMs;
@@ -114,6 +118,10 @@ public final class WorkerContext
         if (!tenant.matches("[0-9A-Za-z_.\\-]{1,64}"))
         {
             throw new IllegalArgumentException("tenant must be 1 to 64 characters of [0-9A-Za-z_.-]: " + tenant);
+        }
+        if (backend == null || !backend.matches("[a-z][a-z0-9_\\-]{0,31}"))
+        {
+            throw new IllegalArgumentException("backend must be auto or a backend's name (software, xdp, tofino): " + backend);
         }
         if (token == null || !token.matches("[0-9A-Za-z_\\-]{8,128}"))
         {
@@ -217,6 +225,23 @@ public final class WorkerContext
     public WorkerContext tenant(final String tenant)
     {
         this.tenant = tenant;
+        return this;
+    }
+
+    public String backend()
+    {
+        return backend;
+    }
+
+    /**
+     * @param backend where the appliance aggregates the job: {@link #BACKEND_AUTO} (its preference list, falling
+     *                back with a reason it reports) or a backend's name (software, xdp, tofino): the job is
+     *                refused, naming why, when that backend cannot take it, and a rank that asks for a backend
+     *                other than the one its job already runs on is refused too.
+     */
+    public WorkerContext backend(final String backend)
+    {
+        this.backend = backend;
         return this;
     }
 

@@ -94,6 +94,7 @@ public final class WorkerRunCommand implements Callable<Integer>
         try (WorkerClient client = WorkerClient.connect(context))
         {
             LOG.info("rank {} transport {}", rank, client.transportDescription());
+            LOG.info("rank {} backend {}", rank, client.placementDescription());
             final float[] floats = ElementType.isFloat(elementType) ? new float[elements] : null;
             final int[] ints = elementType == ElementType.INT32 ? new int[elements] : null;
             for (int round = 0; round < warmups + iterations; round++)

@@ -363,4 +363,43 @@ class WorkerClientTest
             throw new AssertionError(ex.getCause());
         }
     }
+
+    @Test
+    void aNamedBackendIsTakenOrRefusedByNameAndEveryRankSeesWhereItsJobRuns() throws Exception
+    {
+        final AllReduceException unknown = assertThrows(AllReduceException.class,
+            () -> WorkerClient.connect(context(17, 1, 0, ElementType.INT32).backend("xdp")));
+        assertTrue(unknown.getMessage().contains("unknown backend 'xdp' (this appliance has: auto, software)"),
+            unknown.getMessage());
+        assertEquals(0, appliance.registry().jobCount(), "the refused job was not created");
+
+        final Future<WorkerClient> first = executor.submit(
+            () -> WorkerClient.connect(context(18, 2, 0, ElementType.INT32).backend("software")));
+        final long deadline = System.currentTimeMillis() + 10_000;
+        while (appliance.registry().describeJobs().stream().noneMatch(job -> job.contains(" joined=1 ")))
+        {
+            assertTrue(System.currentTimeMillis() < deadline, "rank 0 never joined the job");
+            Thread.onSpinWait();
+        }
+        final AllReduceException elsewhere = assertThrows(AllReduceException.class,
+            () -> WorkerClient.connect(context(18, 2, 1, ElementType.INT32).backend("tofino")));
+        assertTrue(elsewhere.getMessage().contains("runs on backend software, not on the tofino this rank asked for"),
+            elsewhere.getMessage());
+
+        final IllegalArgumentException malformed = assertThrows(IllegalArgumentException.class,
+            () -> WorkerClient.connect(context(18, 2, 1, ElementType.INT32).backend("XDP now")));
+        assertTrue(malformed.getMessage().startsWith("backend must be auto or a backend's name"), malformed.getMessage());
+
+        final Future<WorkerClient> second = executor.submit(() -> WorkerClient.connect(context(18, 2, 1, ElementType.INT32)));
+        try (WorkerClient a = first.get(); WorkerClient b = second.get())
+        {
+            assertEquals("software", a.backend());
+            assertEquals("software", b.backend(), "a rank that asked for auto learns where the job runs");
+            assertEquals("software", b.placementDescription(), "nothing was passed over");
+        }
+        catch (final ExecutionException ex)
+        {
+            throw new AssertionError(ex.getCause());
+        }
+    }
 }

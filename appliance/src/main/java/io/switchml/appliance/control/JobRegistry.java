@@ -220,7 +220,8 @@ public final class JobRegistry
     /**
      * Create a job on a backend, or with ifAbsent find the same job created earlier by another rank.
      *
-     * @param backend "auto" (the first backend of the preference list that can take the job) or a backend's name.
+     * @param backend "auto" (the first backend of the preference list that can take the job) or a backend's name; with
+     *                ifAbsent, an existing job on another backend than the one named is refused, naming both.
      */
     public Job create(final JobSpec spec, final String token, final boolean ifAbsent, final String backend) throws RefusedException
     {
@@ -248,6 +249,12 @@ public final class JobRegistry
                 if (token == null || !token.equals(existing.token))
                 {
                     throw new RefusedException("job '" + spec.name() + "' (" + existing.jobId + ") exists and the token does not match");
+                }
+                if (backend != null && !"auto".equals(backend) && !backend.equals(existing.backendName))
+                {
+                    throw new RefusedException("job '" + spec.name() + "' (" + existing.jobId + ") runs on backend " +
+                        existing.backendName + ", not on the " + backend + " this rank asked for" +
+                        (existing.fallback.isEmpty() ? "" : " (passed over: " + existing.fallback + ")"));
                 }
                 return existing;
             }

@@ -2,6 +2,7 @@ package io.switchml.offload.xdp;
 
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
+import io.switchml.protocol.ControlProtocol;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -115,6 +116,14 @@ final class XdpPlacementTest
         assertEquals("ERR message=backend xdp cannot take job 'explicit': k=8192 exceeds 358", reply);
         assertTrue(create("named", "type=float32 k=64 s=8 backend=software").contains(" backend=software"));
         assertTrue(create("unknown", "type=float32 k=64 s=8 backend=tofino").startsWith("ERR message=unknown backend 'tofino'"));
+
+        // the other ranks create-if-absent with the same options: one that names another backend is refused
+        final String onXdp = "type=float32 k=256 s=8 token=rank-token-1 ifAbsent=true";
+        final String created = create("shared", onXdp);
+        assertTrue(created.startsWith("OK job=") && created.contains(" backend=xdp"), created);
+        assertEquals(created, create("shared", onXdp + " backend=xdp"));
+        assertEquals("ERR message=job 'shared' (" + ControlProtocol.intField(ControlProtocol.parse(created), "job") +
+            ") runs on backend xdp, not on the software this rank asked for", create("shared", onXdp + " backend=software"));
     }
 
     @Test

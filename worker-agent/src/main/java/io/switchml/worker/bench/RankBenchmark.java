@@ -61,6 +61,7 @@ final class RankBenchmark
         long spuriousRetransmissions;
         long smoothedRttNs;
         String transport = "";
+        String backend = "";
         int roundsChecked;
         /** Non-null when a result was wrong: the round and the first bad element. */
         String wrongResult;
@@ -107,6 +108,7 @@ final class RankBenchmark
         {
             final WorkerCounters counters = client.counters();
             result.transport = client.transportDescription();
+            result.backend = client.placementDescription();
             final float[] floats = isFloat ? new float[elements] : null;
             final int[] ints = isFloat ? null : new int[elements];
             final float[] barrierFloat = new float[1];

@@ -384,6 +384,7 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 .field("spurious_probes_total", sum(r -> r.spuriousProbes))
                 .field("spurious_retransmissions_total", sum(r -> r.spuriousRetransmissions))
                 .field("transport", results.length > 0 ? results[0].transport : "")
+                .field("backend", results.length > 0 ? results[0].backend : "")
                 .beginArray("ranks");
             for (final RankBenchmark.Result result : results)
             {
@@ -423,6 +424,7 @@ public final class WorkerBenchCommand implements Callable<Integer>
             if (results.length > 0 && !results[0].transport.isEmpty())
             {
                 out.println("transport: " + results[0].transport);
+                out.println("backend: " + results[0].backend);
             }
             for (final RankBenchmark.Result result : results)
             {

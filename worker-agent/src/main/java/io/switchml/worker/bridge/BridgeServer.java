@@ -140,6 +140,15 @@ public final class BridgeServer implements AutoCloseable
         return joined == null ? "" : joined.transportDescription();
     }
 
+    /**
+     * @return where the appliance aggregates the joined job, for the start-up report; empty before {@link #join}.
+     */
+    public String placementDescription()
+    {
+        final WorkerClient joined = client;
+        return joined == null ? "" : joined.placementDescription();
+    }
+
     private static ServerSocketChannel bind(final Path socketPath) throws IOException
     {
         if (Files.exists(socketPath, LinkOption.NOFOLLOW_LINKS))
@@ -340,8 +349,8 @@ public final class BridgeServer implements AutoCloseable
     }
 
     /**
-     * @return the reply to {@code STATS}: this bridge's request count and the float job's worker counters
-     * (and the int32 job's, prefixed {@code int32.}, once joined).
+     * @return the reply to {@code STATS}: this bridge's request count and the float job's worker counters and
+     * backend (and the int32 job's, prefixed {@code int32.}, once joined).
      */
     String stats()
     {
@@ -384,6 +393,7 @@ public final class BridgeServer implements AutoCloseable
         COUNTERS.forEach((name, counter) -> reply.append(' ').append(prefix).append(name).append('=')
             .append(counter.applyAsLong(counters)));
         reply.append(' ').append(prefix).append("smoothedRttNs=").append(worker.smoothedRttNs());
+        reply.append(' ').append(prefix).append("backend=").append(worker.backend());
     }
 
     /**

@@ -144,6 +144,7 @@ public final class WorkerServeCommand implements Callable<Integer>
             return 3;
         }
         System.out.println("switchml worker serve: transport " + server.transportDescription());
+        System.out.println("switchml worker serve: backend " + server.placementDescription());
         System.out.println("switchml worker serve ready: socket=" + context.socketPath() + " shm=" + context.shmPath() +
             " shmBytes=" + context.shmBytes() + " rank=" + rank + " world=" + worldSize + " job=" + jobName);
         System.out.flush();

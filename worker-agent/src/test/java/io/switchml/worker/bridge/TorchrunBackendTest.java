@@ -206,6 +206,7 @@ class TorchrunBackendTest
             // 4 epochs of 32 steps, each at least one gradient bucket, plus the loss and dtype checks
             assertTrue(Long.parseLong(stats.get("allReduces")) >= 4 * 32, stats.toString());
             assertTrue(Long.parseLong(stats.get("packetsSent")) > 0, stats.toString());
+            assertEquals("software", stats.get("backend"), "switchml.stats() says where the job runs: " + stats);
             assertTrue(Long.parseLong(stats.getOrDefault("int32.allReduces", "0")) >= 3, "int32 went through the int32 job: " + stats);
         }
         final List<Map<String, String>> after = lines(switchml.output(), "AGENT_AFTER_DESTROY ");
