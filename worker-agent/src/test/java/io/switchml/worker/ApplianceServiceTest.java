@@ -209,7 +209,10 @@ class ApplianceServiceTest
     @Test
     void resultsMulticastToTheJobsGroupAreReceivedByEveryRank() throws Exception
     {
-        start(new ApplianceContext().shards(2).multicastBase("239.192.0.0"));
+        // data ports chosen below the ephemeral range with their derived multicast ports (+1000) free: with ephemeral
+        // data ports, a derived port may be one another socket holds, and a rank could not join the group
+        appliance = Appliance.launch(new ApplianceContext().shards(2).multicastBase("239.192.0.0")
+            .dataPort(freeDataPortsWithMulticast(2)).controlPort(0).httpPort(0).dir(tempDir.toString()));
         final int length = 50_003;
         final List<Future<String>> results = new ArrayList<>();
         for (int rank = 0; rank < 3; rank++)
@@ -242,5 +245,37 @@ class ApplianceServiceTest
         final long sent = appliance.counter("packets_out") - appliance.counter("retransmissions_served");
         assertTrue(completed > 0);
         assertEquals(completed, sent, "one multicast datagram per completed slot, not one per rank");
+    }
+
+    /**
+     * @return a base port P below the usual ephemeral range such that P .. P + shards - 1 and the same ports + 1000
+     * are free on UDP now (a race with another process remains, far less likely than with ephemeral data ports).
+     */
+    private static int freeDataPortsWithMulticast(final int shards) throws java.io.IOException
+    {
+        final java.util.SplittableRandom random = new java.util.SplittableRandom();
+        for (int attempt = 0; attempt < 200; attempt++)
+        {
+            final int base = 20_000 + random.nextInt(10_000);
+            final List<java.net.DatagramSocket> held = new ArrayList<>();
+            try
+            {
+                for (int shard = 0; shard < shards; shard++)
+                {
+                    held.add(new java.net.DatagramSocket(base + shard));
+                    held.add(new java.net.DatagramSocket(base + shard + ApplianceContext.MULTICAST_PORT_OFFSET));
+                }
+                return base;
+            }
+            catch (final java.net.SocketException taken)
+            {
+                // try another base
+            }
+            finally
+            {
+                held.forEach(java.net.DatagramSocket::close);
+            }
+        }
+        throw new java.io.IOException("no free UDP ports for " + shards + " data shards and their multicast ports");
     }
 }
