@@ -38,11 +38,27 @@ final class Connections
                 throw new BackendException(prefix + "pipeline-config: cannot read " + options.pipelineConfig() + ": " + ex.getMessage());
             }
         }
+        P4InfoIndex index = P4InfoIndex.switchml();
+        if (options.p4info() != null)
+        {
+            try
+            {
+                index = P4InfoIndex.resolve(P4InfoIndex.read(Path.of(options.p4info())), index);
+            }
+            catch (final IOException ex)
+            {
+                throw new BackendException(prefix + "p4info: cannot read " + options.p4info() + ": " + ex.getMessage());
+            }
+            catch (final PipelineException ex)
+            {
+                throw new BackendException(prefix + "p4info " + options.p4info() + ": " + ex.detail(), ex);
+            }
+        }
         final P4RuntimeSwitch session;
         try
         {
             session = P4RuntimeSwitch.connect(options.switchAddress(), options.switchPort(), options.deviceId(), options.electionId(),
-                options.timeoutMs(), P4InfoIndex.switchml(), config);
+                options.timeoutMs(), index, config);
         }
         catch (final PipelineException ex)
         {

@@ -26,9 +26,13 @@ import java.util.Set;
  *     {@code tofino}, where results are replicated to those ports; {@code tofino-model} numbers members' hosts
  *     itself when absent.</li>
  *     <li>{@code timeout-ms} (2000): deadline of every P4Runtime call.</li>
- *     <li>{@code pipeline-config}: file holding the compiled program's device config (bf-p4c's output) to push
- *     with SetForwardingPipelineConfig; absent: the switch must already run the program, checked against our
- *     P4Info.</li>
+ *     <li>{@code pipeline-config}: file holding the compiled program's device config (bf-p4c's output, in the
+ *     form the switch's P4Runtime server takes) to push with SetForwardingPipelineConfig; absent: the switch must
+ *     already run the program, whose P4Info is read back and matched with ours by name (a compiler's pipeline
+ *     prefix and ids are fine; a missing or different table, action, parameter or register is refused naming it).</li>
+ *     <li>{@code p4info}: with {@code pipeline-config}, required for {@code tofino}: the compiler's P4Info of that
+ *     program (bf-p4c {@code --p4runtime-files}, text or binary), pushed with it and checked against ours at start-up;
+ *     its ids are the ones the compiled program knows.</li>
  * </ul>
  */
 record TofinoOptions(
@@ -41,10 +45,11 @@ record TofinoOptions(
     int lastGroup,
     Map<Integer, Integer> hostPorts,
     long timeoutMs,
-    String pipelineConfig)
+    String pipelineConfig,
+    String p4info)
 {
     static final Set<String> NAMES = Set.of("switch", "device-id", "election-id", "registers", "multicast-groups", "ports",
-        "timeout-ms", "pipeline-config");
+        "timeout-ms", "pipeline-config", "p4info");
 
     static TofinoOptions parse(
         final Map<String, String> options, final String prefix, final boolean model, final int registerCapacity) throws BackendException
@@ -92,8 +97,20 @@ record TofinoOptions(
             throw new BackendException(prefix + "ports is required: which switch port each worker host is on (10.0.0.1=1,...)");
         }
         final long timeoutMs = parseLong(prefix + "timeout-ms", options.getOrDefault("timeout-ms", "2000"), 10, 600_000);
+        final String pipelineConfig = options.get("pipeline-config");
+        final String p4info = options.get("p4info");
+        if (p4info != null && pipelineConfig == null)
+        {
+            throw new BackendException(prefix + "p4info is used only with " + prefix + "pipeline-config (without it the " +
+                "switch's own P4Info is read back and checked)");
+        }
+        if (pipelineConfig != null && p4info == null && !model)
+        {
+            throw new BackendException(prefix + "pipeline-config needs " + prefix + "p4info: the compiler's P4Info of that " +
+                "program (bf-p4c --p4runtime-files), whose ids the compiled program uses");
+        }
         return new TofinoOptions(host, port, deviceId, electionId, registers, first, last, hostPorts, timeoutMs,
-            options.get("pipeline-config"));
+            pipelineConfig, p4info);
     }
 
     private static Map<Integer, Integer> parsePorts(final String option, final String value) throws BackendException

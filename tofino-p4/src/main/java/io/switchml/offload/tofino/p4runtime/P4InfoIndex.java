@@ -12,11 +12,13 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * A P4Info by name and by id, for both sides of P4Runtime: the client turns the control plane's names into ids, the
- * model's server turns ids back into names. Unknown names and ids fail naming them.
+ * model's server turns ids back into names. Unknown names and ids fail naming them. {@link #resolve} maps a
+ * compiler's P4Info (its own ids, names prefixed with the pipeline instance) onto the names the control plane uses.
  */
 public final class P4InfoIndex
 {
@@ -24,16 +26,29 @@ public final class P4InfoIndex
     public static final String RESOURCE = "/p4/switchml.p4info.txtpb";
 
     private final P4Info info;
-    private final Map<String, Table> tables = new HashMap<>();
+    private final Map<String, Table> tables = new LinkedHashMap<>();
     private final Map<Integer, Table> tablesById = new HashMap<>();
-    private final Map<String, Action> actions = new HashMap<>();
+    private final Map<String, Action> actions = new LinkedHashMap<>();
     private final Map<Integer, Action> actionsById = new HashMap<>();
-    private final Map<String, Register> registers = new HashMap<>();
+    private final Map<String, Register> registers = new LinkedHashMap<>();
     private final Map<Integer, Register> registersById = new HashMap<>();
+    private final Map<String, String> canonicalNames = new HashMap<>();
 
     public P4InfoIndex(final P4Info info)
     {
+        this(info, true);
+    }
+
+    /**
+     * @param indexAll whether to index every entity under its own name; {@link #resolve} indexes only what it maps.
+     */
+    private P4InfoIndex(final P4Info info, final boolean indexAll)
+    {
         this.info = info;
+        if (!indexAll)
+        {
+            return;
+        }
         for (final Table table : info.getTablesList())
         {
             tables.put(table.getPreamble().getName(), table);
@@ -49,6 +64,163 @@ public final class P4InfoIndex
             registers.put(register.getPreamble().getName(), register);
             registersById.put(register.getPreamble().getId(), register);
         }
+    }
+
+    /**
+     * Index a switch's (or a compiler's) P4Info under the names of the program we expect, and check that it declares
+     * what the control plane uses the way we use it. A compiler names things after its pipeline instance
+     * ({@code pipe.SwitchMLIngress.job_table} from bf-p4c for TNA) and numbers them itself: each expected table,
+     * action and register is found by its name or a name ending in "." + that name, and is then used by the
+     * switch's ids. What must agree: every match field's name, width and kind, every action a table must offer,
+     * every action parameter's name and width, every register's cell type; a table or register may be larger.
+     * Anything else the P4Info declares is ignored.
+     *
+     * @param running  the P4Info the switch runs or will run.
+     * @param expected what the control plane uses: {@link #switchml()}.
+     * @return an index whose lookups by the expected names give the running P4Info's entities.
+     * @throws PipelineException FAILED_PRECONDITION naming the first thing missing, ambiguous or different.
+     */
+    public static P4InfoIndex resolve(final P4Info running, final P4InfoIndex expected) throws PipelineException
+    {
+        final P4InfoIndex resolved = new P4InfoIndex(running, false);
+        for (final Map.Entry<String, Action> want : expected.actions.entrySet())
+        {
+            final Action have = named("action", want.getKey(), running.getActionsList(), a -> a.getPreamble().getName());
+            for (final Action.Param param : want.getValue().getParamsList())
+            {
+                final Action.Param other = have.getParamsList().stream().filter(p -> p.getName().equals(param.getName()))
+                    .findFirst().orElseThrow(() -> differs("action " + want.getKey() + " has no parameter " + param.getName()));
+                if (other.getBitwidth() != param.getBitwidth())
+                {
+                    throw differs("action " + want.getKey() + " parameter " + param.getName() + " is " + other.getBitwidth() +
+                        " bits, not " + param.getBitwidth());
+                }
+            }
+            resolved.put(want.getKey(), have, have.getPreamble().getId(), resolved.actions, resolved.actionsById);
+        }
+        for (final Map.Entry<String, Table> want : expected.tables.entrySet())
+        {
+            final Table have = named("table", want.getKey(), running.getTablesList(), t -> t.getPreamble().getName());
+            for (final MatchField field : want.getValue().getMatchFieldsList())
+            {
+                final MatchField other = have.getMatchFieldsList().stream().filter(f -> f.getName().equals(field.getName()))
+                    .findFirst().orElseThrow(() -> differs("table " + want.getKey() + " has no match field " + field.getName()));
+                if (other.getBitwidth() != field.getBitwidth() || other.getMatchType() != field.getMatchType())
+                {
+                    throw differs("table " + want.getKey() + " match field " + field.getName() + " is " + other.getBitwidth() +
+                        " bits " + other.getMatchType() + ", not " + field.getBitwidth() + " bits " + field.getMatchType());
+                }
+            }
+            if (have.getMatchFieldsCount() != want.getValue().getMatchFieldsCount())
+            {
+                throw differs("table " + want.getKey() + " has " + have.getMatchFieldsCount() + " match fields, not " +
+                    want.getValue().getMatchFieldsCount());
+            }
+            for (final p4.config.v1.P4InfoOuterClass.ActionRef ref : want.getValue().getActionRefsList())
+            {
+                final String action = expected.actionsById.get(ref.getId()).getPreamble().getName();
+                final int id = resolved.actions.get(action).getPreamble().getId();
+                if (have.getActionRefsList().stream().noneMatch(r -> r.getId() == id))
+                {
+                    throw differs("table " + want.getKey() + " does not offer action " + action);
+                }
+            }
+            if (have.getSize() < want.getValue().getSize())
+            {
+                throw differs("table " + want.getKey() + " holds " + have.getSize() + " entries, fewer than " + want.getValue().getSize());
+            }
+            resolved.put(want.getKey(), have, have.getPreamble().getId(), resolved.tables, resolved.tablesById);
+        }
+        for (final Map.Entry<String, Register> want : expected.registers.entrySet())
+        {
+            final Register have = named("register", want.getKey(), running.getRegistersList(), r -> r.getPreamble().getName());
+            if (!sameCellType(have, want.getValue()))
+            {
+                throw differs("register " + want.getKey() + " cells are " + TextFormat.shortDebugString(have.getTypeSpec()) +
+                    ", not " + TextFormat.shortDebugString(want.getValue().getTypeSpec()));
+            }
+            if (have.getSize() < want.getValue().getSize())
+            {
+                throw differs("register " + want.getKey() + " has " + have.getSize() + " cells, fewer than " + want.getValue().getSize());
+            }
+            resolved.put(want.getKey(), have, have.getPreamble().getId(), resolved.registers, resolved.registersById);
+        }
+        return resolved;
+    }
+
+    /**
+     * Read a P4Info file: the text format bf-p4c writes with {@code --p4runtime-files x.txtpb} (or {@code .txt}), else
+     * the binary protobuf.
+     */
+    public static P4Info read(final java.nio.file.Path file) throws IOException
+    {
+        final byte[] bytes = java.nio.file.Files.readAllBytes(file);
+        final String name = file.getFileName().toString();
+        if (name.endsWith(".txtpb") || name.endsWith(".txt") || name.endsWith(".pbtxt"))
+        {
+            final P4Info.Builder builder = P4Info.newBuilder();
+            TextFormat.merge(new String(bytes, StandardCharsets.UTF_8), builder);
+            return builder.build();
+        }
+        return P4Info.parseFrom(bytes);
+    }
+
+    /**
+     * @return the name the control plane uses for an entity of this index's P4Info ({@code SwitchMLIngress.job_table}
+     * for bf-p4c's {@code pipe.SwitchMLIngress.job_table}); the name itself for one the control plane does not use.
+     */
+    public String canonical(final String runningName)
+    {
+        return canonicalNames.getOrDefault(runningName, runningName);
+    }
+
+    private <T> void put(final String canonical, final T entity, final int id, final Map<String, T> byName, final Map<Integer, T> byId)
+    {
+        byName.put(canonical, entity);
+        byId.put(id, entity);
+        final String runningName = entity instanceof Table t ? t.getPreamble().getName() :
+            entity instanceof Action a ? a.getPreamble().getName() : ((Register)entity).getPreamble().getName();
+        canonicalNames.put(runningName, canonical);
+    }
+
+    private static <T> T named(final String kind, final String name, final java.util.List<T> candidates,
+        final java.util.function.Function<T, String> nameOf) throws PipelineException
+    {
+        T found = null;
+        for (final T candidate : candidates)
+        {
+            final String candidateName = nameOf.apply(candidate);
+            if (candidateName.equals(name) || candidateName.endsWith("." + name))
+            {
+                if (found != null)
+                {
+                    throw differs("two " + kind + "s could be " + name + ": " + nameOf.apply(found) + " and " + candidateName);
+                }
+                found = candidate;
+            }
+        }
+        if (found == null)
+        {
+            throw differs("it declares no " + kind + " " + name);
+        }
+        return found;
+    }
+
+    private static boolean sameCellType(final Register a, final Register b)
+    {
+        final p4.config.v1.P4Types.P4DataTypeSpec x = a.getTypeSpec();
+        final p4.config.v1.P4Types.P4DataTypeSpec y = b.getTypeSpec();
+        if (x.hasBitstring() || y.hasBitstring())
+        {
+            return x.hasBitstring() && y.hasBitstring() && x.getBitstring().equals(y.getBitstring());
+        }
+        // a struct (our pair_t of two 32-bit halves): the compiler may name it after its own scope
+        return x.hasStruct() && y.hasStruct();
+    }
+
+    private static PipelineException differs(final String what)
+    {
+        return new PipelineException("FAILED_PRECONDITION", "the P4Info is not switchml.p4's: " + what);
     }
 
     /**

@@ -155,7 +155,7 @@ final class P4RuntimeCodec
                 if (entry.hasAction())
                 {
                     final P4InfoOuterClass.Action action = index.action(entry.getAction().getAction().getActionId());
-                    actionName = action.getPreamble().getName();
+                    actionName = index.canonical(action.getPreamble().getName());
                     for (final Action.Param param : entry.getAction().getAction().getParamsList())
                     {
                         final P4InfoOuterClass.Action.Param declared = P4InfoIndex.param(action, param.getParamId());
@@ -167,7 +167,8 @@ final class P4RuntimeCodec
                 {
                     throw new PipelineException("INVALID_ARGUMENT", table.getPreamble().getName() + ": an entry needs an action");
                 }
-                pipeline.writeTableEntry(type, new PipelineControl.TableEntry(table.getPreamble().getName(), match, actionName, params));
+                pipeline.writeTableEntry(type, new PipelineControl.TableEntry(index.canonical(table.getPreamble().getName()), match,
+                    actionName, params));
             }
             case REGISTER_ENTRY ->
             {
@@ -193,7 +194,7 @@ final class P4RuntimeCodec
                 {
                     value = width(entry.getData().getBitstring(), 4);
                 }
-                pipeline.writeRegister(register.getPreamble().getName(), (int)entry.getIndex().getIndex(), value);
+                pipeline.writeRegister(index.canonical(register.getPreamble().getName()), (int)entry.getIndex().getIndex(), value);
             }
             case PACKET_REPLICATION_ENGINE_ENTRY ->
             {
@@ -215,7 +216,7 @@ final class P4RuntimeCodec
     Entity readRegister(final RegisterEntry request, final PipelineControl pipeline) throws PipelineException
     {
         final P4InfoOuterClass.Register register = index.register(request.getRegisterId());
-        final byte[] value = pipeline.readRegister(register.getPreamble().getName(), (int)request.getIndex().getIndex());
+        final byte[] value = pipeline.readRegister(index.canonical(register.getPreamble().getName()), (int)request.getIndex().getIndex());
         final P4Data data = value.length == 8 ? P4Data.newBuilder().setStruct(P4StructLike.newBuilder()
             .addMembers(P4Data.newBuilder().setBitstring(canonical(Arrays.copyOfRange(value, 4, 8))))
             .addMembers(P4Data.newBuilder().setBitstring(canonical(Arrays.copyOfRange(value, 0, 4))))).build() :

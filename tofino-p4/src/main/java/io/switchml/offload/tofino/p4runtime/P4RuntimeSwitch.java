@@ -32,9 +32,10 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * The control plane's P4Runtime session with a switch (or the model's server): a plaintext gRPC channel, the
- * stream channel with master arbitration for a device id and election id, a check that the switch runs our P4Info
- * (or a SetForwardingPipelineConfig with the compiled program), and {@link PipelineControl} calls translated into
- * Write / Read requests by id. Every call has a deadline; a write the switch refuses fails with the first failing
+ * stream channel with master arbitration for a device id and election id, a check that the switch runs switchml.p4
+ * (its P4Info read back and matched by name, so a compiler's ids and pipeline-prefixed names work: see
+ * {@link P4InfoIndex#resolve}) or a SetForwardingPipelineConfig with the compiled program and its P4Info, and
+ * {@link PipelineControl} calls translated into Write / Read requests by the switch's ids. Every call has a deadline; a write the switch refuses fails with the first failing
  * update's canonical code and the switch's own message.
  */
 public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
@@ -43,7 +44,8 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
     private final long deviceId;
     private final Uint128 electionId;
     private final long timeoutMs;
-    private final P4RuntimeCodec codec;
+    /** Set once in {@link #connect}, before the session is returned: by the ids of the P4Info the switch runs. */
+    private volatile P4RuntimeCodec codec;
     private final ManagedChannel channel;
     private final P4RuntimeGrpc.P4RuntimeBlockingStub blocking;
     private final StreamObserver<StreamMessageRequest> stream;
@@ -96,8 +98,10 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
      *
      * @param host           the switch's P4Runtime server.
      * @param port           its port (9559 by convention).
+     * @param index          the P4Info the control plane expects ({@link P4InfoIndex#switchml()}), or with a
+     *                       pipelineConfig the compiler's P4Info resolved against it, which is pushed with it.
      * @param pipelineConfig the compiled program to push with SetForwardingPipelineConfig, or null to check that the
-     *                       switch already runs our P4Info.
+     *                       switch already runs switchml.p4, whatever its compiler named and numbered.
      * @throws PipelineException UNAVAILABLE when it cannot be reached within the deadline, PERMISSION_DENIED when
      *                           another controller is primary, FAILED_PRECONDITION when it runs another program.
      */
@@ -135,10 +139,15 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
             {
                 final ForwardingPipelineConfig running = session.stub().getForwardingPipelineConfig(
                     GetForwardingPipelineConfigRequest.newBuilder().setDeviceId(deviceId).build()).getConfig();
-                if (!running.getP4Info().equals(index.info()))
+                try
                 {
-                    throw new PipelineException("FAILED_PRECONDITION", target + " device " + deviceId +
-                        " does not run switchml.p4 (its P4Info differs); set pipeline-config to push the compiled program");
+                    // the compiler's names and ids (pipe.SwitchMLIngress.job_table, its own numbering), checked by name
+                    session.codec = new P4RuntimeCodec(P4InfoIndex.resolve(running.getP4Info(), index));
+                }
+                catch (final PipelineException ex)
+                {
+                    throw new PipelineException("FAILED_PRECONDITION", target + " device " + deviceId + " does not run " +
+                        "switchml.p4 (" + ex.detail() + "); set pipeline-config to push the compiled program");
                 }
             }
             return session;

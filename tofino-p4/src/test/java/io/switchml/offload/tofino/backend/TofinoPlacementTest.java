@@ -1,17 +1,20 @@
 package io.switchml.offload.tofino.backend;
 
+import com.google.protobuf.TextFormat;
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
 import io.switchml.offload.tofino.JobInstaller;
 import io.switchml.offload.tofino.model.P4Names;
 import io.switchml.offload.tofino.model.TofinoModel;
 import io.switchml.offload.tofino.p4runtime.ModelP4RuntimeServer;
+import io.switchml.offload.tofino.p4runtime.CompiledP4Info;
 import io.switchml.offload.tofino.p4runtime.P4InfoIndex;
 import io.switchml.ops.OpsCommand;
 import io.switchml.protocol.ElementType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import p4.config.v1.P4InfoOuterClass.P4Info;
 import picocli.CommandLine;
 
 import java.io.BufferedReader;
@@ -23,9 +26,11 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -199,5 +204,77 @@ final class TofinoPlacementTest
         final String text = describe("nosw");
         assertTrue(text.contains("backend         software (passed over: tofino: not started: switch 127.0.0.1:" + port +
             " not reachable within 500 ms"), text);
+    }
+
+    @Test
+    void aSwitchRunningTheCompilersP4InfoTakesJobsAndABadP4InfoOptionIsNamedAtStart() throws Exception
+    {
+        // the switch runs the program under a compiler's names and ids (pipe.SwitchMLIngress.job_table, its own
+        // numbering): the backend reads its P4Info back, matches it by name and installs by the switch's ids
+        final P4Info compiled = CompiledP4Info.of(P4InfoIndex.switchml().info());
+        final TofinoModel model = new TofinoModel(7471);
+        final Object lock = new Object();
+        try (ModelP4RuntimeServer server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", 0), 1,
+            P4InfoIndex.resolve(compiled, P4InfoIndex.switchml()), model, lock))
+        {
+            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
+                .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
+                .backendOption("tofino", "ports", "127.0.0.1=1"));
+            final String placed = send("CREATE name=compiled world=2 type=int32 k=64 s=4 mac=off");
+            assertTrue(placed.startsWith("OK ") && placed.contains(" backend=tofino") && !placed.contains("fallback"), placed);
+            synchronized (lock)
+            {
+                assertEquals(1, model.tableEntries(P4Names.JOB_TABLE), "the job admitted on the switch at CREATE");
+            }
+            appliance.close();
+            appliance = null;
+
+            // pushing a compiled program: its P4Info is checked against ours before the switch is asked
+            final Path config = Files.write(dir.resolve("tofino.bin"), new byte[] {1, 2, 3});
+            final Path lacking = Files.writeString(dir.resolve("p4info.txtpb"),
+                TextFormat.printer().printToString(compiled.toBuilder().removeRegisters(0).build()));
+            final String prefix = "switchml.appliance.tofino.";
+            assertEquals("tofino: not started: " + prefix + "p4info " + lacking + ": the P4Info is not switchml.p4's: it declares no " +
+                "register SwitchMLIngress.lanes_31.values", fallbackWith(server, Map.of("pipeline-config", config.toString(), "p4info",
+                    lacking.toString())));
+            assertEquals("tofino: not started: " + prefix + "pipeline-config needs " + prefix + "p4info: the compiler's P4Info " +
+                "of that program (bf-p4c --p4runtime-files), whose ids the compiled program uses",
+                fallbackWith(server, Map.of("pipeline-config", config.toString())));
+            assertEquals("tofino: not started: " + prefix + "p4info is used only with " + prefix + "pipeline-config (without it " +
+                "the switch's own P4Info is read back and checked)", fallbackWith(server, Map.of("p4info", lacking.toString())));
+
+            final Path good = Files.writeString(dir.resolve("compiled.txtpb"), TextFormat.printer().printToString(compiled));
+            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
+                .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
+                .backendOption("tofino", "ports", "127.0.0.1=1").backendOption("tofino", "election-id", "2")
+                .backendOption("tofino", "pipeline-config", config.toString()).backendOption("tofino", "p4info", good.toString()));
+            final String pushed = send("CREATE name=pushed world=2 type=int32 k=64 s=4 mac=off");
+            assertTrue(pushed.startsWith("OK ") && pushed.contains(" backend=tofino") && !pushed.contains("fallback"), pushed);
+        }
+    }
+
+    /**
+     * @return the fallback reason of a job created on an appliance whose tofino backend has these extra options.
+     */
+    private String fallbackWith(final ModelP4RuntimeServer server, final Map<String, String> options) throws Exception
+    {
+        ApplianceContext context = new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
+            .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
+            .backendOption("tofino", "ports", "127.0.0.1=1");
+        for (final Map.Entry<String, String> option : options.entrySet())
+        {
+            context = context.backendOption("tofino", option.getKey(), option.getValue());
+        }
+        try (Appliance withOptions = Appliance.launch(context))
+        {
+            appliance = withOptions;
+            final String reply = send("CREATE name=fallback world=2 type=int32 k=64 s=4 mac=off");
+            assertTrue(reply.startsWith("OK ") && reply.contains(" backend=software fallback="), reply);
+            return reply.substring(reply.indexOf(" fallback=") + " fallback=".length());
+        }
+        finally
+        {
+            appliance = null;
+        }
     }
 }
