@@ -20,6 +20,12 @@ public final class TofinoBackendProvider implements BackendProvider
     public Backend create(final BackendEnvironment environment) throws BackendException
     {
         oneShard(environment, TofinoBackend.NAME);
+        if (environment.dataPorts()[0] != P4Names.UDP_PORT)
+        {
+            throw new BackendException("switchml.p4 takes SwitchML packets by UDP destination port " + P4Names.UDP_PORT +
+                " (a constant of its parser), and the appliance's data port is " + environment.dataPorts()[0] +
+                ": set switchml.appliance.data.port=" + P4Names.UDP_PORT + ", or change the program's parser and P4Names.UDP_PORT");
+        }
         final TofinoOptions options = TofinoOptions.parse(environment.options(), environment.optionPrefix(), false, P4Names.SLOTS);
         final SwitchConnection connection = Connections.remote(options, environment.optionPrefix());
         environment.log().accept("tofino: primary controller of " + connection.describe() + "; " + options.registers() +

@@ -23,6 +23,11 @@ public final class P4Names
      * them as the register {@code values} of 32 instances {@code lanes_00..lanes_31} of its LanePair control.
      */
     public static final int LANE_PAIRS = LANES_PER_PASS / 2;
+    /**
+     * UDP destination port by which the program's parser recognises SwitchML packets: a constant of the parser, so
+     * the appliance's data port must be this one for the {@code tofino} backend to start.
+     */
+    public static final int UDP_PORT = 7471;
     /** Ranks per job: the seen bitmap of a version is one 32-bit register half. */
     public static final int MAX_WORLD = 32;
 

@@ -79,6 +79,8 @@ final class P4NamesTest
     void p4SourceDeclaresTheSameTablesActionsAndRegisters() throws Exception
     {
         final String source = Files.readString(P4);
+        assertTrue(source.contains("transition select(hdr.udp.dst_port) { " + P4Names.UDP_PORT + ": parse_sml; default: accept; }"),
+            "the parser recognises SwitchML packets by the port the tofino backend requires of the appliance");
         final Map<String, Integer> constants = new HashMap<>();
         final Matcher constant = Pattern.compile("const int (\\w+) = (\\d+);").matcher(source);
         while (constant.find())
