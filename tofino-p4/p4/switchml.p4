@@ -87,6 +87,8 @@ struct metadata_t {
 parser SwitchMLIngressParser(packet_in pkt, out headers_t hdr, out metadata_t md,
                              out ingress_intrinsic_metadata_t ig_intr_md) {
     ParserCounter() lanes_left;
+    /* the aggregator's UDP data port(s), written by the control plane when its backend starts (ValueSetEntry) */
+    value_set<bit<16>>(4) sml_ports;
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
@@ -107,8 +109,7 @@ parser SwitchMLIngressParser(packet_in pkt, out headers_t hdr, out metadata_t md
     }
     state parse_udp {
         pkt.extract(hdr.udp);
-        /* the aggregator's data port(s); installed at compile time here, a value set in a deployment */
-        transition select(hdr.udp.dst_port) { 7471: parse_sml; default: accept; }
+        transition select(hdr.udp.dst_port) { sml_ports: parse_sml; default: accept; }
     }
     state parse_sml {
         pkt.extract(hdr.sml);

@@ -91,4 +91,14 @@ public interface PipelineControl
      * @throws PipelineException as the switch would refuse it.
      */
     void writeMulticastGroup(UpdateType type, int groupId, List<Replica> replicas) throws PipelineException;
+
+    /**
+     * Replace the members of a parser value set (P4Runtime {@code ValueSetEntry}, which is written with MODIFY only).
+     *
+     * @param valueSet the fully qualified value set name ({@code SwitchMLIngressParser.sml_ports}).
+     * @param members  each member's value of the set's one exact field, big-endian.
+     * @throws PipelineException NOT_FOUND for another name, RESOURCE_EXHAUSTED beyond its size, INVALID_ARGUMENT for
+     *                           a value wider than the field.
+     */
+    void writeValueSet(String valueSet, List<byte[]> members) throws PipelineException;
 }

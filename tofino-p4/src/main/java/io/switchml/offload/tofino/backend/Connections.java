@@ -97,7 +97,7 @@ final class Connections
         final TofinoOptions options, final int applianceAddr, final int[] dataPorts, final java.util.function.Consumer<String> log)
         throws BackendException
     {
-        final TofinoModel model = new TofinoModel(dataPorts);
+        final TofinoModel model = new TofinoModel(); // its parser takes no port until the backend writes the value set
         final Object lock = new Object();
         final ModelP4RuntimeServer server;
         try

@@ -20,17 +20,33 @@ public final class TofinoBackendProvider implements BackendProvider
     public Backend create(final BackendEnvironment environment) throws BackendException
     {
         oneShard(environment, TofinoBackend.NAME);
-        if (environment.dataPorts()[0] != P4Names.UDP_PORT)
-        {
-            throw new BackendException("switchml.p4 takes SwitchML packets by UDP destination port " + P4Names.UDP_PORT +
-                " (a constant of its parser), and the appliance's data port is " + environment.dataPorts()[0] +
-                ": set switchml.appliance.data.port=" + P4Names.UDP_PORT + ", or change the program's parser and P4Names.UDP_PORT");
-        }
         final TofinoOptions options = TofinoOptions.parse(environment.options(), environment.optionPrefix(), false, P4Names.SLOTS);
         final SwitchConnection connection = Connections.remote(options, environment.optionPrefix());
+        writeDataPorts(connection, environment);
         environment.log().accept("tofino: primary controller of " + connection.describe() + "; " + options.registers() +
             " slots, multicast groups " + options.firstGroup() + "-" + options.lastGroup());
         return new TofinoBackend(TofinoBackend.NAME, environment, connection, options);
+    }
+
+    /**
+     * Tell the program's parser which UDP port is the aggregator's (its value set, empty on a fresh switch), so that
+     * it takes the packets to this appliance's data port as SwitchML and no others.
+     *
+     * @throws BackendException with the switch's message, the connection closed, when it refuses the write.
+     */
+    static void writeDataPorts(final SwitchConnection connection, final BackendEnvironment environment) throws BackendException
+    {
+        try
+        {
+            connection.control().writeValueSet(P4Names.DATA_PORTS, java.util.List.of(
+                io.switchml.offload.tofino.JobInstaller.bytes(environment.dataPorts()[0], 16)));
+        }
+        catch (final io.switchml.offload.tofino.PipelineException ex)
+        {
+            connection.close();
+            throw new BackendException(connection.describe() + " refused the data port " + environment.dataPorts()[0] + " in " +
+                P4Names.DATA_PORTS + ": " + ex.detail(), ex);
+        }
     }
 
     static void oneShard(final BackendEnvironment environment, final String name) throws BackendException

@@ -27,6 +27,7 @@ public final class TofinoModelBackendProvider implements BackendProvider
         final TofinoOptions options = TofinoOptions.parse(environment.options(), environment.optionPrefix(), true, P4Names.SLOTS);
         final int applianceAddr = environment.bindAddress() instanceof Inet4Address v4 ? ByteBuffer.wrap(v4.getAddress()).getInt() : 0;
         final SwitchConnection connection = Connections.model(options, applianceAddr, environment.dataPorts(), environment.log());
+        TofinoBackendProvider.writeDataPorts(connection, environment);
         environment.log().accept("tofino-model: primary controller of " + connection.describe() + "; " + options.registers() +
             " slots, multicast groups " + options.firstGroup() + "-" + options.lastGroup() + " (a model: not a switch's speed)");
         return new TofinoBackend(TofinoBackend.MODEL_NAME, environment, connection, options);

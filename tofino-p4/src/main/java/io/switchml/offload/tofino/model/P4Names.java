@@ -24,10 +24,14 @@ public final class P4Names
      */
     public static final int LANE_PAIRS = LANES_PER_PASS / 2;
     /**
-     * UDP destination port by which the program's parser recognises SwitchML packets: a constant of the parser, so
-     * the appliance's data port must be this one for the {@code tofino} backend to start.
+     * The parser's value set of the aggregator's UDP data ports: a packet to one of them is parsed as SwitchML. The
+     * control plane writes it when its backend starts; a switch starts with it empty.
      */
-    public static final int UDP_PORT = 7471;
+    public static final String DATA_PORTS = "SwitchMLIngressParser.sml_ports";
+    /** The value set's one field (exact, 16 bits). */
+    public static final String DATA_PORTS_FIELD = "hdr.udp.dst_port";
+    /** Members the value set holds. */
+    public static final int DATA_PORTS_SIZE = 4;
     /** Ranks per job: the seen bitmap of a version is one 32-bit register half. */
     public static final int MAX_WORLD = 32;
 

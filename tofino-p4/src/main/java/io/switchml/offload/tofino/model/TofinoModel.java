@@ -67,7 +67,8 @@ public final class TofinoModel implements PipelineControl
 
     private static final java.nio.ByteOrder ORDER = java.nio.ByteOrder.BIG_ENDIAN;
 
-    private final int[] udpPorts;
+    /** The parser value set of data ports ({@link P4Names#DATA_PORTS}); written under the pipeline's lock. */
+    private int[] udpPorts;
     private final ExactTable jobTable = new ExactTable(P4Names.TABLES.get(0));
     private final ExactTable rankSource = new ExactTable(P4Names.TABLES.get(1));
     private final ExactTable replicaDest = new ExactTable(P4Names.TABLES.get(2));
@@ -87,7 +88,9 @@ public final class TofinoModel implements PipelineControl
     private long passSerial;
 
     /**
-     * @param udpPorts the aggregator's UDP ports: packets to other ports are forwarded untouched (counted as passed).
+     * @param udpPorts the parser value set's members at start, the aggregator's UDP ports (packets to other ports are
+     *                 forwarded untouched, counted as passed); none, as on a switch, until the control plane writes
+     *                 the set ({@link #writeValueSet}).
      */
     public TofinoModel(final int... udpPorts)
     {
@@ -144,6 +147,33 @@ public final class TofinoModel implements PipelineControl
             throw new PipelineException("OUT_OF_RANGE", register + " has " + array.size() + " cells, index " + index);
         }
         return array;
+    }
+
+    /**
+     * @return the members of the parser's data-port value set.
+     */
+    public int[] dataPorts()
+    {
+        return udpPorts.clone();
+    }
+
+    public void writeValueSet(final String valueSet, final List<byte[]> members) throws PipelineException
+    {
+        if (!P4Names.DATA_PORTS.equals(valueSet))
+        {
+            throw new PipelineException("NOT_FOUND", "no value set " + valueSet);
+        }
+        if (members.size() > P4Names.DATA_PORTS_SIZE)
+        {
+            throw new PipelineException("RESOURCE_EXHAUSTED", valueSet + " holds " + P4Names.DATA_PORTS_SIZE + " members, not " +
+                members.size());
+        }
+        final int[] ports = new int[members.size()];
+        for (int i = 0; i < ports.length; i++)
+        {
+            ports[i] = (int)ExactTable.value(valueSet + " member " + i, members.get(i), 16);
+        }
+        udpPorts = ports;
     }
 
     public void writeMulticastGroup(final UpdateType type, final int groupId, final List<Replica> replicas) throws PipelineException

@@ -7,6 +7,7 @@ import p4.config.v1.P4InfoOuterClass.MatchField;
 import p4.config.v1.P4InfoOuterClass.P4Info;
 import p4.config.v1.P4InfoOuterClass.Register;
 import p4.config.v1.P4InfoOuterClass.Table;
+import p4.config.v1.P4InfoOuterClass.ValueSet;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -32,6 +33,8 @@ public final class P4InfoIndex
     private final Map<Integer, Action> actionsById = new HashMap<>();
     private final Map<String, Register> registers = new LinkedHashMap<>();
     private final Map<Integer, Register> registersById = new HashMap<>();
+    private final Map<String, ValueSet> valueSets = new LinkedHashMap<>();
+    private final Map<Integer, ValueSet> valueSetsById = new HashMap<>();
     private final Map<String, String> canonicalNames = new HashMap<>();
 
     public P4InfoIndex(final P4Info info)
@@ -64,15 +67,21 @@ public final class P4InfoIndex
             registers.put(register.getPreamble().getName(), register);
             registersById.put(register.getPreamble().getId(), register);
         }
+        for (final ValueSet valueSet : info.getValueSetsList())
+        {
+            valueSets.put(valueSet.getPreamble().getName(), valueSet);
+            valueSetsById.put(valueSet.getPreamble().getId(), valueSet);
+        }
     }
 
     /**
      * Index a switch's (or a compiler's) P4Info under the names of the program we expect, and check that it declares
      * what the control plane uses the way we use it. A compiler names things after its pipeline instance
      * ({@code pipe.SwitchMLIngress.job_table} from bf-p4c for TNA) and numbers them itself: each expected table,
-     * action and register is found by its name or a name ending in "." + that name, and is then used by the
+     * action, register and value set is found by its name or a name ending in "." + that name, and is then used by the
      * switch's ids. What must agree: every match field's name, width and kind, every action a table must offer,
-     * every action parameter's name and width, every register's cell type; a table or register may be larger.
+     * every action parameter's name and width, every register's cell type, every value set's fields; a table,
+     * register or value set may be larger.
      * Anything else the P4Info declares is ignored.
      *
      * @param running  the P4Info the switch runs or will run.
@@ -145,6 +154,23 @@ public final class P4InfoIndex
             }
             resolved.put(want.getKey(), have, have.getPreamble().getId(), resolved.registers, resolved.registersById);
         }
+        for (final Map.Entry<String, ValueSet> want : expected.valueSets.entrySet())
+        {
+            final ValueSet have = named("value set", want.getKey(), running.getValueSetsList(), v -> v.getPreamble().getName());
+            final String fields = want.getValue().getMatchList().stream().map(f -> f.getName() + "/" + f.getBitwidth() + "/" +
+                f.getMatchType()).toList().toString();
+            final String haveFields = have.getMatchList().stream().map(f -> f.getName() + "/" + f.getBitwidth() + "/" +
+                f.getMatchType()).toList().toString();
+            if (!fields.equals(haveFields))
+            {
+                throw differs("value set " + want.getKey() + " matches " + haveFields + ", not " + fields);
+            }
+            if (have.getSize() < want.getValue().getSize())
+            {
+                throw differs("value set " + want.getKey() + " holds " + have.getSize() + " members, fewer than " + want.getValue().getSize());
+            }
+            resolved.put(want.getKey(), have, have.getPreamble().getId(), resolved.valueSets, resolved.valueSetsById);
+        }
         return resolved;
     }
 
@@ -179,7 +205,8 @@ public final class P4InfoIndex
         byName.put(canonical, entity);
         byId.put(id, entity);
         final String runningName = entity instanceof Table t ? t.getPreamble().getName() :
-            entity instanceof Action a ? a.getPreamble().getName() : ((Register)entity).getPreamble().getName();
+            entity instanceof Action a ? a.getPreamble().getName() :
+            entity instanceof ValueSet v ? v.getPreamble().getName() : ((Register)entity).getPreamble().getName();
         canonicalNames.put(runningName, canonical);
     }
 
@@ -277,6 +304,16 @@ public final class P4InfoIndex
     Register register(final int id) throws PipelineException
     {
         return found(registersById.get(id), "register id " + id);
+    }
+
+    ValueSet valueSet(final String name) throws PipelineException
+    {
+        return found(valueSets.get(name), "value set " + name);
+    }
+
+    ValueSet valueSet(final int id) throws PipelineException
+    {
+        return found(valueSetsById.get(id), "value set id " + id);
     }
 
     static MatchField matchField(final Table table, final String name) throws PipelineException

@@ -17,6 +17,8 @@ import p4.v1.P4RuntimeOuterClass.Replica;
 import p4.v1.P4RuntimeOuterClass.TableAction;
 import p4.v1.P4RuntimeOuterClass.TableEntry;
 import p4.v1.P4RuntimeOuterClass.Update;
+import p4.v1.P4RuntimeOuterClass.ValueSetEntry;
+import p4.v1.P4RuntimeOuterClass.ValueSetMember;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -115,6 +117,22 @@ final class P4RuntimeCodec
             .setIndex(Index.newBuilder().setIndex(cell))).build();
     }
 
+    Update valueSetUpdate(final String valueSet, final List<byte[]> members) throws PipelineException
+    {
+        final P4InfoOuterClass.ValueSet declared = index.valueSet(valueSet);
+        if (declared.getMatchCount() != 1)
+        {
+            throw new PipelineException("INVALID_ARGUMENT", valueSet + " has " + declared.getMatchCount() + " fields, not one");
+        }
+        final ValueSetEntry.Builder entry = ValueSetEntry.newBuilder().setValueSetId(declared.getPreamble().getId());
+        for (final byte[] member : members)
+        {
+            entry.addMembers(ValueSetMember.newBuilder().addMatch(FieldMatch.newBuilder().setFieldId(declared.getMatch(0).getId())
+                .setExact(FieldMatch.Exact.newBuilder().setValue(canonical(member)))));
+        }
+        return Update.newBuilder().setType(Update.Type.MODIFY).setEntity(Entity.newBuilder().setValueSetEntry(entry)).build();
+    }
+
     static Update multicastUpdate(final PipelineControl.UpdateType type, final int group, final List<PipelineControl.Replica> replicas)
     {
         final MulticastGroupEntry.Builder entry = MulticastGroupEntry.newBuilder().setMulticastGroupId(group);
@@ -205,6 +223,28 @@ final class P4RuntimeCodec
                     replicas.add(new PipelineControl.Replica(replica.getEgressPort(), replica.getInstance()));
                 }
                 pipeline.writeMulticastGroup(type, group.getMulticastGroupId(), replicas);
+            }
+            case VALUE_SET_ENTRY ->
+            {
+                if (type != PipelineControl.UpdateType.MODIFY)
+                {
+                    throw new PipelineException("INVALID_ARGUMENT", "value set entries can only be modified");
+                }
+                final ValueSetEntry entry = entity.getValueSetEntry();
+                final P4InfoOuterClass.ValueSet valueSet = index.valueSet(entry.getValueSetId());
+                final List<byte[]> members = new ArrayList<>();
+                for (final ValueSetMember member : entry.getMembersList())
+                {
+                    if (member.getMatchCount() != 1 || !member.getMatch(0).hasExact() ||
+                        member.getMatch(0).getFieldId() != valueSet.getMatch(0).getId())
+                    {
+                        throw new PipelineException("INVALID_ARGUMENT", valueSet.getPreamble().getName() + " members are one exact " +
+                            valueSet.getMatch(0).getName());
+                    }
+                    members.add(checked(member.getMatch(0).getExact().getValue(), valueSet.getMatch(0).getBitwidth(),
+                        valueSet.getMatch(0).getName()));
+                }
+                pipeline.writeValueSet(index.canonical(valueSet.getPreamble().getName()), members);
             }
             default -> throw new PipelineException("UNIMPLEMENTED", "entity " + entity.getEntityCase() + " is not supported by this pipeline");
         }

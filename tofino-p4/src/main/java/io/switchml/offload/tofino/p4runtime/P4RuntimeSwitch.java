@@ -246,6 +246,11 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
         write(List.of(P4RuntimeCodec.multicastUpdate(type, groupId, replicas)));
     }
 
+    public void writeValueSet(final String valueSet, final List<byte[]> members) throws PipelineException
+    {
+        write(List.of(codec.valueSetUpdate(valueSet, members)));
+    }
+
     private PipelineException refusal(final StatusRuntimeException ex)
     {
         final com.google.rpc.Status status = StatusProto.fromThrowable(ex);

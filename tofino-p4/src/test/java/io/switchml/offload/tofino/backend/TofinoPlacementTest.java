@@ -171,7 +171,7 @@ final class TofinoPlacementTest
             model, lock))
         {
             JobInstaller.admit(model, new JobInstaller.JobImage(1, 2, ElementType.INT32, 64, 2, 500, 900, new int[0], new int[0], new int[0]));
-            appliance = Appliance.launch(new ApplianceContext().dataPort(P4Names.UDP_PORT).controlPort(0).httpPort(0).dir(dir.toString())
+            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
                 .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
                 .backendOption("tofino", "ports", "127.0.0.1=1"));
             final String refused = send("CREATE name=taken world=2 type=int32 k=64 s=2 mac=off");
@@ -195,7 +195,7 @@ final class TofinoPlacementTest
         {
             port = socket.getLocalPort();
         }
-        appliance = Appliance.launch(new ApplianceContext().dataPort(P4Names.UDP_PORT).controlPort(0).httpPort(0).dir(dir.toString())
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
             .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + port)
             .backendOption("tofino", "ports", "127.0.0.1=1").backendOption("tofino", "timeout-ms", "500"));
         final String reply = send("CREATE name=nosw world=2 type=int32 k=64 s=2 mac=off");
@@ -217,7 +217,7 @@ final class TofinoPlacementTest
         try (ModelP4RuntimeServer server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", 0), 1,
             P4InfoIndex.resolve(compiled, P4InfoIndex.switchml()), model, lock))
         {
-            appliance = Appliance.launch(new ApplianceContext().dataPort(P4Names.UDP_PORT).controlPort(0).httpPort(0).dir(dir.toString())
+            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
                 .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
                 .backendOption("tofino", "ports", "127.0.0.1=1"));
             final String placed = send("CREATE name=compiled world=2 type=int32 k=64 s=4 mac=off");
@@ -225,6 +225,8 @@ final class TofinoPlacementTest
             synchronized (lock)
             {
                 assertEquals(1, model.tableEntries(P4Names.JOB_TABLE), "the job admitted on the switch at CREATE");
+                assertEquals(List.of(appliance.dataPort()), java.util.Arrays.stream(model.dataPorts()).boxed().toList(),
+                    "the backend told the parser its data port (an ephemeral one here)");
             }
             appliance.close();
             appliance = null;
@@ -242,12 +244,9 @@ final class TofinoPlacementTest
                 fallbackWith(server, Map.of("pipeline-config", config.toString())));
             assertEquals("tofino: not started: " + prefix + "p4info is used only with " + prefix + "pipeline-config (without it " +
                 "the switch's own P4Info is read back and checked)", fallbackWith(server, Map.of("p4info", lacking.toString())));
-            assertEquals("tofino: not started: switchml.p4 takes SwitchML packets by UDP destination port 7471 (a constant of its " +
-                "parser), and the appliance's data port is 7472: set switchml.appliance.data.port=7471, or change the program's " +
-                "parser and P4Names.UDP_PORT", fallbackWith(server, Map.of("data-port", "7472")));
 
             final Path good = Files.writeString(dir.resolve("compiled.txtpb"), TextFormat.printer().printToString(compiled));
-            appliance = Appliance.launch(new ApplianceContext().dataPort(P4Names.UDP_PORT).controlPort(0).httpPort(0).dir(dir.toString())
+            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
                 .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
                 .backendOption("tofino", "ports", "127.0.0.1=1").backendOption("tofino", "election-id", "2")
                 .backendOption("tofino", "pipeline-config", config.toString()).backendOption("tofino", "p4info", good.toString()));
@@ -257,21 +256,16 @@ final class TofinoPlacementTest
     }
 
     /**
-     * @return the fallback reason of a job created on an appliance whose tofino backend has these extra options
-     * ("data-port": the appliance's, 7471 unless given).
+     * @return the fallback reason of a job created on an appliance whose tofino backend has these extra options.
      */
     private String fallbackWith(final ModelP4RuntimeServer server, final Map<String, String> options) throws Exception
     {
-        ApplianceContext context = new ApplianceContext().dataPort(Integer.parseInt(options.getOrDefault("data-port", "7471")))
-            .controlPort(0).httpPort(0).dir(dir.toString())
+        ApplianceContext context = new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
             .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
             .backendOption("tofino", "ports", "127.0.0.1=1");
         for (final Map.Entry<String, String> option : options.entrySet())
         {
-            if (!option.getKey().equals("data-port"))
-            {
-                context = context.backendOption("tofino", option.getKey(), option.getValue());
-            }
+            context = context.backendOption("tofino", option.getKey(), option.getValue());
         }
         try (Appliance withOptions = Appliance.launch(context))
         {

@@ -64,6 +64,11 @@ final class P4NamesTest
             assertEquals(action.params().stream().map(p -> p.name() + "/" + p.bitwidth()).toList(),
                 entry.getParamsList().stream().map(p -> p.getName() + "/" + p.getBitwidth()).toList(), action.name());
         }
+        assertEquals(1, info.getValueSetsCount());
+        final var valueSet = info.getValueSets(0);
+        assertEquals(List.of(P4Names.DATA_PORTS, P4Names.DATA_PORTS_FIELD + "/16/EXACT", P4Names.DATA_PORTS_SIZE, 0x03),
+            List.of(valueSet.getPreamble().getName(), valueSet.getMatch(0).getName() + "/" + valueSet.getMatch(0).getBitwidth() + "/" +
+                valueSet.getMatch(0).getMatchType(), valueSet.getSize(), valueSet.getPreamble().getId() >>> 24));
         assertEquals(P4Names.REGISTERS.size(), info.getRegistersCount());
         for (final P4Names.Register register : P4Names.REGISTERS)
         {
@@ -79,8 +84,11 @@ final class P4NamesTest
     void p4SourceDeclaresTheSameTablesActionsAndRegisters() throws Exception
     {
         final String source = Files.readString(P4);
-        assertTrue(source.contains("transition select(hdr.udp.dst_port) { " + P4Names.UDP_PORT + ": parse_sml; default: accept; }"),
-            "the parser recognises SwitchML packets by the port the tofino backend requires of the appliance");
+        final String parser = source.substring(source.indexOf("parser SwitchMLIngressParser("), source.indexOf("control SwitchMLIngress("));
+        final String valueSet = P4Names.DATA_PORTS.substring(P4Names.DATA_PORTS.indexOf('.') + 1);
+        assertTrue(parser.contains("value_set<bit<16>>(" + P4Names.DATA_PORTS_SIZE + ") " + valueSet + ";") &&
+            parser.contains("transition select(" + P4Names.DATA_PORTS_FIELD + ") { " + valueSet + ": parse_sml; default: accept; }"),
+            "the ingress parser takes SwitchML packets by the data ports the control plane writes into its value set");
         final Map<String, Integer> constants = new HashMap<>();
         final Matcher constant = Pattern.compile("const int (\\w+) = (\\d+);").matcher(source);
         while (constant.find())

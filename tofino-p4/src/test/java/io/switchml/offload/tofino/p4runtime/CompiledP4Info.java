@@ -6,6 +6,7 @@ import p4.config.v1.P4InfoOuterClass.P4Info;
 import p4.config.v1.P4InfoOuterClass.Preamble;
 import p4.config.v1.P4InfoOuterClass.Register;
 import p4.config.v1.P4InfoOuterClass.Table;
+import p4.config.v1.P4InfoOuterClass.ValueSet;
 
 import java.util.HashMap;
 import java.util.Map;
@@ -28,7 +29,7 @@ public final class CompiledP4Info
     public static P4Info of(final P4Info ours)
     {
         final Map<Integer, Integer> actionIds = new HashMap<>();
-        final P4Info.Builder compiled = ours.toBuilder().clearTables().clearActions().clearRegisters();
+        final P4Info.Builder compiled = ours.toBuilder().clearTables().clearActions().clearRegisters().clearValueSets();
         for (int i = ours.getActionsCount() - 1; i >= 0; i--)
         {
             final Action action = ours.getActions(i);
@@ -54,6 +55,11 @@ public final class CompiledP4Info
                 renamed.setConstDefaultActionId(actionIds.get(table.getConstDefaultActionId()));
             }
             compiled.addTables(renamed.setSize(table.getSize() + 512));
+        }
+        for (final ValueSet valueSet : ours.getValueSetsList())
+        {
+            compiled.addValueSets(valueSet.toBuilder().setPreamble(renamed(valueSet.getPreamble(),
+                valueSet.getPreamble().getId() ^ RENUMBER)));
         }
         compiled.addTables(Table.newBuilder().setPreamble(Preamble.newBuilder().setId(0x02_00_7F_01)
             .setName("pipe.SwitchMLIngress.port_forward").setAlias("port_forward"))

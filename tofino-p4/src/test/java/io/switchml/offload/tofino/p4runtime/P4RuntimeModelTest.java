@@ -206,6 +206,36 @@ final class P4RuntimeModelTest
     }
 
     @Test
+    void theParserTakesTheDataPortsTheControlPlaneWritesIntoItsValueSet() throws Exception
+    {
+        final JobImage job = job(3);
+        JobInstaller.install(client, job);
+        client.writeValueSet(P4Names.DATA_PORTS, List.of(JobInstaller.bytes(9000, 16), JobInstaller.bytes(9001, 16)));
+        assertArrayEquals(new int[] {9000, 9001}, model.dataPorts());
+        synchronized (lock)
+        {
+            model.process(update(job, 0, 2, 1)); // to 7471, no longer a data port
+        }
+        assertEquals(1, model.events(TofinoModel.Event.PASSED), "passed through unparsed, not aggregated");
+        assertEquals(0, model.events(TofinoModel.Event.ABSORBED));
+
+        client.writeValueSet(P4Names.DATA_PORTS, List.of(JobInstaller.bytes(DATA_PORT, 16)));
+        synchronized (lock)
+        {
+            model.process(update(job, 0, 2, 1));
+        }
+        assertEquals(1, model.events(TofinoModel.Event.ABSORBED), "aggregated once its port is in the set again");
+
+        final PipelineException full = assertThrows(PipelineException.class, () -> client.writeValueSet(P4Names.DATA_PORTS,
+            List.of(new byte[] {1}, new byte[] {2}, new byte[] {3}, new byte[] {4}, new byte[] {5})));
+        assertEquals("RESOURCE_EXHAUSTED", full.code());
+        final PipelineException wide = assertThrows(PipelineException.class,
+            () -> client.writeValueSet(P4Names.DATA_PORTS, List.of(new byte[] {1, 0, 0})));
+        assertEquals("INVALID_ARGUMENT", wide.code());
+        assertArrayEquals(new int[] {DATA_PORT}, model.dataPorts(), "a refused write changed nothing");
+    }
+
+    @Test
     void refusedWriteCarriesTheSwitchsCodeAndMessage() throws Exception
     {
         final JobImage job = job(2);
