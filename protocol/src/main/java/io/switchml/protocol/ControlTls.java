@@ -64,7 +64,12 @@ public final class ControlTls
         }
     }
 
-    private static javax.net.ssl.KeyManager[] keyManagers(final Path keystore, final Path passwordFile)
+    /**
+     * The key managers of a PKCS12 keystore (a certificate and its key), for TLS outside this class (gRPC to a switch).
+     *
+     * @throws IllegalArgumentException naming both files when the keystore cannot be opened with the password.
+     */
+    public static javax.net.ssl.KeyManager[] keyManagers(final Path keystore, final Path passwordFile)
     {
         try
         {
@@ -120,7 +125,12 @@ public final class ControlTls
         }
     }
 
-    private static javax.net.ssl.TrustManager[] trustManagers(final Path trustedPem)
+    /**
+     * Trust managers that trust exactly the certificates of a PEM file, for TLS outside this class (gRPC to a switch).
+     *
+     * @throws IllegalArgumentException naming the file when it holds no certificate or cannot be read.
+     */
+    public static javax.net.ssl.TrustManager[] trustManagers(final Path trustedPem)
     {
         try (InputStream in = Files.newInputStream(trustedPem))
         {

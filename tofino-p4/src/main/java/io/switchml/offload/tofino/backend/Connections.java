@@ -54,11 +54,24 @@ final class Connections
                 throw new BackendException(prefix + "p4info " + options.p4info() + ": " + ex.detail(), ex);
             }
         }
+        io.grpc.ChannelCredentials credentials = null;
+        if (options.tlsCa() != null)
+        {
+            try
+            {
+                credentials = P4RuntimeSwitch.tls(Path.of(options.tlsCa()), options.tlsKeystore() == null ? null :
+                    Path.of(options.tlsKeystore()), options.tlsPasswordFile() == null ? null : Path.of(options.tlsPasswordFile()));
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                throw new BackendException(prefix + "tls-*: " + ex.getMessage(), ex);
+            }
+        }
         final P4RuntimeSwitch session;
         try
         {
-            session = P4RuntimeSwitch.connect(options.switchAddress(), options.switchPort(), options.deviceId(), options.electionId(),
-                options.timeoutMs(), index, config);
+            session = P4RuntimeSwitch.connect(options.switchAddress(), options.switchPort(), credentials, options.deviceId(),
+                options.electionId(), options.timeoutMs(), index, config);
         }
         catch (final PipelineException ex)
         {

@@ -30,6 +30,10 @@ import java.util.Set;
  *     form the switch's P4Runtime server takes) to push with SetForwardingPipelineConfig; absent: the switch must
  *     already run the program, whose P4Info is read back and matched with ours by name (a compiler's pipeline
  *     prefix and ids are fine; a missing or different table, action, parameter or register is refused naming it).</li>
+ *     <li>{@code tls-ca}: PEM file of the certificate (or its CA) of the switch's P4Runtime server: the session uses
+ *     TLS and verifies it (the certificate must name the switch's host); absent: plaintext gRPC.
+ *     {@code tls-keystore} and {@code tls-password-file}: a PKCS12 keystore and its password, for a server that
+ *     requires a client certificate. Only for {@code tofino}: the model's server is in-process on loopback.</li>
  *     <li>{@code p4info}: with {@code pipeline-config}, required for {@code tofino}: the compiler's P4Info of that
  *     program (bf-p4c {@code --p4runtime-files}, text or binary), pushed with it and checked against ours at start-up;
  *     its ids are the ones the compiled program knows.</li>
@@ -46,10 +50,13 @@ record TofinoOptions(
     Map<Integer, Integer> hostPorts,
     long timeoutMs,
     String pipelineConfig,
-    String p4info)
+    String p4info,
+    String tlsCa,
+    String tlsKeystore,
+    String tlsPasswordFile)
 {
     static final Set<String> NAMES = Set.of("switch", "device-id", "election-id", "registers", "multicast-groups", "ports",
-        "timeout-ms", "pipeline-config", "p4info");
+        "timeout-ms", "pipeline-config", "p4info", "tls-ca", "tls-keystore", "tls-password-file");
 
     static TofinoOptions parse(
         final Map<String, String> options, final String prefix, final boolean model, final int registerCapacity) throws BackendException
@@ -109,8 +116,25 @@ record TofinoOptions(
             throw new BackendException(prefix + "pipeline-config needs " + prefix + "p4info: the compiler's P4Info of that " +
                 "program (bf-p4c --p4runtime-files), whose ids the compiled program uses");
         }
+        final String tlsCa = options.get("tls-ca");
+        final String tlsKeystore = options.get("tls-keystore");
+        final String tlsPasswordFile = options.get("tls-password-file");
+        if (model && (tlsCa != null || tlsKeystore != null || tlsPasswordFile != null))
+        {
+            throw new BackendException(prefix + "tls-* apply to a switch's P4Runtime server (the tofino backend); the model's " +
+                "server is in-process on loopback");
+        }
+        if (tlsCa == null && tlsKeystore != null)
+        {
+            throw new BackendException(prefix + "tls-keystore needs " + prefix + "tls-ca: the certificate that the switch's " +
+                "P4Runtime server must present");
+        }
+        if ((tlsKeystore == null) != (tlsPasswordFile == null))
+        {
+            throw new BackendException(prefix + "tls-keystore and " + prefix + "tls-password-file go together");
+        }
         return new TofinoOptions(host, port, deviceId, electionId, registers, first, last, hostPorts, timeoutMs,
-            pipelineConfig, p4info);
+            pipelineConfig, p4info, tlsCa, tlsKeystore, tlsPasswordFile);
     }
 
     private static Map<Integer, Integer> parsePorts(final String option, final String value) throws BackendException

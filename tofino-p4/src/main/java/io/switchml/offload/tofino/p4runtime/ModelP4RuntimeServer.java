@@ -77,9 +77,20 @@ public final class ModelP4RuntimeServer implements AutoCloseable
     public static ModelP4RuntimeServer tcp(final InetSocketAddress address, final long deviceId, final P4InfoIndex index,
         final PipelineControl pipeline, final Object pipelineLock) throws IOException
     {
+        return tcp(address, deviceId, index, pipeline, pipelineLock, null);
+    }
+
+    /**
+     * As {@link #tcp(InetSocketAddress, long, P4InfoIndex, PipelineControl, Object)}, over TLS with these credentials
+     * (as Stratum with {@code -server_cert_file}), or plaintext when null.
+     */
+    public static ModelP4RuntimeServer tcp(final InetSocketAddress address, final long deviceId, final P4InfoIndex index,
+        final PipelineControl pipeline, final Object pipelineLock, final io.grpc.ServerCredentials credentials) throws IOException
+    {
         final ModelP4RuntimeServer[] self = new ModelP4RuntimeServer[1];
         final Service service = new Service(() -> self[0]);
-        final Server server = NettyServerBuilder.forAddress(address).addService(service).build().start();
+        final Server server = (credentials == null ? NettyServerBuilder.forAddress(address) :
+            NettyServerBuilder.forAddress(address, credentials)).addService(service).build().start();
         self[0] = new ModelP4RuntimeServer(deviceId, index, pipeline, pipelineLock, server);
         return self[0];
     }

@@ -108,8 +108,40 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
     public static P4RuntimeSwitch connect(final String host, final int port, final long deviceId, final long electionId,
         final long timeoutMs, final P4InfoIndex index, final byte[] pipelineConfig) throws PipelineException
     {
-        return connect(NettyChannelBuilder.forAddress(host, port).usePlaintext().build(), host + ":" + port, deviceId, electionId,
-            timeoutMs, index, pipelineConfig);
+        return connect(host, port, null, deviceId, electionId, timeoutMs, index, pipelineConfig);
+    }
+
+    /**
+     * As {@link #connect(String, int, long, long, long, P4InfoIndex, byte[])}, over TLS when credentials are given
+     * ({@link #tls}), else plaintext.
+     */
+    public static P4RuntimeSwitch connect(final String host, final int port, final io.grpc.ChannelCredentials credentials,
+        final long deviceId, final long electionId, final long timeoutMs, final P4InfoIndex index, final byte[] pipelineConfig)
+        throws PipelineException
+    {
+        final ManagedChannel channel = credentials == null ? NettyChannelBuilder.forAddress(host, port).usePlaintext().build() :
+            NettyChannelBuilder.forAddress(host, port, credentials).build();
+        return connect(channel, host + ":" + port + (credentials == null ? "" : " (TLS)"), deviceId, electionId, timeoutMs, index,
+            pipelineConfig);
+    }
+
+    /**
+     * TLS credentials for a switch's P4Runtime server (Stratum's {@code -ca_cert_file} / {@code -server_cert_file}):
+     * the server's certificate must be signed by (or be) one in {@code trustedPem} and name the host; with a keystore,
+     * this controller presents its own certificate, for a server that requires one.
+     *
+     * @throws IllegalArgumentException naming the file that cannot be read.
+     */
+    public static io.grpc.ChannelCredentials tls(final java.nio.file.Path trustedPem, final java.nio.file.Path keystore,
+        final java.nio.file.Path passwordFile)
+    {
+        final io.grpc.TlsChannelCredentials.Builder builder = io.grpc.TlsChannelCredentials.newBuilder()
+            .trustManager(io.switchml.protocol.ControlTls.trustManagers(trustedPem));
+        if (keystore != null)
+        {
+            builder.keyManager(io.switchml.protocol.ControlTls.keyManagers(keystore, passwordFile));
+        }
+        return builder.build();
     }
 
     /**

@@ -9,6 +9,7 @@ import io.switchml.offload.tofino.model.TofinoModel;
 import io.switchml.offload.tofino.p4runtime.ModelP4RuntimeServer;
 import io.switchml.offload.tofino.p4runtime.CompiledP4Info;
 import io.switchml.offload.tofino.p4runtime.P4InfoIndex;
+import io.switchml.offload.tofino.p4runtime.SwitchCertificates;
 import io.switchml.ops.OpsCommand;
 import io.switchml.protocol.ElementType;
 import org.junit.jupiter.api.AfterEach;
@@ -252,6 +253,39 @@ final class TofinoPlacementTest
                 .backendOption("tofino", "pipeline-config", config.toString()).backendOption("tofino", "p4info", good.toString()));
             final String pushed = send("CREATE name=pushed world=2 type=int32 k=64 s=4 mac=off");
             assertTrue(pushed.startsWith("OK ") && pushed.contains(" backend=tofino") && !pushed.contains("fallback"), pushed);
+        }
+    }
+
+    @Test
+    void aSwitchServingP4RuntimeOverTlsIsReachedWithTheConfiguredCertificate() throws Exception
+    {
+        final Path switchPem = SwitchCertificates.create(dir, "switch");
+        final io.grpc.ServerCredentials tls = io.grpc.TlsServerCredentials.newBuilder().keyManager(
+            io.switchml.protocol.ControlTls.keyManagers(SwitchCertificates.keystore(dir, "switch"), SwitchCertificates.password(dir, "switch")))
+            .build();
+        final TofinoModel model = new TofinoModel();
+        final Object lock = new Object();
+        try (ModelP4RuntimeServer server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", 0), 1, P4InfoIndex.switchml(),
+            model, lock, tls))
+        {
+            assertTrue(fallbackWith(server, Map.of()).startsWith("tofino: not started: switch 127.0.0.1:" + server.port() +
+                " not reachable within 2000 ms"), "plaintext to a TLS server");
+            final String prefix = "switchml.appliance.tofino.";
+            assertEquals("tofino: not started: " + prefix + "tls-keystore needs " + prefix + "tls-ca: the certificate that the " +
+                "switch's P4Runtime server must present", fallbackWith(server, Map.of("tls-keystore", switchPem.toString(),
+                    "tls-password-file", switchPem.toString())));
+            assertTrue(fallbackWith(server, Map.of("tls-ca", dir.resolve("missing.pem").toString())).startsWith(
+                "tofino: not started: " + prefix + "tls-*: cannot read trusted certificates from " + dir.resolve("missing.pem")));
+
+            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
+                .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
+                .backendOption("tofino", "ports", "127.0.0.1=1").backendOption("tofino", "tls-ca", switchPem.toString()));
+            final String placed = send("CREATE name=tls world=2 type=int32 k=64 s=4 mac=off");
+            assertTrue(placed.startsWith("OK ") && placed.contains(" backend=tofino") && !placed.contains("fallback"), placed);
+            synchronized (lock)
+            {
+                assertEquals(1, model.tableEntries(P4Names.JOB_TABLE), "the job admitted over TLS");
+            }
         }
     }
 
