@@ -84,6 +84,35 @@ public final class JobInstaller
     }
 
     /**
+     * After a lost session: remove what a released job may have left on the switch, as {@link #remove} (a job with
+     * members) or {@link #withdraw} does, taking an entry the switch no longer has (NOT_FOUND: its agent restarted
+     * empty) as removed.
+     *
+     * @throws PipelineException the first refusal other than NOT_FOUND.
+     */
+    public static void removeRemains(final PipelineControl pipeline, final JobImage job) throws PipelineException
+    {
+        try
+        {
+            if (job.addrs().length > 0)
+            {
+                remove(pipeline, job, true);
+            }
+            else
+            {
+                withdraw(pipeline, job);
+            }
+        }
+        catch (final PipelineException ex)
+        {
+            if (!"NOT_FOUND".equals(ex.code()))
+            {
+                throw ex;
+            }
+        }
+    }
+
+    /**
      * When every rank has joined: zero the job's counts and seen bitmaps, pin each rank's source, give each rank's
      * replica its destination, and create the multicast group.
      *
@@ -125,6 +154,11 @@ public final class JobInstaller
      */
     public static void remove(final PipelineControl pipeline, final JobImage job) throws PipelineException
     {
+        remove(pipeline, job, false);
+    }
+
+    private static void remove(final PipelineControl pipeline, final JobImage job, final boolean missingIsGone) throws PipelineException
+    {
         PipelineException first = null;
         final List<Write> writes = new ArrayList<>();
         writes.add(() -> pipeline.writeTableEntry(UpdateType.DELETE, jobEntry(job)));
@@ -143,7 +177,10 @@ public final class JobInstaller
             }
             catch (final PipelineException ex)
             {
-                first = first == null ? ex : first;
+                if (!(missingIsGone && "NOT_FOUND".equals(ex.code())))
+                {
+                    first = first == null ? ex : first;
+                }
             }
         }
         if (first != null)

@@ -24,7 +24,8 @@ final class Connections
     {
     }
 
-    static SwitchConnection remote(final TofinoOptions options, final String prefix) throws BackendException
+    static SwitchConnection remote(final TofinoOptions options, final String prefix, final String name,
+        final java.util.function.Consumer<String> log) throws BackendException
     {
         byte[] config = null;
         if (options.pipelineConfig() != null)
@@ -67,43 +68,19 @@ final class Connections
                 throw new BackendException(prefix + "tls-*: " + ex.getMessage(), ex);
             }
         }
-        final P4RuntimeSwitch session;
+        final io.grpc.ChannelCredentials tls = credentials;
+        final P4InfoIndex expected = index;
+        final byte[] pipeline = config;
+        final ReconnectingSwitch.Connector connector = () -> P4RuntimeSwitch.connect(options.switchAddress(), options.switchPort(),
+            tls, options.deviceId(), options.electionId(), options.timeoutMs(), expected, pipeline);
         try
         {
-            session = P4RuntimeSwitch.connect(options.switchAddress(), options.switchPort(), credentials, options.deviceId(),
-                options.electionId(), options.timeoutMs(), index, config);
+            return new ReconnectingSwitch(name, connector.connect(), connector, log);
         }
         catch (final PipelineException ex)
         {
             throw new BackendException(ex.detail(), ex);
         }
-        return new SwitchConnection()
-        {
-            public PipelineControl control()
-            {
-                return session;
-            }
-
-            public String health()
-            {
-                return session.health();
-            }
-
-            public ShardDataPath dataPath()
-            {
-                return null;
-            }
-
-            public String describe()
-            {
-                return "switch " + session.target() + " device " + options.deviceId();
-            }
-
-            public void close()
-            {
-                session.close();
-            }
-        };
     }
 
     static SwitchConnection model(

@@ -30,4 +30,20 @@ interface SwitchConnection extends AutoCloseable
     String describe();
 
     void close();
+
+    /**
+     * A step run on a new session after a reconnection, before the backend uses it.
+     */
+    @FunctionalInterface
+    interface ReconnectStep
+    {
+        void run(PipelineControl control) throws io.switchml.offload.tofino.PipelineException;
+    }
+
+    /**
+     * Run this step on every new session after the first (a connection that never reconnects ignores it).
+     */
+    default void onReconnected(final ReconnectStep step)
+    {
+    }
 }

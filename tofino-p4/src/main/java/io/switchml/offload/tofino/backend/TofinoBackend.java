@@ -42,6 +42,7 @@ public final class TofinoBackend implements Backend
     private final SwitchConnection connection;
     private final SlotRanges ranges;
     private final BitSet groupsInUse = new BitSet();
+    private final java.util.List<TofinoJob> leftOnSwitch = new java.util.ArrayList<>();
     private final BackendCapabilities capabilities;
 
     TofinoBackend(final String name, final BackendEnvironment environment, final SwitchConnection connection, final TofinoOptions options)
@@ -53,6 +54,7 @@ public final class TofinoBackend implements Backend
         this.ranges = new SlotRanges(options.registers());
         this.capabilities = new BackendCapabilities(BackendCapabilities.typeSet(ElementType.INT32, ElementType.FLOAT32),
             P4Names.LANES_PER_PASS, P4Names.LANES_PER_PASS * P4Names.MAX_PASSES, P4Names.MAX_WORLD, 2L * options.registers(), 0, true, true);
+        connection.onReconnected(this::removeLeftovers);
     }
 
     public String name()
@@ -124,6 +126,32 @@ public final class TofinoBackend implements Backend
             throw new BackendException(ex.detail(), ex);
         }
         return job;
+    }
+
+    /**
+     * A released job whose entries could not be removed (the session was down): removed after reconnecting.
+     */
+    synchronized void removeLater(final TofinoJob job)
+    {
+        leftOnSwitch.add(job);
+    }
+
+    private synchronized void removeLeftovers(final io.switchml.offload.tofino.PipelineControl control)
+    {
+        for (final java.util.Iterator<TofinoJob> it = leftOnSwitch.iterator(); it.hasNext();)
+        {
+            final TofinoJob job = it.next();
+            try
+            {
+                job.removeRemains(control);
+                it.remove();
+            }
+            catch (final PipelineException ex)
+            {
+                environment.log().accept(name + ": removing a released job from the switch failed again: " + ex.getMessage() +
+                    " (its register range stays reserved)");
+            }
+        }
     }
 
     synchronized void free(final int base, final int cells, final int group)

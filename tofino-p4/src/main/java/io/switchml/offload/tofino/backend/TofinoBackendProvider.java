@@ -21,8 +21,9 @@ public final class TofinoBackendProvider implements BackendProvider
     {
         oneShard(environment, TofinoBackend.NAME);
         final TofinoOptions options = TofinoOptions.parse(environment.options(), environment.optionPrefix(), false, P4Names.SLOTS);
-        final SwitchConnection connection = Connections.remote(options, environment.optionPrefix());
+        final SwitchConnection connection = Connections.remote(options, environment.optionPrefix(), TofinoBackend.NAME, environment.log());
         writeDataPorts(connection, environment);
+        connection.onReconnected(control -> control.writeValueSet(P4Names.DATA_PORTS, dataPortMembers(environment)));
         environment.log().accept("tofino: primary controller of " + connection.describe() + "; " + options.registers() +
             " slots, multicast groups " + options.firstGroup() + "-" + options.lastGroup());
         return new TofinoBackend(TofinoBackend.NAME, environment, connection, options);
@@ -38,8 +39,7 @@ public final class TofinoBackendProvider implements BackendProvider
     {
         try
         {
-            connection.control().writeValueSet(P4Names.DATA_PORTS, java.util.List.of(
-                io.switchml.offload.tofino.JobInstaller.bytes(environment.dataPorts()[0], 16)));
+            connection.control().writeValueSet(P4Names.DATA_PORTS, dataPortMembers(environment));
         }
         catch (final io.switchml.offload.tofino.PipelineException ex)
         {
@@ -47,6 +47,11 @@ public final class TofinoBackendProvider implements BackendProvider
             throw new BackendException(connection.describe() + " refused the data port " + environment.dataPorts()[0] + " in " +
                 P4Names.DATA_PORTS + ": " + ex.detail(), ex);
         }
+    }
+
+    private static java.util.List<byte[]> dataPortMembers(final BackendEnvironment environment)
+    {
+        return java.util.List.of(io.switchml.offload.tofino.JobInstaller.bytes(environment.dataPorts()[0], 16));
     }
 
     static void oneShard(final BackendEnvironment environment, final String name) throws BackendException

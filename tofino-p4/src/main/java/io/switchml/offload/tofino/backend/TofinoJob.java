@@ -97,9 +97,20 @@ final class TofinoJob implements BackendJob
         catch (final PipelineException ex)
         {
             backend.environment().log().accept(backend.name() + ": removing job " + jobId + " from the switch failed: " +
-                ex.getMessage() + " (its register range stays reserved)");
+                ex.getMessage() + " (its register range stays reserved until the session is back and it is removed)");
+            backend.removeLater(this);
             return;
         }
+        backend.free(base, spec.slots(), group);
+    }
+
+    /**
+     * On a new session after a lost one: remove what this released job left on the switch, then free its range.
+     */
+    synchronized void removeRemains(final io.switchml.offload.tofino.PipelineControl control) throws PipelineException
+    {
+        JobInstaller.removeRemains(control, installed != null ? installed : admission());
+        backend.environment().log().accept(backend.name() + ": removed job " + jobId + " after reconnecting");
         backend.free(base, spec.slots(), group);
     }
 }

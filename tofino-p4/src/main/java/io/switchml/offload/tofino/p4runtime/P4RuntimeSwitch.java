@@ -221,6 +221,11 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
         return health;
     }
 
+    public long deviceId()
+    {
+        return deviceId;
+    }
+
     public String target()
     {
         return target;

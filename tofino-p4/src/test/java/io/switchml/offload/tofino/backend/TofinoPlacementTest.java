@@ -289,6 +289,78 @@ final class TofinoPlacementTest
         }
     }
 
+    @Test
+    void aLostSessionIsReestablishedAndWhatReleasedJobsLeftIsRemoved() throws Exception
+    {
+        final int port;
+        try (ServerSocket socket = new ServerSocket(0))
+        {
+            port = socket.getLocalPort();
+        }
+        final TofinoModel model = new TofinoModel();
+        final Object lock = new Object();
+        ModelP4RuntimeServer server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", port), 1, P4InfoIndex.switchml(),
+            model, lock);
+        try
+        {
+            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
+                .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + port)
+                .backendOption("tofino", "ports", "127.0.0.1=1").backendOption("tofino", "timeout-ms", "500"));
+            final String first = send("CREATE name=before world=2 type=int32 k=64 s=4 mac=off joinTimeoutMs=1500");
+            assertTrue(first.contains(" backend=tofino") && !first.contains("fallback"), first);
+
+            // the switch's agent goes away: new jobs go elsewhere saying why, and the job nobody joined is released
+            // while the session is down, so its entry stays on the switch for now
+            server.close();
+            final String during = awaitReply("CREATE name=during world=2 type=int32 k=64 s=4 mac=off", " fallback=tofino: ");
+            assertTrue(during.contains("reconnecting"), during);
+            final long deadline = System.nanoTime() + 10_000_000_000L;
+            while (jobs().stream().anyMatch(line -> line.contains("name=before ")))
+            {
+                assertTrue(System.nanoTime() < deadline, "the unjoined job was never released: " + jobs());
+                Thread.sleep(50);
+            }
+            synchronized (lock)
+            {
+                assertEquals(1, model.tableEntries(P4Names.JOB_TABLE), "its entry could not be removed while the switch was away");
+                model.writeValueSet(P4Names.DATA_PORTS, List.of()); // and the restarted agent forgot the data port
+            }
+
+            // it comes back on the same address with its state: the backend reconnects, writes the data port again and
+            // removes the released job's entry
+            server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", port), 1, P4InfoIndex.switchml(), model, lock);
+            final String after = awaitReply("CREATE name=after world=2 type=int32 k=64 s=4 mac=off", " backend=tofino");
+            assertTrue(!after.contains("fallback"), after);
+            synchronized (lock)
+            {
+                assertEquals(1, model.tableEntries(P4Names.JOB_TABLE), "the released job's entry removed, the new one written");
+                assertEquals(List.of(appliance.dataPort()), java.util.Arrays.stream(model.dataPorts()).boxed().toList());
+            }
+        }
+        finally
+        {
+            server.close();
+        }
+    }
+
+    /**
+     * @return the reply to a CREATE of a fresh name, sent every 100 ms until it contains the text (10 s at most).
+     */
+    private String awaitReply(final String create, final String text) throws Exception
+    {
+        final long deadline = System.nanoTime() + 10_000_000_000L;
+        for (int attempt = 0; ; attempt++)
+        {
+            final String reply = send(create.replaceFirst("name=(\\S+)", "name=$1-" + attempt));
+            if (reply.contains(text) || System.nanoTime() > deadline)
+            {
+                assertTrue(reply.contains(text), reply);
+                return reply;
+            }
+            Thread.sleep(100);
+        }
+    }
+
     /**
      * @return the fallback reason of a job created on an appliance whose tofino backend has these extra options.
      */
