@@ -172,9 +172,7 @@ final class TofinoPlacementTest
             model, lock))
         {
             JobInstaller.admit(model, new JobInstaller.JobImage(1, 2, ElementType.INT32, 64, 2, 500, 900, new int[0], new int[0], new int[0]));
-            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
-                .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
-                .backendOption("tofino", "ports", "127.0.0.1=1"));
+            appliance = Appliance.launch(tofinoAt(server.port()));
             final String refused = send("CREATE name=taken world=2 type=int32 k=64 s=2 mac=off");
             assertTrue(refused.startsWith("OK job=1 ") && refused.contains(" backend=software fallback=tofino: switch 127.0.0.1:" +
                 server.port() + " refused the write: SwitchMLIngress.job_table: an entry with key [1] exists"), refused);
@@ -191,14 +189,8 @@ final class TofinoPlacementTest
     @Test
     void unreachableSwitchIsAFallbackReason() throws Exception
     {
-        final int port;
-        try (ServerSocket socket = new ServerSocket(0))
-        {
-            port = socket.getLocalPort();
-        }
-        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
-            .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + port)
-            .backendOption("tofino", "ports", "127.0.0.1=1").backendOption("tofino", "timeout-ms", "500"));
+        final int port = freePort();
+        appliance = Appliance.launch(tofinoAt(port).backendOption("tofino", "timeout-ms", "500"));
         final String reply = send("CREATE name=nosw world=2 type=int32 k=64 s=2 mac=off");
         assertTrue(reply.startsWith("OK ") && reply.contains(" backend=software fallback=tofino: not started: switch 127.0.0.1:" + port +
             " not reachable within 500 ms"), reply);
@@ -218,11 +210,8 @@ final class TofinoPlacementTest
         try (ModelP4RuntimeServer server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", 0), 1,
             P4InfoIndex.resolve(compiled, P4InfoIndex.switchml()), model, lock))
         {
-            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
-                .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
-                .backendOption("tofino", "ports", "127.0.0.1=1"));
-            final String placed = send("CREATE name=compiled world=2 type=int32 k=64 s=4 mac=off");
-            assertTrue(placed.startsWith("OK ") && placed.contains(" backend=tofino") && !placed.contains("fallback"), placed);
+            appliance = Appliance.launch(tofinoAt(server.port()));
+            assertPlacedOnTofino("compiled");
             synchronized (lock)
             {
                 assertEquals(1, model.tableEntries(P4Names.JOB_TABLE), "the job admitted on the switch at CREATE");
@@ -247,12 +236,9 @@ final class TofinoPlacementTest
                 "the switch's own P4Info is read back and checked)", fallbackWith(server, Map.of("p4info", lacking.toString())));
 
             final Path good = Files.writeString(dir.resolve("compiled.txtpb"), TextFormat.printer().printToString(compiled));
-            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
-                .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
-                .backendOption("tofino", "ports", "127.0.0.1=1").backendOption("tofino", "election-id", "2")
+            appliance = Appliance.launch(tofinoAt(server.port()).backendOption("tofino", "election-id", "2")
                 .backendOption("tofino", "pipeline-config", config.toString()).backendOption("tofino", "p4info", good.toString()));
-            final String pushed = send("CREATE name=pushed world=2 type=int32 k=64 s=4 mac=off");
-            assertTrue(pushed.startsWith("OK ") && pushed.contains(" backend=tofino") && !pushed.contains("fallback"), pushed);
+            assertPlacedOnTofino("pushed");
         }
     }
 
@@ -277,11 +263,8 @@ final class TofinoPlacementTest
             assertTrue(fallbackWith(server, Map.of("tls-ca", dir.resolve("missing.pem").toString())).startsWith(
                 "tofino: not started: " + prefix + "tls-*: cannot read trusted certificates from " + dir.resolve("missing.pem")));
 
-            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
-                .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
-                .backendOption("tofino", "ports", "127.0.0.1=1").backendOption("tofino", "tls-ca", switchPem.toString()));
-            final String placed = send("CREATE name=tls world=2 type=int32 k=64 s=4 mac=off");
-            assertTrue(placed.startsWith("OK ") && placed.contains(" backend=tofino") && !placed.contains("fallback"), placed);
+            appliance = Appliance.launch(tofinoAt(server.port()).backendOption("tofino", "tls-ca", switchPem.toString()));
+            assertPlacedOnTofino("tls");
             synchronized (lock)
             {
                 assertEquals(1, model.tableEntries(P4Names.JOB_TABLE), "the job admitted over TLS");
@@ -292,22 +275,16 @@ final class TofinoPlacementTest
     @Test
     void aLostSessionIsReestablishedAndWhatReleasedJobsLeftIsRemoved() throws Exception
     {
-        final int port;
-        try (ServerSocket socket = new ServerSocket(0))
-        {
-            port = socket.getLocalPort();
-        }
+        final int port = freePort();
         final TofinoModel model = new TofinoModel();
         final Object lock = new Object();
         ModelP4RuntimeServer server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", port), 1, P4InfoIndex.switchml(),
             model, lock);
         try
         {
-            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
-                .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + port)
-                .backendOption("tofino", "ports", "127.0.0.1=1").backendOption("tofino", "timeout-ms", "500"));
+            appliance = Appliance.launch(tofinoAt(port).backendOption("tofino", "timeout-ms", "500"));
             final String first = send("CREATE name=before world=2 type=int32 k=64 s=4 mac=off joinTimeoutMs=1500");
-            assertTrue(first.contains(" backend=tofino") && !first.contains("fallback"), first);
+            assertTrue(first.startsWith("OK ") && first.contains(" backend=tofino") && !first.contains("fallback"), first);
 
             // the switch's agent goes away: new jobs go elsewhere saying why, and the job nobody joined is released
             // while the session is down, so its entry stays on the switch for now
@@ -361,14 +338,38 @@ final class TofinoPlacementTest
         }
     }
 
+    private static int freePort() throws java.io.IOException
+    {
+        try (ServerSocket socket = new ServerSocket(0))
+        {
+            return socket.getLocalPort();
+        }
+    }
+
+    /**
+     * CREATE a job that must land on the tofino backend with nothing passed over.
+     */
+    private void assertPlacedOnTofino(final String name) throws Exception
+    {
+        final String reply = send("CREATE name=" + name + " world=2 type=int32 k=64 s=4 mac=off");
+        assertTrue(reply.startsWith("OK ") && reply.contains(" backend=tofino") && !reply.contains("fallback"), reply);
+    }
+
+    /**
+     * @return an appliance's context with the tofino backend first, at a switch on loopback, this host on its port 1.
+     */
+    private ApplianceContext tofinoAt(final int switchPort)
+    {
+        return new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString()).backends("tofino,software")
+            .backendOption("tofino", "switch", "127.0.0.1:" + switchPort).backendOption("tofino", "ports", "127.0.0.1=1");
+    }
+
     /**
      * @return the fallback reason of a job created on an appliance whose tofino backend has these extra options.
      */
     private String fallbackWith(final ModelP4RuntimeServer server, final Map<String, String> options) throws Exception
     {
-        ApplianceContext context = new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
-            .backends("tofino,software").backendOption("tofino", "switch", "127.0.0.1:" + server.port())
-            .backendOption("tofino", "ports", "127.0.0.1=1");
+        ApplianceContext context = tofinoAt(server.port());
         for (final Map.Entry<String, String> option : options.entrySet())
         {
             context = context.backendOption("tofino", option.getKey(), option.getValue());
