@@ -80,6 +80,7 @@ public final class Appliance implements AutoCloseable
             .retainedCycles(context.journalRetainedCycles()).errorHandler(telemetry.errorLog()));
         this.registry = new JobRegistry(context.memoryBudgetBytes(), context.tenantMemoryQuotaBytes(),
             context.tenantMaxJobs(), shards, telemetry);
+        registry.tenantOffloadSlots(context.tenantOffloadSlots());
         DataPlane plane = null;
         ControlServer control = null;
         HttpEndpoint http = null;

@@ -94,6 +94,14 @@ public final class ApplianceContext
     public static final String TENANT_MAX_JOBS_PROP = "switchml.appliance.tenant.max.jobs";
     public static final int TENANT_MAX_JOBS_DEFAULT = 64;
 
+    /**
+     * Slot versions (2 per slot of s) of the offload backends (xdp, tofino) that one tenant's jobs may hold at once;
+     * a job over it goes to the next backend with that reason, so that one tenant cannot take a scarce switch or NIC
+     * from the others. 0: no limit.
+     */
+    public static final String TENANT_OFFLOAD_SLOTS_PROP = "switchml.appliance.tenant.offload.slots";
+    public static final long TENANT_OFFLOAD_SLOTS_DEFAULT = 0;
+
     /** Default for jobs that do not say: a slot partly filled for this long aborts the job naming the missing ranks. */
     public static final String SLOT_TIMEOUT_MS_PROP = "switchml.appliance.slot.timeout.ms";
     public static final long SLOT_TIMEOUT_MS_DEFAULT = 2_000;
@@ -169,6 +177,7 @@ public final class ApplianceContext
     private String defaultTenant = DEFAULT_TENANT_DEFAULT;
     private long tenantMemoryQuotaBytes = TENANT_MEMORY_QUOTA_BYTES_DEFAULT;
     private int tenantMaxJobs = TENANT_MAX_JOBS_DEFAULT;
+    private long tenantOffloadSlots = TENANT_OFFLOAD_SLOTS_DEFAULT;
     private long slotTimeoutMs = SLOT_TIMEOUT_MS_DEFAULT;
     private boolean macEnabled = MAC_DEFAULT;
     private int[] resolvedShardCpus = new int[0];
@@ -254,6 +263,7 @@ public final class ApplianceContext
                     case DEFAULT_TENANT_PROP -> defaultTenant = value;
                     case TENANT_MEMORY_QUOTA_BYTES_PROP -> tenantMemoryQuotaBytes = Long.parseLong(value);
                     case TENANT_MAX_JOBS_PROP -> tenantMaxJobs = Integer.parseInt(value);
+                    case TENANT_OFFLOAD_SLOTS_PROP -> tenantOffloadSlots = Long.parseLong(value);
                     case SLOT_TIMEOUT_MS_PROP -> slotTimeoutMs = Long.parseLong(value);
                     case MAC_PROP -> macEnabled = parseOnOff(key, value);
                     case BACKENDS_PROP -> backends = value;
@@ -388,6 +398,10 @@ public final class ApplianceContext
         if (tenantMaxJobs < 1)
         {
             throw new IllegalArgumentException(TENANT_MAX_JOBS_PROP + " must be positive: " + tenantMaxJobs);
+        }
+        if (tenantOffloadSlots < 0)
+        {
+            throw new IllegalArgumentException(TENANT_OFFLOAD_SLOTS_PROP + " must be 0 (no limit) or positive: " + tenantOffloadSlots);
         }
         if (slotTimeoutMs < 10)
         {
@@ -532,6 +546,7 @@ public final class ApplianceContext
         out.println(DEFAULT_TENANT_PROP + "=" + defaultTenant);
         out.println(TENANT_MEMORY_QUOTA_BYTES_PROP + "=" + tenantMemoryQuotaBytes);
         out.println(TENANT_MAX_JOBS_PROP + "=" + tenantMaxJobs);
+        out.println(TENANT_OFFLOAD_SLOTS_PROP + "=" + tenantOffloadSlots);
         out.println(SLOT_TIMEOUT_MS_PROP + "=" + slotTimeoutMs);
         out.println(MAC_PROP + "=" + (macEnabled ? "on" : "off"));
     }
@@ -636,6 +651,17 @@ public final class ApplianceContext
     public int tenantMaxJobs()
     {
         return tenantMaxJobs;
+    }
+
+    public ApplianceContext tenantOffloadSlots(final long tenantOffloadSlots)
+    {
+        this.tenantOffloadSlots = tenantOffloadSlots;
+        return this;
+    }
+
+    public long tenantOffloadSlots()
+    {
+        return tenantOffloadSlots;
     }
 
     public ApplianceContext slotTimeoutMs(final long slotTimeoutMs)

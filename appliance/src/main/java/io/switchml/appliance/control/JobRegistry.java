@@ -44,6 +44,8 @@ public final class JobRegistry
     private List<Backend> backends = List.of(new SoftwareBackend());
     private boolean multicast;
     private java.util.function.BiConsumer<String, String> onFallback = (backend, reason) -> { };
+    /** Offload slot versions one tenant may hold; 0: no limit. */
+    private long tenantOffloadSlots;
 
     public JobRegistry(
         final long memoryBudgetBytes, final long tenantMemoryQuotaBytes, final int tenantMaxJobs, final int shardCount,
@@ -54,6 +56,18 @@ public final class JobRegistry
         this.tenantMaxJobs = tenantMaxJobs;
         this.shardCount = shardCount;
         this.telemetry = telemetry;
+    }
+
+    /**
+     * @param slots offload slot versions (2 per slot) one tenant's jobs may hold at once on backends other than
+     *              software, before any job is created; 0: no limit.
+     */
+    public void tenantOffloadSlots(final long slots)
+    {
+        synchronized (lock)
+        {
+            this.tenantOffloadSlots = slots;
+        }
     }
 
     /**
@@ -92,7 +106,26 @@ public final class JobRegistry
     private String refusalOf(final Backend backend, final JobSpec spec)
     {
         final String limit = backend.capabilities().check(spec, multicast);
-        return limit != null ? limit : backend.refusal(spec);
+        if (limit != null)
+        {
+            return limit;
+        }
+        if (tenantOffloadSlots > 0 && !(backend instanceof SoftwareBackend))
+        {
+            final long[] usage = tenantUsage.get(spec.tenant());
+            final long held = usage == null ? 0 : usage[2];
+            if (held + offloadSlots(spec) > tenantOffloadSlots)
+            {
+                return "tenant '" + spec.tenant() + "' would hold " + (held + offloadSlots(spec)) + " offload slot versions, over " +
+                    "its quota of " + tenantOffloadSlots + " (switchml.appliance.tenant.offload.slots)";
+            }
+        }
+        return backend.refusal(spec);
+    }
+
+    private static long offloadSlots(final JobSpec spec)
+    {
+        return 2L * spec.slots();
     }
 
     /**
@@ -272,7 +305,7 @@ public final class JobRegistry
             }
             nextJobId++;
             final String jobToken = token != null ? token : HexFormat.of().formatHex(randomBytes(16));
-            final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[2]);
+            final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[3]);
             final Job job = new Job(jobId, spec, shardCount, jobToken, random.nextLong(), random.nextLong(),
                 System.currentTimeMillis() + spec.joinTimeoutMs(), telemetry.allocateJobCounters(jobId, spec.tenant(), spec.name()),
                 placement.backend().name(), placement.backendJob(), placement.fallback());
@@ -281,6 +314,7 @@ public final class JobRegistry
             jobsByName.put(key, job);
             usage[0] += job.memoryBytes;
             usage[1]++;
+            usage[2] += job.slotsInShards() ? 0 : offloadSlots(spec);
             memoryUsedBytes += job.memoryBytes;
             for (final JobEventListener listener : eventListeners)
             {
@@ -303,7 +337,7 @@ public final class JobRegistry
             throw new RefusedException("job '" + spec.name() + "' needs " + needed + " bytes of aggregator memory but only " +
                 (memoryBudgetBytes - memoryUsedBytes) + " of " + memoryBudgetBytes + " are free");
         }
-        final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[2]);
+        final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[3]);
         if (usage[0] + needed > tenantMemoryQuotaBytes)
         {
             telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
@@ -612,6 +646,7 @@ public final class JobRegistry
             final long[] usage = tenantUsage.get(job.tenant);
             usage[0] -= job.memoryBytes;
             usage[1]--;
+            usage[2] -= job.slotsInShards() ? 0 : offloadSlots(job.spec());
             memoryUsedBytes -= job.memoryBytes;
         }
         if (wasActive)

@@ -162,6 +162,27 @@ final class TofinoPlacementTest
     }
 
     @Test
+    void oneTenantCannotTakeTheSwitchFromAnother() throws Exception
+    {
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
+            .backends("tofino-model,software").tenantOffloadSlots(16));
+        final String quota = "tofino-model: tenant 'a' would hold 20 offload slot versions, over its quota of 16 " +
+            "(switchml.appliance.tenant.offload.slots)";
+        assertFallback(send("CREATE name=a1 tenant=a world=2 type=int32 k=64 s=4 mac=off"), null);
+        assertFallback(send("CREATE name=a2 tenant=a world=2 type=int32 k=64 s=4 mac=off"), null);
+        assertFallback(send("CREATE name=a3 tenant=a world=2 type=int32 k=64 s=2 mac=off"), quota);
+        assertEquals("ERR message=backend tofino-model cannot take job 'a4': " + quota.substring("tofino-model: ".length()),
+            send("CREATE name=a4 tenant=a world=2 type=int32 k=64 s=2 mac=off backend=tofino-model"));
+        assertFallback(send("CREATE name=b1 tenant=b world=2 type=int32 k=64 s=8 mac=off"), null);
+
+        // a job of tenant a ends: its share comes back
+        final String a1 = jobs().stream().filter(line -> line.contains("name=a1 ")).findFirst().orElseThrow();
+        final String id = a1.replaceFirst("^.*?\\bjob=(\\d+).*$", "$1");
+        assertTrue(send("ABORTJOB job=" + id + " reason=done").startsWith("OK"), a1);
+        assertFallback(send("CREATE name=a5 tenant=a world=2 type=int32 k=64 s=2 mac=off"), null);
+    }
+
+    @Test
     void aSwitchThatRefusesTheJobSendsItToTheNextBackendWithTheSwitchsMessage() throws Exception
     {
         // a switch (the model behind its P4Runtime server on TCP) on which job id 1 is already taken, as an entry
