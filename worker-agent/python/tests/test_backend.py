@@ -47,8 +47,9 @@ class ConfigTest(unittest.TestCase):
             Config("appliance=x", 0, 1)
 
     def test_backend_choice_reaches_the_agent(self):
-        os.environ.pop("SWITCHML_BACKEND", None)
-        args = Config({"job": "j"}, 0, 1).serve_args()
+        with mock.patch.dict(os.environ):
+            os.environ.pop("SWITCHML_BACKEND", None)
+            args = Config({"job": "j"}, 0, 1).serve_args()
         self.assertEqual(args[args.index("--backend") + 1], "auto")
         with mock.patch.dict(os.environ, {"SWITCHML_BACKEND": "xdp"}):
             args = Config({"job": "j"}, 0, 1).serve_args()

@@ -137,7 +137,7 @@ public final class WorkerClient implements AutoCloseable
         final int jobId, final Map<String, String> joinReply, final String fallback) throws IOException
     {
         this.jobId = jobId;
-        this.backend = joinReply.getOrDefault("backend", "software");
+        this.backend = joinReply.getOrDefault("backend", "unknown"); // an appliance from before backends were named
         this.fallback = fallback;
         this.jobName = context.jobName();
         this.transports = transports;

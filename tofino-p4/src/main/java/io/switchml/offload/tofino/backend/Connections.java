@@ -58,6 +58,15 @@ final class Connections
         io.grpc.ChannelCredentials credentials = null;
         if (options.tlsCa() != null)
         {
+            final String option = options.tlsKeystore() == null ? "tls-ca" : "tls-ca, tls-keystore or tls-password-file";
+            try
+            {
+                io.switchml.protocol.ControlTls.trustManagers(Path.of(options.tlsCa()));
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                throw new BackendException(prefix + "tls-ca: " + ex.getMessage(), ex);
+            }
             try
             {
                 credentials = P4RuntimeSwitch.tls(Path.of(options.tlsCa()), options.tlsKeystore() == null ? null :
@@ -65,17 +74,34 @@ final class Connections
             }
             catch (final IllegalArgumentException ex)
             {
-                throw new BackendException(prefix + "tls-*: " + ex.getMessage(), ex);
+                throw new BackendException(prefix + option + ": " + ex.getMessage(), ex);
             }
         }
         final io.grpc.ChannelCredentials tls = credentials;
         final P4InfoIndex expected = index;
         final byte[] pipeline = config;
-        final ReconnectingSwitch.Connector connector = () -> P4RuntimeSwitch.connect(options.switchAddress(), options.switchPort(),
+        final ReconnectingSwitch.Connector first = () -> P4RuntimeSwitch.connect(options.switchAddress(), options.switchPort(),
             tls, options.deviceId(), options.electionId(), options.timeoutMs(), expected, pipeline);
+        // after a lost session, push the program again only if the switch no longer runs it: a push resets its data plane
+        final ReconnectingSwitch.Connector again = pipeline == null ? first : () ->
+        {
+            try
+            {
+                return P4RuntimeSwitch.connect(options.switchAddress(), options.switchPort(), tls, options.deviceId(),
+                    options.electionId(), options.timeoutMs(), expected, null);
+            }
+            catch (final PipelineException ex)
+            {
+                if (!"FAILED_PRECONDITION".equals(ex.code()))
+                {
+                    throw ex;
+                }
+                return first.connect();
+            }
+        };
         try
         {
-            return new ReconnectingSwitch(name, connector.connect(), connector, log);
+            return new ReconnectingSwitch(name, first.connect(), again, log, System::nanoTime);
         }
         catch (final PipelineException ex)
         {

@@ -11,14 +11,20 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 /**
  * A switch's P4Runtime session that comes back: when the session fails (the switch's agent restarted, the stream
- * broke, another controller took over), a timer thread connects again, first after 1 s and then at doubling intervals
- * up to 30 s, running the same checks as the first connection (arbitration, the P4Info, a pushed pipeline), then the
- * backend's own steps (the data-port value set, removing what jobs released while it was down left on the switch).
- * Meanwhile {@link #health()} says why the backend is down and that it is reconnecting, so new jobs go elsewhere with
- * that reason and running ones are aborted with it. Each change of the failure's reason is logged once.
+ * broke, another controller took over), {@link #check()} connects again, first {@link #FIRST_RETRY_MS} after the
+ * failure was seen and then at doubling intervals up to {@link #MAX_RETRY_MS}, with the same checks as the first
+ * connection (arbitration, the P4Info), then runs the backend's reconnect steps (the data-port value set) on the new
+ * session before it is used. Meanwhile {@link #health()} says why the backend is down and that it is reconnecting,
+ * so new jobs go elsewhere with that reason and running ones are aborted with it. While the session is healthy,
+ * {@link #check()} runs the backend's upkeep steps (removing what released jobs left on the switch). Each change of
+ * the failure's reason is logged once.
+ * <p>
+ * {@link #start()} runs {@link #check()} every {@link #CHECK_INTERVAL_MS} on a daemon thread; tests drive it
+ * themselves with their own clock.
  */
 final class ReconnectingSwitch implements SwitchConnection
 {
@@ -29,30 +35,42 @@ final class ReconnectingSwitch implements SwitchConnection
         P4RuntimeSwitch connect() throws PipelineException;
     }
 
+    static final long CHECK_INTERVAL_MS = 200;
     static final long FIRST_RETRY_MS = 1_000;
     static final long MAX_RETRY_MS = 30_000;
 
     private final Connector connector;
     private final Consumer<String> log;
     private final String name;
-    private final List<SwitchConnection.ReconnectStep> steps = new CopyOnWriteArrayList<>();
-    private final ScheduledExecutorService timer;
+    private final LongSupplier nanoClock;
+    private final List<SwitchConnection.Step> reconnectSteps = new CopyOnWriteArrayList<>();
+    private final List<SwitchConnection.Step> upkeepSteps = new CopyOnWriteArrayList<>();
+    private ScheduledExecutorService timer;
     private volatile P4RuntimeSwitch session;
     private volatile String lastAttempt;
     private long retryMs = FIRST_RETRY_MS;
     private long nextAttemptNs;
     private String loggedFailure;
-    private volatile boolean closed;
+    private boolean closed;
 
-    ReconnectingSwitch(final String name, final P4RuntimeSwitch session, final Connector connector, final Consumer<String> log)
+    ReconnectingSwitch(final String name, final P4RuntimeSwitch session, final Connector connector, final Consumer<String> log,
+        final LongSupplier nanoClock)
     {
         this.name = name;
         this.session = session;
         this.connector = connector;
         this.log = log;
-        this.timer = Executors.newSingleThreadScheduledExecutor(runnable ->
-            Thread.ofPlatform().name("switchml-" + name + "-reconnect").daemon().unstarted(runnable));
-        timer.scheduleWithFixedDelay(this::check, 200, 200, TimeUnit.MILLISECONDS);
+        this.nanoClock = nanoClock;
+    }
+
+    public synchronized void start()
+    {
+        if (timer == null && !closed)
+        {
+            timer = Executors.newSingleThreadScheduledExecutor(runnable ->
+                Thread.ofPlatform().name("switchml-" + name + "-reconnect").daemon().unstarted(runnable));
+            timer.scheduleWithFixedDelay(this::checkQuietly, CHECK_INTERVAL_MS, CHECK_INTERVAL_MS, TimeUnit.MILLISECONDS);
+        }
     }
 
     public PipelineControl control()
@@ -81,15 +99,39 @@ final class ReconnectingSwitch implements SwitchConnection
         return "switch " + session.target() + " device " + session.deviceId();
     }
 
-    public void onReconnected(final SwitchConnection.ReconnectStep step)
+    public void addReconnectStep(final SwitchConnection.Step step)
     {
-        steps.add(step);
+        reconnectSteps.add(step);
+    }
+
+    public void addUpkeepStep(final SwitchConnection.Step step)
+    {
+        upkeepSteps.add(step);
+    }
+
+    P4RuntimeSwitch session()
+    {
+        return session;
+    }
+
+    private void checkQuietly()
+    {
+        try
+        {
+            check();
+        }
+        catch (final RuntimeException | Error ex)
+        {
+            // a fixed-delay task that throws is never run again: report it and keep the schedule
+            log.accept(name + ": session check failed: " + ex);
+        }
     }
 
     /**
-     * On the timer thread: nothing while the session is healthy; else a new session when the backoff allows.
+     * The upkeep steps on a healthy session; else a new session when the backoff allows. Serialized with
+     * {@link #close()}, so that a session made here is never left open after it.
      */
-    private void check()
+    synchronized void check()
     {
         if (closed)
         {
@@ -101,16 +143,18 @@ final class ReconnectingSwitch implements SwitchConnection
         {
             retryMs = FIRST_RETRY_MS;
             loggedFailure = null;
+            runSteps(upkeepSteps, current);
             return;
         }
+        final long now = nanoClock.getAsLong();
         if (!failure.equals(loggedFailure))
         {
-            log.accept(name + ": session with " + current.target() + " lost: " + failure + "; reconnecting");
+            log.accept(name + ": session with " + current.target() + " lost: " + failure + "; reconnecting in " + retryMs + " ms");
             loggedFailure = failure;
-            nextAttemptNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(retryMs);
+            nextAttemptNs = now + TimeUnit.MILLISECONDS.toNanos(retryMs);
             return;
         }
-        if (System.nanoTime() - nextAttemptNs < 0)
+        if (now - nextAttemptNs < 0)
         {
             return;
         }
@@ -118,7 +162,7 @@ final class ReconnectingSwitch implements SwitchConnection
         try
         {
             next = connector.connect();
-            for (final SwitchConnection.ReconnectStep step : steps)
+            for (final SwitchConnection.Step step : reconnectSteps)
             {
                 step.run(next);
             }
@@ -130,14 +174,13 @@ final class ReconnectingSwitch implements SwitchConnection
                 next.close();
             }
             final String reason = ex instanceof PipelineException p ? p.detail() : ex.toString();
+            retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
             if (!reason.equals(lastAttempt))
             {
-                log.accept(name + ": reconnecting to " + current.target() + " failed: " + reason + "; next try in " +
-                    Math.min(retryMs * 2, MAX_RETRY_MS) + " ms");
+                log.accept(name + ": reconnecting to " + current.target() + " failed: " + reason + "; next try in " + retryMs + " ms");
             }
             lastAttempt = reason;
-            retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
-            nextAttemptNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(retryMs);
+            nextAttemptNs = now + TimeUnit.MILLISECONDS.toNanos(retryMs);
             return;
         }
         session = next;
@@ -146,12 +189,47 @@ final class ReconnectingSwitch implements SwitchConnection
         loggedFailure = null;
         current.close();
         log.accept(name + ": reconnected to " + next.target() + " device " + next.deviceId() + " as primary controller");
+        runSteps(upkeepSteps, next);
+    }
+
+    private void runSteps(final List<SwitchConnection.Step> steps, final PipelineControl control)
+    {
+        for (final SwitchConnection.Step step : steps)
+        {
+            try
+            {
+                step.run(control);
+            }
+            catch (final PipelineException ex)
+            {
+                log.accept(name + ": " + ex.getMessage());
+            }
+        }
     }
 
     public void close()
     {
-        closed = true;
-        timer.shutdownNow();
-        session.close();
+        final ScheduledExecutorService stopping;
+        synchronized (this)
+        {
+            closed = true;
+            stopping = timer;
+        }
+        if (stopping != null)
+        {
+            stopping.shutdownNow();
+            try
+            {
+                stopping.awaitTermination(5, TimeUnit.SECONDS);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+        synchronized (this)
+        {
+            session.close();
+        }
     }
 }

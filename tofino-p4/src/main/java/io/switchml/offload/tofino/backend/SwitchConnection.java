@@ -2,6 +2,7 @@ package io.switchml.offload.tofino.backend;
 
 import io.switchml.appliance.backend.ShardDataPath;
 import io.switchml.offload.tofino.PipelineControl;
+import io.switchml.offload.tofino.PipelineException;
 
 /**
  * What a Tofino backend holds of its switch: the P4Runtime session its writes go through, and, for the model, the
@@ -32,18 +33,33 @@ interface SwitchConnection extends AutoCloseable
     void close();
 
     /**
-     * A step run on a new session after a reconnection, before the backend uses it.
+     * A backend's step on a session: on a new one after a reconnection, before the backend uses it, or as upkeep.
      */
     @FunctionalInterface
-    interface ReconnectStep
+    interface Step
     {
-        void run(PipelineControl control) throws io.switchml.offload.tofino.PipelineException;
+        void run(PipelineControl control) throws PipelineException;
     }
 
     /**
-     * Run this step on every new session after the first (a connection that never reconnects ignores it).
+     * Run this step on every new session after the first (a connection that never reconnects ignores it); a step
+     * that fails fails the reconnection, which is tried again later.
      */
-    default void onReconnected(final ReconnectStep step)
+    default void addReconnectStep(final Step step)
+    {
+    }
+
+    /**
+     * Run this step now and then while the session is healthy (a connection without a timer ignores it).
+     */
+    default void addUpkeepStep(final Step step)
+    {
+    }
+
+    /**
+     * Start watching the session, once every step is added.
+     */
+    default void start()
     {
     }
 }

@@ -9,6 +9,7 @@ import io.switchml.appliance.backend.SlotRanges;
 import io.switchml.appliance.control.JobSpec;
 import io.switchml.appliance.control.Job;
 import io.switchml.offload.tofino.JobInstaller;
+import io.switchml.offload.tofino.PipelineControl;
 import io.switchml.offload.tofino.PipelineException;
 import io.switchml.offload.tofino.model.P4Names;
 import io.switchml.protocol.ElementType;
@@ -17,7 +18,12 @@ import java.net.Inet4Address;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 
+import java.util.ArrayList;
 import java.util.BitSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The {@code tofino} and {@code tofino-model} backends: a job's slot pool in the register arrays of a switch running
@@ -42,7 +48,13 @@ public final class TofinoBackend implements Backend
     private final SwitchConnection connection;
     private final SlotRanges ranges;
     private final BitSet groupsInUse = new BitSet();
-    private final java.util.List<TofinoJob> leftOnSwitch = new java.util.ArrayList<>();
+    /** How often upkeep retries removing what released jobs left on the switch. */
+    static final long LEFTOVER_RETRY_NS = TimeUnit.SECONDS.toNanos(5);
+
+    private final List<TofinoJob> leftOnSwitch = new ArrayList<>();
+    /** Jobs admitted at CREATE and not released: a switch that restarted empty must get their entries again. */
+    private final Set<TofinoJob> admitted = new LinkedHashSet<>();
+    private long lastLeftoverTryNs;
     private final BackendCapabilities capabilities;
 
     TofinoBackend(final String name, final BackendEnvironment environment, final SwitchConnection connection, final TofinoOptions options)
@@ -54,7 +66,9 @@ public final class TofinoBackend implements Backend
         this.ranges = new SlotRanges(options.registers());
         this.capabilities = new BackendCapabilities(BackendCapabilities.typeSet(ElementType.INT32, ElementType.FLOAT32),
             P4Names.LANES_PER_PASS, P4Names.LANES_PER_PASS * P4Names.MAX_PASSES, P4Names.MAX_WORLD, 2L * options.registers(), 0, true, true);
-        connection.onReconnected(this::removeLeftovers);
+        connection.addReconnectStep(this::readmit);
+        connection.addReconnectStep(control -> removeLeftovers(control, 0));
+        connection.addUpkeepStep(control -> removeLeftovers(control, LEFTOVER_RETRY_NS));
     }
 
     public String name()
@@ -119,6 +133,7 @@ public final class TofinoBackend implements Backend
         try
         {
             JobInstaller.admit(connection.control(), job.admission());
+            admitted.add(job);
         }
         catch (final PipelineException ex)
         {
@@ -128,28 +143,79 @@ public final class TofinoBackend implements Backend
         return job;
     }
 
+    synchronized void released(final TofinoJob job)
+    {
+        admitted.remove(job);
+    }
+
     /**
-     * A released job whose entries could not be removed (the session was down): removed after reconnecting.
+     * On a new session: admit again the jobs created and not yet joined (a switch that restarted empty lost their
+     * entries; one that kept them answers ALREADY_EXISTS). A job that had joined was aborted when the session was lost.
+     */
+    private void readmit(final PipelineControl control)
+    {
+        final List<TofinoJob> jobs;
+        synchronized (this)
+        {
+            jobs = new ArrayList<>(admitted);
+        }
+        for (final TofinoJob job : jobs)
+        {
+            try
+            {
+                job.readmit(control);
+            }
+            catch (final PipelineException ex)
+            {
+                // its activation will fail and abort it, naming the switch's message
+                environment.log().accept(name + ": admitting job " + job.jobId() + " again failed: " + ex.getMessage());
+            }
+        }
+    }
+
+    /**
+     * A released job whose entries could not be removed (the session was down, or the switch refused): removed by
+     * {@link #removeLeftovers} on the next session, or on this one at the next upkeep.
      */
     synchronized void removeLater(final TofinoJob job)
     {
         leftOnSwitch.add(job);
     }
 
-    private synchronized void removeLeftovers(final io.switchml.offload.tofino.PipelineControl control)
+    /**
+     * Remove what released jobs left on the switch, freeing their ranges; outside this backend's lock (P4Runtime
+     * calls take up to the timeout each, and CREATE must not wait for them).
+     *
+     * @param minIntervalNs do nothing if the last try was less than this long ago (upkeep); 0: now (a new session).
+     */
+    private void removeLeftovers(final PipelineControl control, final long minIntervalNs)
     {
-        for (final java.util.Iterator<TofinoJob> it = leftOnSwitch.iterator(); it.hasNext();)
+        final List<TofinoJob> pending;
+        synchronized (this)
         {
-            final TofinoJob job = it.next();
+            final long now = System.nanoTime();
+            if (leftOnSwitch.isEmpty() || (minIntervalNs > 0 && now - lastLeftoverTryNs < minIntervalNs))
+            {
+                return;
+            }
+            lastLeftoverTryNs = now;
+            pending = new ArrayList<>(leftOnSwitch);
+        }
+        for (final TofinoJob job : pending)
+        {
             try
             {
                 job.removeRemains(control);
-                it.remove();
+                synchronized (this)
+                {
+                    leftOnSwitch.remove(job);
+                }
             }
             catch (final PipelineException ex)
             {
-                environment.log().accept(name + ": removing a released job from the switch failed again: " + ex.getMessage() +
-                    " (its register range stays reserved)");
+                environment.log().accept(name + ": removing released job " + job.jobId() + " from the switch failed again: " +
+                    ex.getMessage() + " (its register range stays reserved; tried again in " +
+                    TimeUnit.NANOSECONDS.toSeconds(LEFTOVER_RETRY_NS) + " s)");
             }
         }
     }

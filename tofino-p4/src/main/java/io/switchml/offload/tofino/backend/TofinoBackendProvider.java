@@ -23,10 +23,12 @@ public final class TofinoBackendProvider implements BackendProvider
         final TofinoOptions options = TofinoOptions.parse(environment.options(), environment.optionPrefix(), false, P4Names.SLOTS);
         final SwitchConnection connection = Connections.remote(options, environment.optionPrefix(), TofinoBackend.NAME, environment.log());
         writeDataPorts(connection, environment);
-        connection.onReconnected(control -> control.writeValueSet(P4Names.DATA_PORTS, dataPortMembers(environment)));
+        connection.addReconnectStep(control -> control.writeValueSet(P4Names.DATA_PORTS, dataPortMembers(environment)));
         environment.log().accept("tofino: primary controller of " + connection.describe() + "; " + options.registers() +
             " slots, multicast groups " + options.firstGroup() + "-" + options.lastGroup());
-        return new TofinoBackend(TofinoBackend.NAME, environment, connection, options);
+        final TofinoBackend backend = new TofinoBackend(TofinoBackend.NAME, environment, connection, options);
+        connection.start();
+        return backend;
     }
 
     /**

@@ -6,6 +6,7 @@ import io.switchml.appliance.backend.ShardDataPath;
 import io.switchml.appliance.control.Job;
 import io.switchml.appliance.control.JobSpec;
 import io.switchml.offload.tofino.JobInstaller;
+import io.switchml.offload.tofino.PipelineControl;
 import io.switchml.offload.tofino.PipelineException;
 
 /**
@@ -50,6 +51,11 @@ final class TofinoJob implements BackendJob
         }
     }
 
+    int jobId()
+    {
+        return jobId;
+    }
+
     /**
      * @return the job as admitted at CREATE: id, geometry, pool base and group (no members yet).
      */
@@ -82,6 +88,7 @@ final class TofinoJob implements BackendJob
             return;
         }
         released = true;
+        backend.released(this);
         try
         {
             if (installed != null)
@@ -97,7 +104,7 @@ final class TofinoJob implements BackendJob
         catch (final PipelineException ex)
         {
             backend.environment().log().accept(backend.name() + ": removing job " + jobId + " from the switch failed: " +
-                ex.getMessage() + " (its register range stays reserved until the session is back and it is removed)");
+                ex.getMessage() + " (its register range stays reserved until a retry removes it)");
             backend.removeLater(this);
             return;
         }
@@ -105,9 +112,32 @@ final class TofinoJob implements BackendJob
     }
 
     /**
+     * On a new session after a lost one: this job's entry again if it was admitted and is still waiting for its ranks.
+     */
+    synchronized void readmit(final PipelineControl control) throws PipelineException
+    {
+        if (released || installed != null)
+        {
+            return;
+        }
+        try
+        {
+            JobInstaller.admit(control, admission());
+            backend.environment().log().accept(backend.name() + ": admitted job " + jobId + " again after reconnecting");
+        }
+        catch (final PipelineException ex)
+        {
+            if (!"ALREADY_EXISTS".equals(ex.code()))
+            {
+                throw ex;
+            }
+        }
+    }
+
+    /**
      * On a new session after a lost one: remove what this released job left on the switch, then free its range.
      */
-    synchronized void removeRemains(final io.switchml.offload.tofino.PipelineControl control) throws PipelineException
+    synchronized void removeRemains(final PipelineControl control) throws PipelineException
     {
         JobInstaller.removeRemains(control, installed != null ? installed : admission());
         backend.environment().log().accept(backend.name() + ": removed job " + jobId + " after reconnecting");

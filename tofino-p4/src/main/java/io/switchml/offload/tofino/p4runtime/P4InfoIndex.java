@@ -12,8 +12,10 @@ import p4.config.v1.P4InfoOuterClass.ValueSet;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -95,6 +97,11 @@ public final class P4InfoIndex
         for (final Map.Entry<String, Action> want : expected.actions.entrySet())
         {
             final Action have = named("action", want.getKey(), running.getActionsList(), a -> a.getPreamble().getName());
+            if (have.getParamsCount() != want.getValue().getParamsCount())
+            {
+                throw differs("action " + want.getKey() + " has " + have.getParamsCount() + " parameters, not " +
+                    want.getValue().getParamsCount());
+            }
             for (final Action.Param param : want.getValue().getParamsList())
             {
                 final Action.Param other = have.getParamsList().stream().filter(p -> p.getName().equals(param.getName()))
@@ -127,7 +134,12 @@ public final class P4InfoIndex
             }
             for (final p4.config.v1.P4InfoOuterClass.ActionRef ref : want.getValue().getActionRefsList())
             {
-                final String action = expected.actionsById.get(ref.getId()).getPreamble().getName();
+                final Action wanted = expected.actionsById.get(ref.getId());
+                if (wanted == null)
+                {
+                    continue; // an action of the compiler's own (NoAction) in an index that was resolved already
+                }
+                final String action = expected.canonical(wanted.getPreamble().getName());
                 final int id = resolved.actions.get(action).getPreamble().getId();
                 if (have.getActionRefsList().stream().noneMatch(r -> r.getId() == id))
                 {
@@ -143,10 +155,10 @@ public final class P4InfoIndex
         for (final Map.Entry<String, Register> want : expected.registers.entrySet())
         {
             final Register have = named("register", want.getKey(), running.getRegistersList(), r -> r.getPreamble().getName());
-            if (!sameCellType(have, want.getValue()))
+            if (!sameCellType(running, have, expected.info, want.getValue()))
             {
-                throw differs("register " + want.getKey() + " cells are " + TextFormat.shortDebugString(have.getTypeSpec()) +
-                    ", not " + TextFormat.shortDebugString(want.getValue().getTypeSpec()));
+                throw differs("register " + want.getKey() + " cells are " + cellText(running, have) + ", not " +
+                    cellText(expected.info, want.getValue()));
             }
             if (have.getSize() < want.getValue().getSize())
             {
@@ -156,14 +168,18 @@ public final class P4InfoIndex
         }
         for (final Map.Entry<String, ValueSet> want : expected.valueSets.entrySet())
         {
-            final ValueSet have = named("value set", want.getKey(), running.getValueSetsList(), v -> v.getPreamble().getName());
-            final String fields = want.getValue().getMatchList().stream().map(f -> f.getName() + "/" + f.getBitwidth() + "/" +
-                f.getMatchType()).toList().toString();
-            final String haveFields = have.getMatchList().stream().map(f -> f.getName() + "/" + f.getBitwidth() + "/" +
-                f.getMatchType()).toList().toString();
-            if (!fields.equals(haveFields))
+            ValueSet have = named("value set", want.getKey(), running.getValueSetsList(), v -> v.getPreamble().getName());
+            // p4c names no field of a value_set<bit<W>> and gives no match kind; bf-p4c's standard externs may give no
+            // field at all: compare widths where it gives them, else take ours (one field, id 1)
+            if (have.getMatchCount() == 0)
             {
-                throw differs("value set " + want.getKey() + " matches " + haveFields + ", not " + fields);
+                have = have.toBuilder().addAllMatch(want.getValue().getMatchList()).build();
+            }
+            final List<Integer> widths = want.getValue().getMatchList().stream().map(MatchField::getBitwidth).toList();
+            final List<Integer> haveWidths = have.getMatchList().stream().map(MatchField::getBitwidth).toList();
+            if (!widths.equals(haveWidths))
+            {
+                throw differs("value set " + want.getKey() + " holds members of " + haveWidths + " bits, not " + widths);
             }
             if (have.getSize() < want.getValue().getSize())
             {
@@ -210,7 +226,7 @@ public final class P4InfoIndex
         canonicalNames.put(runningName, canonical);
     }
 
-    private static <T> T named(final String kind, final String name, final java.util.List<T> candidates,
+    private static <T> T named(final String kind, final String name, final List<T> candidates,
         final java.util.function.Function<T, String> nameOf) throws PipelineException
     {
         T found = null;
@@ -233,7 +249,7 @@ public final class P4InfoIndex
         return found;
     }
 
-    private static boolean sameCellType(final Register a, final Register b)
+    private static boolean sameCellType(final P4Info aInfo, final Register a, final P4Info bInfo, final Register b)
     {
         final p4.config.v1.P4Types.P4DataTypeSpec x = a.getTypeSpec();
         final p4.config.v1.P4Types.P4DataTypeSpec y = b.getTypeSpec();
@@ -241,8 +257,49 @@ public final class P4InfoIndex
         {
             return x.hasBitstring() && y.hasBitstring() && x.getBitstring().equals(y.getBitstring());
         }
-        // a struct (our pair_t of two 32-bit halves): the compiler may name it after its own scope
-        return x.hasStruct() && y.hasStruct();
+        // a struct (our pair_t of two 32-bit halves): the compiler may name it after its own scope, so compare the
+        // members' widths as its type_info declares them
+        return x.hasStruct() && y.hasStruct() && structWidths(aInfo, x.getStruct().getName()) != null &&
+            structWidths(aInfo, x.getStruct().getName()).equals(structWidths(bInfo, y.getStruct().getName()));
+    }
+
+    private static String cellText(final P4Info info, final Register register)
+    {
+        final p4.config.v1.P4Types.P4DataTypeSpec type = register.getTypeSpec();
+        if (type.hasBitstring() && type.getBitstring().hasBit())
+        {
+            return "bit<" + type.getBitstring().getBit().getBitwidth() + ">";
+        }
+        if (type.hasStruct())
+        {
+            final List<Integer> widths = structWidths(info, type.getStruct().getName());
+            return "struct " + type.getStruct().getName() + (widths == null ? " (not in its type_info)" :
+                " of " + String.join(", ", widths.stream().map(w -> "bit<" + w + ">").toList()));
+        }
+        return TextFormat.shortDebugString(type);
+    }
+
+    /**
+     * @return the bit widths of a struct's members as the P4Info's type_info declares them, or null when it does not
+     * (or a member is not a bit string).
+     */
+    private static List<Integer> structWidths(final P4Info info, final String name)
+    {
+        final p4.config.v1.P4Types.P4StructTypeSpec struct = info.getTypeInfo().getStructsMap().get(name);
+        if (struct == null)
+        {
+            return null;
+        }
+        final List<Integer> widths = new ArrayList<>();
+        for (final p4.config.v1.P4Types.P4StructTypeSpec.Member member : struct.getMembersList())
+        {
+            if (!member.getTypeSpec().hasBitstring() || !member.getTypeSpec().getBitstring().hasBit())
+            {
+                return null;
+            }
+            widths.add(member.getTypeSpec().getBitstring().getBit().getBitwidth());
+        }
+        return widths;
     }
 
     private static PipelineException differs(final String what)

@@ -235,14 +235,14 @@ final class P4RuntimeCodec
                 final List<byte[]> members = new ArrayList<>();
                 for (final ValueSetMember member : entry.getMembersList())
                 {
-                    if (member.getMatchCount() != 1 || !member.getMatch(0).hasExact() ||
-                        member.getMatch(0).getFieldId() != valueSet.getMatch(0).getId())
+                    final P4InfoOuterClass.MatchField field = valueSet.getMatch(0);
+                    if (member.getMatchCount() != 1 || !member.getMatch(0).hasExact() || member.getMatch(0).getFieldId() != field.getId())
                     {
                         throw new PipelineException("INVALID_ARGUMENT", valueSet.getPreamble().getName() + " members are one exact " +
-                            valueSet.getMatch(0).getName());
+                            "match of field " + field.getId());
                     }
-                    members.add(checked(member.getMatch(0).getExact().getValue(), valueSet.getMatch(0).getBitwidth(),
-                        valueSet.getMatch(0).getName()));
+                    members.add(checked(member.getMatch(0).getExact().getValue(), field.getBitwidth(),
+                        valueSet.getPreamble().getName() + " member"));
                 }
                 pipeline.writeValueSet(index.canonical(valueSet.getPreamble().getName()), members);
             }

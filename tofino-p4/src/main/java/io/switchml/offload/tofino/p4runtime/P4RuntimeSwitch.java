@@ -2,13 +2,16 @@ package io.switchml.offload.tofino.p4runtime;
 
 import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.grpc.ChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
+import io.grpc.TlsChannelCredentials;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.protobuf.StatusProto;
 import io.grpc.stub.StreamObserver;
 import io.switchml.offload.tofino.PipelineControl;
 import io.switchml.offload.tofino.PipelineException;
+import io.switchml.protocol.ControlTls;
 import p4.v1.P4RuntimeGrpc;
 import p4.v1.P4RuntimeOuterClass.Error;
 import p4.v1.P4RuntimeOuterClass.ForwardingPipelineConfig;
@@ -23,6 +26,7 @@ import p4.v1.P4RuntimeOuterClass.Uint128;
 import p4.v1.P4RuntimeOuterClass.Update;
 import p4.v1.P4RuntimeOuterClass.WriteRequest;
 
+import java.nio.file.Path;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -115,7 +119,7 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
      * As {@link #connect(String, int, long, long, long, P4InfoIndex, byte[])}, over TLS when credentials are given
      * ({@link #tls}), else plaintext.
      */
-    public static P4RuntimeSwitch connect(final String host, final int port, final io.grpc.ChannelCredentials credentials,
+    public static P4RuntimeSwitch connect(final String host, final int port, final ChannelCredentials credentials,
         final long deviceId, final long electionId, final long timeoutMs, final P4InfoIndex index, final byte[] pipelineConfig)
         throws PipelineException
     {
@@ -132,14 +136,13 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
      *
      * @throws IllegalArgumentException naming the file that cannot be read.
      */
-    public static io.grpc.ChannelCredentials tls(final java.nio.file.Path trustedPem, final java.nio.file.Path keystore,
-        final java.nio.file.Path passwordFile)
+    public static ChannelCredentials tls(final Path trustedPem, final Path keystore, final Path passwordFile)
     {
-        final io.grpc.TlsChannelCredentials.Builder builder = io.grpc.TlsChannelCredentials.newBuilder()
-            .trustManager(io.switchml.protocol.ControlTls.trustManagers(trustedPem));
+        final TlsChannelCredentials.Builder builder = TlsChannelCredentials.newBuilder()
+            .trustManager(ControlTls.trustManagers(trustedPem));
         if (keystore != null)
         {
-            builder.keyManager(io.switchml.protocol.ControlTls.keyManagers(keystore, passwordFile));
+            builder.keyManager(ControlTls.keyManagers(keystore, passwordFile));
         }
         return builder.build();
     }
@@ -187,8 +190,9 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
         catch (final ExecutionException | TimeoutException ex)
         {
             session.close();
-            final Throwable cause = ex instanceof ExecutionException ? ex.getCause() : ex;
-            throw new PipelineException("UNAVAILABLE", "switch " + target + " not reachable within " + timeoutMs + " ms: " + describe(cause));
+            throw new PipelineException("UNAVAILABLE", ex instanceof ExecutionException ?
+                "switch " + target + " not reachable: " + describe(ex.getCause()) :
+                "switch " + target + " not reachable within " + timeoutMs + " ms");
         }
         catch (final StatusRuntimeException ex)
         {
@@ -313,13 +317,42 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
         return new PipelineException(ex.getStatus().getCode().name(), "switch " + target + ": " + describe(ex));
     }
 
+    /**
+     * @return a failure in one line (gRPC's descriptions can carry the channel pipeline on further lines, and this
+     * text ends up in control replies and logs), with the transport's own cause when there is one: a refused TLS
+     * handshake or a refused connection is what an operator can act on.
+     */
     private static String describe(final Throwable error)
     {
         if (error instanceof StatusRuntimeException status)
         {
-            return status.getStatus().getCode() + (status.getStatus().getDescription() != null ? " " + status.getStatus().getDescription() : "");
+            final String description = status.getStatus().getDescription();
+            final String text = status.getStatus().getCode() + (description != null ? " " + firstLine(description) : "");
+            Throwable cause = status.getStatus().getCause() != null ? status.getStatus().getCause() : status.getCause();
+            String tls = null;
+            String root = null;
+            for (int depth = 0; cause != null && depth < 10; depth++, cause = cause.getCause())
+            {
+                final String message = cause.getMessage() != null ? firstLine(cause.getMessage()) : cause.getClass().getSimpleName();
+                if (cause instanceof javax.net.ssl.SSLException && tls == null)
+                {
+                    tls = message;
+                }
+                root = message;
+            }
+            if (tls != null)
+            {
+                return text + ": TLS handshake failed: " + (root != null && !root.equals(tls) ? tls + ": " + root : tls);
+            }
+            return root != null && !text.contains(root) ? text + ": " + root : text;
         }
-        return error == null ? "" : error.getClass().getSimpleName() + (error.getMessage() != null ? " " + error.getMessage() : "");
+        return error == null ? "" : error.getClass().getSimpleName() + (error.getMessage() != null ? " " + firstLine(error.getMessage()) : "");
+    }
+
+    private static String firstLine(final String text)
+    {
+        final int newline = text.indexOf('\n');
+        return (newline < 0 ? text : text.substring(0, newline)).strip();
     }
 
     public void close()

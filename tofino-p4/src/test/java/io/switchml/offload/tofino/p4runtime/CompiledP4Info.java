@@ -15,8 +15,8 @@ import java.util.Map;
  * Our hand-written P4Info as a compiler would hand it over: every table, action and register named after the
  * pipeline instance ({@code pipe.SwitchMLIngress.job_table}, as bf-p4c names a TNA program's), numbered otherwise
  * (the type prefix byte kept, the rest changed), in another order, and with a table and an action of its own that
- * the control plane does not use. Not bf-p4c's output (no compiler here): the differences a control plane that
- * matched P4Infos for equality would refuse.
+ * the control plane does not use, and its value set with no field declared. Not bf-p4c's output (no compiler
+ * here): the differences a control plane that matched P4Infos for equality would refuse.
  */
 public final class CompiledP4Info
 {
@@ -58,8 +58,9 @@ public final class CompiledP4Info
         }
         for (final ValueSet valueSet : ours.getValueSetsList())
         {
+            // as bf-p4c's standard externs may write it: a preamble and a size, no field
             compiled.addValueSets(valueSet.toBuilder().setPreamble(renamed(valueSet.getPreamble(),
-                valueSet.getPreamble().getId() ^ RENUMBER)));
+                valueSet.getPreamble().getId() ^ RENUMBER)).clearMatch());
         }
         compiled.addTables(Table.newBuilder().setPreamble(Preamble.newBuilder().setId(0x02_00_7F_01)
             .setName("pipe.SwitchMLIngress.port_forward").setAlias("port_forward"))

@@ -102,6 +102,17 @@ final class P4RuntimeModelTest
             installAggregateAndRemove(session, compiledModel);
         }
 
+        // a switch that already runs the compiled program, checked against the compiler's P4Info given with it (what
+        // the backend does after a lost session before it would push again)
+        final TofinoModel runningModel = new TofinoModel(DATA_PORT);
+        try (ModelP4RuntimeServer runningSwitch = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", 0), 1,
+                P4InfoIndex.resolve(compiled, P4InfoIndex.switchml()), runningModel, lock);
+            P4RuntimeSwitch session = P4RuntimeSwitch.connect("127.0.0.1", runningSwitch.port(), 1, 10, 2000,
+                P4InfoIndex.resolve(compiled, P4InfoIndex.switchml()), null))
+        {
+            installAggregateAndRemove(session, runningModel);
+        }
+
         // pushing the compiled program with the compiler's P4Info, checked against ours first
         final TofinoModel pushedModel = new TofinoModel(DATA_PORT);
         try (ModelP4RuntimeServer pushedSwitch = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", 0), 1,
@@ -127,8 +138,25 @@ final class P4RuntimeModelTest
                 narrow.getRegistersBuilder(i).getTypeSpecBuilder().getBitstringBuilder().getBitBuilder().setBitwidth(16);
             }
         }
-        assertRefused(narrow.build(), "register " + P4Names.COUNT + " cells are bitstring { bit { bitwidth: 16 } }, not " +
-            "bitstring { bit { bitwidth: 32 } }");
+        assertRefused(narrow.build(), "register " + P4Names.COUNT + " cells are bit<16>, not bit<32>");
+        final P4Info.Builder halves = compiled.toBuilder();
+        halves.getTypeInfoBuilder().putStructs("pair_t", compiled.getTypeInfo().getStructsOrThrow("pair_t").toBuilder()
+            .setMembers(1, compiled.getTypeInfo().getStructsOrThrow("pair_t").getMembers(1).toBuilder().setTypeSpec(
+                compiled.getTypeInfo().getStructsOrThrow("pair_t").getMembers(1).getTypeSpec().toBuilder().setBitstring(
+                    p4.config.v1.P4Types.P4BitstringLikeTypeSpec.newBuilder().setBit(
+                        p4.config.v1.P4Types.P4BitTypeSpec.newBuilder().setBitwidth(16))))).build());
+        assertRefused(halves.build(), "register " + P4Names.SEEN + " cells are struct pair_t of bit<32>, bit<16>, not struct pair_t " +
+            "of bit<32>, bit<32>");
+        final P4Info.Builder params = compiled.toBuilder();
+        for (int i = 0; i < params.getActionsCount(); i++)
+        {
+            if (params.getActions(i).getPreamble().getName().equals("pipe." + P4Names.SET_DEST))
+            {
+                params.getActionsBuilder(i).addParams(p4.config.v1.P4InfoOuterClass.Action.Param.newBuilder().setId(9)
+                    .setName("ttl").setBitwidth(8));
+            }
+        }
+        assertRefused(params.build(), "action " + P4Names.SET_DEST + " has 3 parameters, not 2");
         final P4Info.Builder key = compiled.toBuilder();
         for (int i = 0; i < key.getTablesCount(); i++)
         {

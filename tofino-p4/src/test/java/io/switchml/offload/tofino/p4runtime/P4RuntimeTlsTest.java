@@ -61,11 +61,31 @@ final class P4RuntimeTlsTest
             final PipelineException plaintext = assertThrows(PipelineException.class,
                 () -> P4RuntimeSwitch.connect("127.0.0.1", server.port(), 1, 11, 2000, P4InfoIndex.switchml(), null));
             assertEquals("UNAVAILABLE", plaintext.code());
+            assertTrue(plaintext.getMessage().contains("switch 127.0.0.1:" + server.port() + " not reachable: UNAVAILABLE"),
+                plaintext.getMessage());
             final PipelineException untrusted = assertThrows(PipelineException.class, () -> P4RuntimeSwitch.connect("127.0.0.1",
                 server.port(), P4RuntimeSwitch.tls(otherPem, null, null), 1, 12, 2000, P4InfoIndex.switchml(), null));
             assertEquals("UNAVAILABLE", untrusted.code());
-            assertTrue(untrusted.getMessage().contains("switch 127.0.0.1:" + server.port() + " (TLS) not reachable"),
-                untrusted.getMessage());
+            assertTrue(untrusted.getMessage().contains("switch 127.0.0.1:" + server.port() + " (TLS) not reachable: ") &&
+                untrusted.getMessage().contains("TLS handshake failed: ") &&
+                untrusted.getMessage().contains("unable to find valid certification path"), untrusted.getMessage());
+            assertTrue(!untrusted.getMessage().contains("\n"), "one line: it may end up in a control reply");
+        }
+    }
+
+    @Test
+    void aCertificateThatDoesNotNameTheSwitchIsRefused() throws Exception
+    {
+        final Path elsewhere = SwitchCertificates.create(dir, "elsewhere", "dns:switch.example");
+        final ServerCredentials tls = TlsServerCredentials.newBuilder().keyManager(ControlTls.keyManagers(
+            SwitchCertificates.keystore(dir, "elsewhere"), SwitchCertificates.password(dir, "elsewhere"))).build();
+        try (ModelP4RuntimeServer server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", 0), 1, P4InfoIndex.switchml(),
+            new TofinoModel(7471), lock, tls))
+        {
+            final PipelineException wrongName = assertThrows(PipelineException.class, () -> P4RuntimeSwitch.connect("127.0.0.1",
+                server.port(), P4RuntimeSwitch.tls(elsewhere, null, null), 1, 10, 2000, P4InfoIndex.switchml(), null));
+            assertTrue(wrongName.getMessage().contains("TLS handshake failed: ") &&
+                wrongName.getMessage().contains("No subject alternative names matching IP address 127.0.0.1"), wrongName.getMessage());
         }
     }
 
@@ -84,11 +104,14 @@ final class P4RuntimeTlsTest
         {
             final PipelineException anonymous = assertThrows(PipelineException.class, () -> P4RuntimeSwitch.connect("127.0.0.1",
                 server.port(), P4RuntimeSwitch.tls(switchPem, null, null), 1, 10, 2000, P4InfoIndex.switchml(), null));
-            assertEquals("UNAVAILABLE", anonymous.code(), anonymous.getMessage());
+            assertTrue(anonymous.getMessage().contains("TLS handshake failed: ") &&
+                anonymous.getMessage().contains("CERTIFICATE_REQUIRED"), anonymous.getMessage());
             final PipelineException stranger = assertThrows(PipelineException.class, () -> P4RuntimeSwitch.connect("127.0.0.1",
                 server.port(), P4RuntimeSwitch.tls(switchPem, SwitchCertificates.keystore(dir, "stranger"),
                     SwitchCertificates.password(dir, "stranger")), 1, 11, 2000, P4InfoIndex.switchml(), null));
-            assertEquals("UNAVAILABLE", stranger.code(), stranger.getMessage());
+            assertTrue(stranger.getMessage().contains("TLS handshake failed: ") &&
+                stranger.getMessage().contains("CERTIFICATE_REQUIRED"), "a certificate the switch does not trust is not offered: " +
+                stranger.getMessage());
             try (P4RuntimeSwitch session = P4RuntimeSwitch.connect("127.0.0.1", server.port(), P4RuntimeSwitch.tls(switchPem,
                 SwitchCertificates.keystore(dir, "controller"), SwitchCertificates.password(dir, "controller")), 1, 12, 2000,
                 P4InfoIndex.switchml(), null))

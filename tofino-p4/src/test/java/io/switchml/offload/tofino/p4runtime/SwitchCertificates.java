@@ -19,11 +19,19 @@ public final class SwitchCertificates
      */
     public static Path create(final Path dir, final String name) throws Exception
     {
+        return create(dir, name, "ip:127.0.0.1,dns:localhost");
+    }
+
+    /**
+     * @param san keytool's subject alternative names ("dns:switch.example" for one that does not name this host).
+     */
+    public static Path create(final Path dir, final String name, final String san) throws Exception
+    {
         final String keytool = Path.of(ProcessHandle.current().info().command().orElseThrow()).resolveSibling("keytool").toString();
         final Path keystore = keystore(dir, name);
         final Path pem = dir.resolve(name + ".pem");
         run(keytool, "-genkeypair", "-alias", name, "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=" + name,
-            "-ext", "SAN=ip:127.0.0.1,dns:localhost", "-validity", "2", "-storetype", "PKCS12", "-keystore", keystore.toString(),
+            "-ext", "SAN=" + san, "-validity", "2", "-storetype", "PKCS12", "-keystore", keystore.toString(),
             "-storepass", "pass-" + name, "-keypass", "pass-" + name);
         run(keytool, "-exportcert", "-rfc", "-alias", name, "-keystore", keystore.toString(), "-storepass", "pass-" + name,
             "-file", pem.toString());
