@@ -203,10 +203,35 @@ public final class Appliance implements AutoCloseable
         journal.offerFault(JournalSeverity.INFO, JournalRecord.NO_JOB_ID, null, null, line);
     }
 
-    private void onFallback(final String backend, final String reason)
+    /** Distinct fallback reason classes counted per backend; later ones are counted as "other". */
+    static final int MAX_FALLBACK_REASONS = 32;
+
+    void onFallback(final String backend, final String reason)
     {
-        fallbackCounters.computeIfAbsent(backend + "\n" + reason,
-            key -> telemetry.countersFile().allocateBackendCounter(backend, "fallbacks", reason)).increment();
+        final String reasonClass = fallbackClass(reason);
+        AtomicCounter counter = fallbackCounters.get(backend + "\n" + reasonClass);
+        if (counter == null)
+        {
+            synchronized (fallbackCounters)
+            {
+                final long classes = fallbackCounters.keySet().stream().filter(key -> key.startsWith(backend + "\n")).count();
+                final String label = classes < MAX_FALLBACK_REASONS - 1 ? reasonClass : "other";
+                counter = fallbackCounters.computeIfAbsent(backend + "\n" + label,
+                    key -> telemetry.countersFile().allocateBackendCounter(backend, "fallbacks", label));
+            }
+        }
+        counter.increment();
+    }
+
+    /**
+     * @return the reason as a metric label of bounded cardinality: numbers become N and quoted names '*', since a
+     * client chooses both (k, s, its tenant) and each distinct label holds a counter for the appliance's lifetime.
+     * The full reason stays in the CREATE reply, JOBS and the journal.
+     */
+    static String fallbackClass(final String reason)
+    {
+        final String reasonClass = reason.replaceAll("'[^']*'", "'*'").replaceAll("\\d+", "N");
+        return reasonClass.length() > 160 ? reasonClass.substring(0, 160) : reasonClass;
     }
 
     /**

@@ -59,11 +59,15 @@ final class WorkerPlacementTest
             final int[] sum = tensor.clone();
             offloaded.allReduce(sum, sum);
             assertArrayEquals(tensor, sum, "one rank's sum through the switch model is its own tensor");
+            assertEquals(0, appliance.counter("slots_completed"), "no software shard aggregated it");
         }
         try (WorkerClient software = WorkerClient.connect(worker("wide", 1024)))
         {
             assertEquals("software (passed over: tofino-model: k=1024 exceeds 256)", software.placementDescription());
             assertEquals("software", software.backend());
+            final int[] tensor = {5, 6};
+            software.allReduce(tensor, tensor);
+            assertTrue(appliance.counter("slots_completed") > 0, "the shards count what they aggregate");
         }
         final AllReduceException refused = assertThrows(AllReduceException.class,
             () -> WorkerClient.connect(worker("named", 1024).backend("tofino-model")));

@@ -110,6 +110,12 @@ public final class JobRegistry
         {
             return limit;
         }
+        // the backend's own state first: one that is down or reconnecting says so, not that a quota was reached
+        final String refusal = backend.refusal(spec);
+        if (refusal != null)
+        {
+            return refusal;
+        }
         if (tenantOffloadSlots > 0 && !(backend instanceof SoftwareBackend))
         {
             final long[] usage = tenantUsage.get(spec.tenant());
@@ -120,7 +126,7 @@ public final class JobRegistry
                     "its quota of " + tenantOffloadSlots + " (switchml.appliance.tenant.offload.slots)";
             }
         }
-        return backend.refusal(spec);
+        return null;
     }
 
     private static long offloadSlots(final JobSpec spec)
@@ -306,9 +312,19 @@ public final class JobRegistry
             nextJobId++;
             final String jobToken = token != null ? token : HexFormat.of().formatHex(randomBytes(16));
             final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[3]);
-            final Job job = new Job(jobId, spec, shardCount, jobToken, random.nextLong(), random.nextLong(),
-                System.currentTimeMillis() + spec.joinTimeoutMs(), telemetry.allocateJobCounters(jobId, spec.tenant(), spec.name()),
-                placement.backend().name(), placement.backendJob(), placement.fallback());
+            final Job job;
+            try
+            {
+                job = new Job(jobId, spec, shardCount, jobToken, random.nextLong(), random.nextLong(),
+                    System.currentTimeMillis() + spec.joinTimeoutMs(), telemetry.allocateJobCounters(jobId, spec.tenant(), spec.name()),
+                    placement.backend().name(), placement.backendJob(), placement.fallback());
+            }
+            catch (final RuntimeException ex)
+            {
+                // no counters left, say: give the backend its reservation back (a switch's range, an XDP slot range)
+                placement.backendJob().release();
+                throw ex;
+            }
             telemetry.system(SystemCounter.JOBS_CREATED).increment();
             jobs.put(job.jobId, job);
             jobsByName.put(key, job);

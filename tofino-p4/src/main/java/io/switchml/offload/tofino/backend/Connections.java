@@ -92,7 +92,9 @@ final class Connections
             }
             catch (final PipelineException ex)
             {
-                if (!"FAILED_PRECONDITION".equals(ex.code()))
+                // unreachable or another controller primary: a push would not help; anything else (another program,
+                // no program: FAILED_PRECONDITION, NOT_FOUND, UNKNOWN ...) calls for the push
+                if ("UNAVAILABLE".equals(ex.code()) || "PERMISSION_DENIED".equals(ex.code()))
                 {
                     throw ex;
                 }

@@ -48,6 +48,7 @@ final class ReconnectingSwitch implements SwitchConnection
     private ScheduledExecutorService timer;
     private volatile P4RuntimeSwitch session;
     private volatile String lastAttempt;
+    private volatile long generation;
     private long retryMs = FIRST_RETRY_MS;
     private long nextAttemptNs;
     private String loggedFailure;
@@ -97,6 +98,11 @@ final class ReconnectingSwitch implements SwitchConnection
     public String describe()
     {
         return "switch " + session.target() + " device " + session.deviceId();
+    }
+
+    public long generation()
+    {
+        return generation;
     }
 
     public void addReconnectStep(final SwitchConnection.Step step)
@@ -184,6 +190,7 @@ final class ReconnectingSwitch implements SwitchConnection
             return;
         }
         session = next;
+        generation++;
         lastAttempt = null;
         retryMs = FIRST_RETRY_MS;
         loggedFailure = null;

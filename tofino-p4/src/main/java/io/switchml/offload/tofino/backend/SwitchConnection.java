@@ -33,6 +33,15 @@ interface SwitchConnection extends AutoCloseable
     void close();
 
     /**
+     * @return how many times the session was re-established: a job installed under an earlier one may be gone from
+     * the switch.
+     */
+    default long generation()
+    {
+        return 0;
+    }
+
+    /**
      * A backend's step on a session: on a new one after a reconnection, before the backend uses it, or as upkeep.
      */
     @FunctionalInterface

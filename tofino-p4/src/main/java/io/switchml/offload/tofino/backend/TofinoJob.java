@@ -25,6 +25,8 @@ final class TofinoJob implements BackendJob
     private final int group;
     private JobInstaller.JobImage installed;
     private boolean released;
+    /** The session generation the job was installed on, or -1 before. */
+    private volatile long installedGeneration = -1;
 
     TofinoJob(final TofinoBackend backend, final int jobId, final JobSpec spec, final int base, final int group)
     {
@@ -40,8 +42,10 @@ final class TofinoJob implements BackendJob
         try
         {
             final JobInstaller.JobImage image = backend.image(job, jobId, base, group);
+            final long generation = backend.connection().generation();
             JobInstaller.attach(backend.connection().control(), image);
             installed = image;
+            installedGeneration = generation;
             backend.environment().log().accept(backend.name() + ": installed job " + jobId + " on " + backend.connection().describe() +
                 ": slots " + base + ".." + (base + spec.slots() - 1) + ", multicast group " + group + ", " + job.worldSize() + " ranks pinned");
         }
@@ -68,7 +72,14 @@ final class TofinoJob implements BackendJob
     public String poll(final long nowNs)
     {
         final String health = backend.health();
-        return health == null ? null : backend.name() + ": " + health;
+        if (health != null)
+        {
+            return backend.name() + ": " + health;
+        }
+        // a session lost and re-established between two polls: the switch may have restarted without this job
+        final long generation = installedGeneration;
+        return generation >= 0 && generation != backend.connection().generation() ? backend.name() + ": the session with " +
+            backend.connection().describe() + " was re-established since job " + jobId + " was installed; its entries may be gone" : null;
     }
 
     public boolean slotsInShards()
@@ -114,12 +125,17 @@ final class TofinoJob implements BackendJob
     /**
      * On a new session after a lost one: this job's entry again if it was admitted and is still waiting for its ranks.
      */
-    synchronized void readmit(final PipelineControl control) throws PipelineException
+    void readmit(final PipelineControl control) throws PipelineException
     {
-        if (released || installed != null)
+        synchronized (this)
         {
-            return;
+            if (released || installed != null)
+            {
+                return;
+            }
         }
+        // outside this job's lock: the last rank's JOIN must not wait for a switch that answers slowly; an
+        // activation in between finds the entry (ALREADY_EXISTS here otherwise)
         try
         {
             JobInstaller.admit(control, admission());

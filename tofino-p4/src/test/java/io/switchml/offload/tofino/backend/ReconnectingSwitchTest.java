@@ -56,7 +56,7 @@ final class ReconnectingSwitchTest
         final ReconnectingSwitch.Connector connector = () ->
         {
             connects.incrementAndGet();
-            return P4RuntimeSwitch.connect("127.0.0.1", port, 1, 1, 500, P4InfoIndex.switchml(), null);
+            return P4RuntimeSwitch.connect("127.0.0.1", port, 1, 1, 5_000, P4InfoIndex.switchml(), null);
         };
         final P4RuntimeSwitch first = connector.connect();
         connects.set(0);
@@ -74,6 +74,7 @@ final class ReconnectingSwitchTest
         {
             connection.check();
             assertNull(connection.health());
+            assertEquals(0, connection.generation());
             assertEquals(1, upkeeps.get(), "upkeep on a healthy session");
             assertEquals(0, connects.get());
 
@@ -120,11 +121,17 @@ final class ReconnectingSwitchTest
             assertTrue(log.getLast().contains("reconnected to 127.0.0.1:" + port), log.getLast());
             assertEquals(2, upkeeps.get(), "upkeep right after reconnecting");
 
+            assertEquals(1, connection.generation(), "one new session");
             connection.close();
             final int before = connects.get();
             connection.check();
             assertEquals(before, connects.get(), "nothing after close");
-            assertTrue(connection.session().health() != null, "the session closed with it");
+            final long closing = System.nanoTime() + 5_000_000_000L;
+            while (connection.session().health() == null)
+            {
+                assertTrue(System.nanoTime() < closing, "the session did not close with it");
+                Thread.sleep(10);
+            }
         }
         finally
         {
