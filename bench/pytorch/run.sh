@@ -2,7 +2,7 @@
 # bench/pytorch/run.sh: DDP step time of a ResNet-18-shaped CNN (11.2 M parameters, random data), 4 ranks,
 # with init_process_group("gloo"), ("switchml") and ("switchml") plus a synchronous comm hook (the old bridge).
 #
-#   bench/pytorch/run.sh [--steps 10] [--warmups 4] [--batch 8] [--modes gloo,switchml,switchml-sync]
+#   bench/pytorch/run.sh [--steps 10] [--warmups 4] [--batch 8] [--image 32] [--modes gloo,switchml,switchml-sync]
 #                        [--where loopback,rack] [--rate 1gbit] [--mac off|on] [--multicast on|off] [--bucket-mb 25]
 #                        [--repeat 1] [--agent-slots 64] [--compute cpu|emulated] [--compute-scale 1]
 #                        [--compute-profile FILE] [--offload none|xdp]
@@ -28,12 +28,13 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 PY=/usr/bin/python3
-STEPS=10 WARMUPS=4 BATCH=8 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25 REPEAT=1 AGENT_SLOTS=64 COMPUTE=cpu SCALE=1 PROFILE= OFFLOAD=none
+STEPS=10 WARMUPS=4 BATCH=8 IMAGE=32 MODES=gloo,switchml,switchml-sync WHERE=loopback RATE=1gbit MAC=off MULTICAST=on BUCKET_MB=25 REPEAT=1 AGENT_SLOTS=64 COMPUTE=cpu SCALE=1 PROFILE= OFFLOAD=none
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
     --warmups) WARMUPS=$2; shift 2 ;;
     --batch) BATCH=$2; shift 2 ;;
+    --image) IMAGE=$2; shift 2 ;;
     --modes) MODES=$2; shift 2 ;;
     --where) WHERE=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
@@ -93,7 +94,7 @@ stop_appliance() {
   kill "$APPLIANCE_PID" 2>/dev/null; wait "$APPLIANCE_PID" 2>/dev/null || true; APPLIANCE_PID=
 }
 
-bench_args() { echo "--steps $STEPS --warmups $WARMUPS --batch $BATCH --bucket-mb $BUCKET_MB --compute $COMPUTE$([ "$COMPUTE" = cpu ] || echo " --compute-scale $SCALE --compute-profile ${PROFILE:-$WORK/compute-profile.json}")"; }
+bench_args() { echo "--steps $STEPS --warmups $WARMUPS --batch $BATCH --image $IMAGE --bucket-mb $BUCKET_MB --compute $COMPUTE$([ "$COMPUTE" = cpu ] || echo " --compute-scale $SCALE --compute-profile ${PROFILE:-$WORK/compute-profile.json}")"; }
 
 loopback() {
   start_appliance "" 127.0.0.1
@@ -160,7 +161,7 @@ rack() {
 }
 
 {
-echo "# mac=$MAC multicast(rack)=$MULTICAST agent_slots(rack)=$AGENT_SLOTS bucket_mb=$BUCKET_MB compute=$COMPUTE compute_scale=$SCALE offload=$OFFLOAD steps=$STEPS warmups=$WARMUPS batch=$BATCH"
+echo "# mac=$MAC multicast(rack)=$MULTICAST agent_slots(rack)=$AGENT_SLOTS bucket_mb=$BUCKET_MB compute=$COMPUTE compute_scale=$SCALE offload=$OFFLOAD steps=$STEPS warmups=$WARMUPS batch=$BATCH image=$IMAGE"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(getconf _NPROCESSORS_ONLN) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), torch $("$PY" -c 'import torch; print(torch.__version__)'), commit $(git -C "$ROOT" rev-parse --short HEAD)"
 for where in ${WHERE//,/ }; do
   case "$where" in
