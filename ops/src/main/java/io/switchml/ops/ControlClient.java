@@ -78,6 +78,28 @@ final class ControlClient implements AutoCloseable
     }
 
     /**
+     * @return why each backend that is down is down ({@code BACKENDS}, an operator's verb), by name; empty when the
+     * appliance does not answer it (an older appliance, or a tenant's credential).
+     */
+    Map<String, String> backendFailures() throws IOException
+    {
+        final Map<String, String> failures = new java.util.LinkedHashMap<>();
+        for (final String line : requestUntilEnd(ControlProtocol.BACKENDS + auth(), ControlProtocol.END))
+        {
+            final Map<String, String> fields = ControlProtocol.parse(line);
+            if (ControlProtocol.ERR.equals(fields.get("")))
+            {
+                return Map.of();
+            }
+            if ("BACKEND".equals(fields.get("")) && "0".equals(fields.get("up")) && fields.containsKey("reason"))
+            {
+                failures.put(fields.get("name"), fields.get("reason"));
+            }
+        }
+        return failures;
+    }
+
+    /**
      * Abort a job by id.
      *
      * @throws OpsException with the appliance's message when it refuses (no such job).

@@ -53,10 +53,12 @@ final class StatusCommand extends OpsSubcommand
             final Map<String, String> health;
             final List<Map<String, String>> jobs;
             final int controlPort = target.controlPort();
+            final Map<String, String> failures;
             try (ControlClient control = target.control())
             {
                 health = control.health();
                 jobs = control.jobs();
+                failures = health.getOrDefault("backendsDown", "").isEmpty() ? Map.of() : control.backendFailures();
             }
             final Map<String, Long> system = systemCounters(CounterRow.read(counters));
 
@@ -69,6 +71,10 @@ final class StatusCommand extends OpsSubcommand
             status.put("transport", health.get("transport"));
             status.put("control_security", controlSecurity(health.get("tls"), health.get("auth")));
             status.put("backends", backends(health.get("backends"), health.get("backendsDown")));
+            if (!failures.isEmpty())
+            {
+                status.put("backend_failures", failures);
+            }
             final int shardCount = (int)parseLong(health.get("shards"));
             final List<Map<String, Object>> shards = new ArrayList<>();
             final List<ShardThreads.ShardThread> threads = ShardThreads.of(pid);
@@ -258,9 +264,11 @@ final class StatusCommand extends OpsSubcommand
         final Map<String, Object> backends = (Map<String, Object>)status.get("backends");
         if (backends != null && !backends.isEmpty())
         {
+            final Map<String, Object> failures = (Map<String, Object>)status.getOrDefault("backend_failures", Map.of());
             out.printf(row, "backends", String.join(", ", backends.entrySet().stream()
-                .map(entry -> entry.getKey() + " " + entry.getValue()).toList()) +
-                (backends.containsValue("down") ? " (why: the appliance's log, `switchml ops events`)" : ""));
+                .map(entry -> entry.getKey() + " " + entry.getValue() +
+                    (failures.containsKey(entry.getKey()) ? " (" + failures.get(entry.getKey()) + ")" : "")).toList()) +
+                (backends.containsValue("down") && failures.isEmpty() ? " (why: the appliance's log, `switchml ops events`)" : ""));
         }
         out.printf(row, "shards", shards.size() + " on " + status.get("transport"));
         for (final Map<String, Object> shard : shards)

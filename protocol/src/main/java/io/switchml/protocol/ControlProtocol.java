@@ -19,7 +19,7 @@ import java.util.Map;
  *            | ERR message=...                                    (refused, with the reason)
  * worker    -&gt; LEAVE | ABORT reason=...                          (orderly goodbye, or give up)
  * appliance -&gt; ABORT job=7 reason=...                            (job ended abnormally)
- * operator  -&gt; HEALTH | JOBS | STATS | ABORTJOB job=7 reason=...
+ * operator  -&gt; HEALTH | JOBS | STATS | BACKENDS | ABORTJOB job=7 reason=...
  * </pre>
  * Values may not contain spaces except {@code message}, {@code reason} and {@code fallback}, which run to the
  * end of the line (so they come last).
@@ -36,6 +36,8 @@ public final class ControlProtocol
     public static final String HEALTH = "HEALTH";
     public static final String JOBS = "JOBS";
     public static final String STATS = "STATS";
+    /** The aggregation backends, one {@code BACKEND name=... up=1|0 [reason=...]} line each, then END. */
+    public static final String BACKENDS = "BACKENDS";
     public static final String END = "END";
 
     private ControlProtocol()

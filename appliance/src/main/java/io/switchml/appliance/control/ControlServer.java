@@ -68,6 +68,7 @@ public final class ControlServer implements AutoCloseable
         ControlProtocol.HEALTH, Set.of(""),
         ControlProtocol.JOBS, Set.of("", "auth"),
         ControlProtocol.STATS, Set.of("", "auth"),
+        ControlProtocol.BACKENDS, Set.of("", "auth"),
         ControlProtocol.ABORT_JOB, Set.of("", "job", "reason", "auth", "token"));
 
     private final Limits limits;
@@ -320,7 +321,7 @@ public final class ControlServer implements AutoCloseable
         final ControlCredentials.Credential credential = known == null ? null : known.find(message.get("auth"));
         final String verb = message.get("");
         if (known != null && credential == null && (ControlProtocol.CREATE.equals(verb) ||
-            ControlProtocol.JOBS.equals(verb) || ControlProtocol.STATS.equals(verb) ||
+            ControlProtocol.JOBS.equals(verb) || ControlProtocol.STATS.equals(verb) || ControlProtocol.BACKENDS.equals(verb) ||
             (ControlProtocol.ABORT_JOB.equals(verb) && message.get("token") == null)))
         {
             throw new JobRegistry.RefusedException(verb + " needs a credential: auth=SECRET of an operator or of the tenant" +
@@ -355,6 +356,21 @@ public final class ControlServer implements AutoCloseable
                 for (final String job : registry.describeJobs(tenantScope))
                 {
                     connection.send("JOB " + job);
+                }
+                connection.send(ControlProtocol.END);
+            }
+            case ControlProtocol.BACKENDS ->
+            {
+                // why a backend is down names infrastructure (a switch's address, an interface): operators only
+                if (tenantScope != null)
+                {
+                    throw new JobRegistry.RefusedException("BACKENDS takes an operator's credential");
+                }
+                for (final io.switchml.appliance.backend.Backend backend : registry.backends())
+                {
+                    final String failure = backend.health();
+                    connection.send("BACKEND name=" + backend.name() + " up=" + (failure == null ? 1 : 0) +
+                        (failure == null ? "" : " reason=" + failure.replace('\n', ' ').replace('\r', ' ')));
                 }
                 connection.send(ControlProtocol.END);
             }

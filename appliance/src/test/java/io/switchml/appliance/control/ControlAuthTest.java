@@ -133,6 +133,11 @@ class ControlAuthTest
         final List<String> own = requestAll("JOBS auth=" + TEAM_A);
         assertEquals(2, own.size(), own.toString());
         assertTrue(own.get(0).contains("name=a1"), own.toString());
+
+        // why a backend is down names infrastructure: operators only
+        assertTrue(request("BACKENDS").startsWith("ERR message=BACKENDS needs a credential"));
+        assertEquals("ERR message=BACKENDS takes an operator's credential", request("BACKENDS auth=" + TEAM_A));
+        assertEquals("BACKEND name=software up=1", request("BACKENDS auth=" + OPERATOR));
     }
 
     @Test

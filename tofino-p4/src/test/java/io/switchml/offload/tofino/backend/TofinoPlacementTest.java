@@ -94,12 +94,23 @@ final class TofinoPlacementTest
      */
     private String describe(final String job)
     {
+        return ops("jobs", "describe", job);
+    }
+
+    /**
+     * {@code switchml ops ARGS} against this appliance, in-process; returns what it printed.
+     */
+    private String ops(final String... args)
+    {
         final StringWriter out = new StringWriter();
         final StringWriter err = new StringWriter();
         final CommandLine ops = new CommandLine(new OpsCommand());
         ops.setOut(new PrintWriter(out, true));
         ops.setErr(new PrintWriter(err, true));
-        final int exit = ops.execute("jobs", "describe", job, "--dir=" + dir, "--control-port=" + appliance.controlPort());
+        final String[] all = java.util.Arrays.copyOf(args, args.length + 2);
+        all[args.length] = "--dir=" + dir;
+        all[args.length + 1] = "--control-port=" + appliance.controlPort();
+        final int exit = ops.execute(all);
         assertEquals(0, exit, () -> out + "\n" + err);
         return out.toString();
     }
@@ -219,6 +230,10 @@ final class TofinoPlacementTest
         final String text = describe("nosw");
         assertTrue(text.contains("backend         software (passed over: tofino: not started: switch 127.0.0.1:" + port +
             " not reachable: UNAVAILABLE"), text);
+        // and the operator's status says why the backend is down, not only that it is
+        final String status = ops("status");
+        assertTrue(status.contains("backends    tofino down (not started: switch 127.0.0.1:" + port + " not reachable: UNAVAILABLE") &&
+            status.contains("), software up"), status);
     }
 
     @Test
