@@ -25,7 +25,7 @@ final class Connections
     }
 
     static SwitchConnection remote(final TofinoOptions options, final String prefix, final String name,
-        final java.util.function.Consumer<String> log) throws BackendException
+        final java.util.function.Consumer<String> log, final Runnable reconnects) throws BackendException
     {
         byte[] config = null;
         if (options.pipelineConfig() != null)
@@ -103,7 +103,9 @@ final class Connections
         };
         try
         {
-            return new ReconnectingSwitch(name, first.connect(), again, log, System::nanoTime);
+            final ReconnectingSwitch connection = new ReconnectingSwitch(name, first.connect(), again, log, System::nanoTime);
+            connection.countReconnects(reconnects);
+            return connection;
         }
         catch (final PipelineException ex)
         {

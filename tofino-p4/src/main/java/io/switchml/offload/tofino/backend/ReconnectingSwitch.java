@@ -43,6 +43,7 @@ final class ReconnectingSwitch implements SwitchConnection
     private final Consumer<String> log;
     private final String name;
     private final LongSupplier nanoClock;
+    private Runnable onReconnected = () -> { };
     private final List<SwitchConnection.Step> reconnectSteps = new CopyOnWriteArrayList<>();
     private final List<SwitchConnection.Step> upkeepSteps = new CopyOnWriteArrayList<>();
     private ScheduledExecutorService timer;
@@ -103,6 +104,14 @@ final class ReconnectingSwitch implements SwitchConnection
     public long generation()
     {
         return generation;
+    }
+
+    /**
+     * @param counter told of each session re-established (the backend's reconnects metric).
+     */
+    void countReconnects(final Runnable counter)
+    {
+        this.onReconnected = counter;
     }
 
     public void addReconnectStep(final SwitchConnection.Step step)
@@ -191,6 +200,7 @@ final class ReconnectingSwitch implements SwitchConnection
         }
         session = next;
         generation++;
+        onReconnected.run();
         lastAttempt = null;
         retryMs = FIRST_RETRY_MS;
         loggedFailure = null;

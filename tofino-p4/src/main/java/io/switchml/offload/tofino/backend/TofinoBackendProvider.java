@@ -21,7 +21,9 @@ public final class TofinoBackendProvider implements BackendProvider
     {
         oneShard(environment, TofinoBackend.NAME);
         final TofinoOptions options = TofinoOptions.parse(environment.options(), environment.optionPrefix(), false, P4Names.SLOTS);
-        final SwitchConnection connection = Connections.remote(options, environment.optionPrefix(), TofinoBackend.NAME, environment.log());
+        final org.agrona.concurrent.status.AtomicCounter reconnects = environment.counter().apply("reconnects");
+        final SwitchConnection connection = Connections.remote(options, environment.optionPrefix(), TofinoBackend.NAME, environment.log(),
+            reconnects::increment);
         writeDataPorts(connection, environment);
         connection.addReconnectStep(control -> control.writeValueSet(P4Names.DATA_PORTS, dataPortMembers(environment)));
         environment.log().accept("tofino: primary controller of " + connection.describe() + "; " + options.registers() +

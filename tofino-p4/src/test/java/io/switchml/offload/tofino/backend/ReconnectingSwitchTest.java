@@ -61,6 +61,8 @@ final class ReconnectingSwitchTest
         final P4RuntimeSwitch first = connector.connect();
         connects.set(0);
         final ReconnectingSwitch connection = new ReconnectingSwitch("tofino", first, connector, log::add, clockNs::get);
+        final AtomicInteger reconnects = new AtomicInteger();
+        connection.countReconnects(reconnects::incrementAndGet);
         connection.addUpkeepStep(control -> upkeeps.incrementAndGet());
         connection.addReconnectStep(control ->
         {
@@ -122,6 +124,7 @@ final class ReconnectingSwitchTest
             assertEquals(2, upkeeps.get(), "upkeep right after reconnecting");
 
             assertEquals(1, connection.generation(), "one new session");
+            assertEquals(1, reconnects.get(), "counted once: the failed attempts are not reconnections");
             connection.close();
             final int before = connects.get();
             connection.check();

@@ -328,8 +328,9 @@ final class TofinoPlacementTest
             // the switch's agent goes away: new jobs go elsewhere saying why, and the job nobody joined is released
             // while the session is down, so its entry stays on the switch for now
             server.close();
-            final String during = awaitReply("CREATE name=during world=2 type=int32 k=64 s=4 mac=off", " fallback=tofino: ");
-            assertTrue(during.contains("reconnecting"), during);
+            // (a CREATE in the moment before the stream reports the loss falls back with the refused write instead)
+            final String during = awaitReply("CREATE name=during world=2 type=int32 k=64 s=4 mac=off", "; reconnecting");
+            assertTrue(during.contains(" backend=software fallback=tofino: P4Runtime stream to 127.0.0.1:" + port + " failed"), during);
             awaitGone("before");
             synchronized (lock)
             {
@@ -362,6 +363,12 @@ final class TofinoPlacementTest
             {
                 assertEquals(3, empty.tableEntries(P4Names.JOB_TABLE), "after and waiting admitted again, last written");
                 assertEquals(List.of(appliance.dataPort()), java.util.Arrays.stream(empty.dataPorts()).boxed().toList());
+            }
+            try (java.net.http.HttpClient client = java.net.http.HttpClient.newHttpClient())
+            {
+                final String metrics = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" +
+                    appliance.httpPort() + "/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+                assertTrue(metrics.contains("switchml_backend_reconnects_total{backend=\"tofino\"} 2.0"), metrics);
             }
         }
         finally
