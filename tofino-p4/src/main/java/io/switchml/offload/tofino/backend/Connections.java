@@ -58,24 +58,28 @@ final class Connections
         io.grpc.ChannelCredentials credentials = null;
         if (options.tlsCa() != null)
         {
-            final String option = options.tlsKeystore() == null ? "tls-ca" : "tls-ca, tls-keystore or tls-password-file";
+            final javax.net.ssl.TrustManager[] trust;
             try
             {
-                io.switchml.protocol.ControlTls.trustManagers(Path.of(options.tlsCa()));
+                trust = io.switchml.protocol.ControlTls.trustManagers(Path.of(options.tlsCa()));
             }
             catch (final IllegalArgumentException ex)
             {
                 throw new BackendException(prefix + "tls-ca: " + ex.getMessage(), ex);
             }
-            try
+            javax.net.ssl.KeyManager[] keys = null;
+            if (options.tlsKeystore() != null)
             {
-                credentials = P4RuntimeSwitch.tls(Path.of(options.tlsCa()), options.tlsKeystore() == null ? null :
-                    Path.of(options.tlsKeystore()), options.tlsPasswordFile() == null ? null : Path.of(options.tlsPasswordFile()));
+                try
+                {
+                    keys = io.switchml.protocol.ControlTls.keyManagers(Path.of(options.tlsKeystore()), Path.of(options.tlsPasswordFile()));
+                }
+                catch (final IllegalArgumentException ex)
+                {
+                    throw new BackendException(prefix + "tls-keystore / tls-password-file: " + ex.getMessage(), ex);
+                }
             }
-            catch (final IllegalArgumentException ex)
-            {
-                throw new BackendException(prefix + option + ": " + ex.getMessage(), ex);
-            }
+            credentials = P4RuntimeSwitch.tls(trust, keys);
         }
         final io.grpc.ChannelCredentials tls = credentials;
         final P4InfoIndex expected = index;

@@ -25,7 +25,6 @@ public final class TofinoBackendProvider implements BackendProvider
         final SwitchConnection connection = Connections.remote(options, environment.optionPrefix(), TofinoBackend.NAME, environment.log(),
             reconnects::increment);
         writeDataPorts(connection, environment);
-        connection.addReconnectStep(control -> control.writeValueSet(P4Names.DATA_PORTS, dataPortMembers(environment)));
         environment.log().accept("tofino: primary controller of " + connection.describe() + "; " + options.registers() +
             " slots, multicast groups " + options.firstGroup() + "-" + options.lastGroup());
         final TofinoBackend backend = new TofinoBackend(TofinoBackend.NAME, environment, connection, options);
@@ -35,15 +34,18 @@ public final class TofinoBackendProvider implements BackendProvider
 
     /**
      * Tell the program's parser which UDP port is the aggregator's (its value set, empty on a fresh switch), so that
-     * it takes the packets to this appliance's data port as SwitchML and no others.
+     * it takes the packets to this appliance's data port as SwitchML and no others; again on every new session.
      *
      * @throws BackendException with the switch's message, the connection closed, when it refuses the write.
      */
     static void writeDataPorts(final SwitchConnection connection, final BackendEnvironment environment) throws BackendException
     {
+        final SwitchConnection.Step dataPorts = control -> control.writeValueSet(P4Names.DATA_PORTS,
+            java.util.List.of(io.switchml.offload.tofino.JobInstaller.bytes(environment.dataPorts()[0], 16)));
         try
         {
-            connection.control().writeValueSet(P4Names.DATA_PORTS, dataPortMembers(environment));
+            dataPorts.run(connection.control());
+            connection.addReconnectStep(dataPorts);
         }
         catch (final io.switchml.offload.tofino.PipelineException ex)
         {
@@ -51,11 +53,6 @@ public final class TofinoBackendProvider implements BackendProvider
             throw new BackendException(connection.describe() + " refused the data port " + environment.dataPorts()[0] + " in " +
                 P4Names.DATA_PORTS + ": " + ex.detail(), ex);
         }
-    }
-
-    private static java.util.List<byte[]> dataPortMembers(final BackendEnvironment environment)
-    {
-        return java.util.List.of(io.switchml.offload.tofino.JobInstaller.bytes(environment.dataPorts()[0], 16));
     }
 
     static void oneShard(final BackendEnvironment environment, final String name) throws BackendException

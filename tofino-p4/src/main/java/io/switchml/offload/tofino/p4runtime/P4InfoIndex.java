@@ -12,16 +12,15 @@ import p4.config.v1.P4InfoOuterClass.ValueSet;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 
 /**
  * A P4Info by name and by id, for both sides of P4Runtime: the client turns the control plane's names into ids, the
  * model's server turns ids back into names. Unknown names and ids fail naming them. {@link #resolve} maps a
- * compiler's P4Info (its own ids, names prefixed with the pipeline instance) onto the names the control plane uses.
+ * compiler's P4Info (its own ids, names prefixed with the pipeline instance) onto the names the control plane uses;
+ * {@link P4InfoMatch} does the matching and the checks.
  */
 public final class P4InfoIndex
 {
@@ -54,37 +53,15 @@ public final class P4InfoIndex
         {
             return;
         }
-        for (final Table table : info.getTablesList())
-        {
-            tables.put(table.getPreamble().getName(), table);
-            tablesById.put(table.getPreamble().getId(), table);
-        }
-        for (final Action action : info.getActionsList())
-        {
-            actions.put(action.getPreamble().getName(), action);
-            actionsById.put(action.getPreamble().getId(), action);
-        }
-        for (final Register register : info.getRegistersList())
-        {
-            registers.put(register.getPreamble().getName(), register);
-            registersById.put(register.getPreamble().getId(), register);
-        }
-        for (final ValueSet valueSet : info.getValueSetsList())
-        {
-            valueSets.put(valueSet.getPreamble().getName(), valueSet);
-            valueSetsById.put(valueSet.getPreamble().getId(), valueSet);
-        }
+        info.getTablesList().forEach(table -> map(table.getPreamble().getName(), table));
+        info.getActionsList().forEach(action -> map(action.getPreamble().getName(), action));
+        info.getRegistersList().forEach(register -> map(register.getPreamble().getName(), register));
+        info.getValueSetsList().forEach(valueSet -> map(valueSet.getPreamble().getName(), valueSet));
     }
 
     /**
-     * Index a switch's (or a compiler's) P4Info under the names of the program we expect, and check that it declares
-     * what the control plane uses the way we use it. A compiler names things after its pipeline instance
-     * ({@code pipe.SwitchMLIngress.job_table} from bf-p4c for TNA) and numbers them itself: each expected table,
-     * action, register and value set is found by its name or a name ending in "." + that name, and is then used by the
-     * switch's ids. What must agree: every match field's name, width and kind, every action a table must offer,
-     * every action parameter's name and width, every register's cell type, every value set's fields; a table,
-     * register or value set may be larger.
-     * Anything else the P4Info declares is ignored.
+     * Index a switch's (or a compiler's) P4Info under the names of the program we expect, checked by
+     * {@link P4InfoMatch}: see there for what must agree.
      *
      * @param running  the P4Info the switch runs or will run.
      * @param expected what the control plane uses: {@link #switchml()}.
@@ -93,101 +70,15 @@ public final class P4InfoIndex
      */
     public static P4InfoIndex resolve(final P4Info running, final P4InfoIndex expected) throws PipelineException
     {
-        final P4InfoIndex resolved = new P4InfoIndex(running, false);
-        for (final Map.Entry<String, Action> want : expected.actions.entrySet())
-        {
-            final Action have = named("action", want.getKey(), running.getActionsList(), a -> a.getPreamble().getName());
-            if (have.getParamsCount() != want.getValue().getParamsCount())
-            {
-                throw differs("action " + want.getKey() + " has " + have.getParamsCount() + " parameters, not " +
-                    want.getValue().getParamsCount());
-            }
-            for (final Action.Param param : want.getValue().getParamsList())
-            {
-                final Action.Param other = have.getParamsList().stream().filter(p -> p.getName().equals(param.getName()))
-                    .findFirst().orElseThrow(() -> differs("action " + want.getKey() + " has no parameter " + param.getName()));
-                if (other.getBitwidth() != param.getBitwidth())
-                {
-                    throw differs("action " + want.getKey() + " parameter " + param.getName() + " is " + other.getBitwidth() +
-                        " bits, not " + param.getBitwidth());
-                }
-            }
-            resolved.put(want.getKey(), have, have.getPreamble().getId(), resolved.actions, resolved.actionsById);
-        }
-        for (final Map.Entry<String, Table> want : expected.tables.entrySet())
-        {
-            final Table have = named("table", want.getKey(), running.getTablesList(), t -> t.getPreamble().getName());
-            for (final MatchField field : want.getValue().getMatchFieldsList())
-            {
-                final MatchField other = have.getMatchFieldsList().stream().filter(f -> f.getName().equals(field.getName()))
-                    .findFirst().orElseThrow(() -> differs("table " + want.getKey() + " has no match field " + field.getName()));
-                if (other.getBitwidth() != field.getBitwidth() || other.getMatchType() != field.getMatchType())
-                {
-                    throw differs("table " + want.getKey() + " match field " + field.getName() + " is " + other.getBitwidth() +
-                        " bits " + other.getMatchType() + ", not " + field.getBitwidth() + " bits " + field.getMatchType());
-                }
-            }
-            if (have.getMatchFieldsCount() != want.getValue().getMatchFieldsCount())
-            {
-                throw differs("table " + want.getKey() + " has " + have.getMatchFieldsCount() + " match fields, not " +
-                    want.getValue().getMatchFieldsCount());
-            }
-            for (final p4.config.v1.P4InfoOuterClass.ActionRef ref : want.getValue().getActionRefsList())
-            {
-                final Action wanted = expected.actionsById.get(ref.getId());
-                if (wanted == null)
-                {
-                    continue; // an action of the compiler's own (NoAction) in an index that was resolved already
-                }
-                final String action = expected.canonical(wanted.getPreamble().getName());
-                final int id = resolved.actions.get(action).getPreamble().getId();
-                if (have.getActionRefsList().stream().noneMatch(r -> r.getId() == id))
-                {
-                    throw differs("table " + want.getKey() + " does not offer action " + action);
-                }
-            }
-            if (have.getSize() < want.getValue().getSize())
-            {
-                throw differs("table " + want.getKey() + " holds " + have.getSize() + " entries, fewer than " + want.getValue().getSize());
-            }
-            resolved.put(want.getKey(), have, have.getPreamble().getId(), resolved.tables, resolved.tablesById);
-        }
-        for (final Map.Entry<String, Register> want : expected.registers.entrySet())
-        {
-            final Register have = named("register", want.getKey(), running.getRegistersList(), r -> r.getPreamble().getName());
-            if (!sameCellType(running, have, expected.info, want.getValue()))
-            {
-                throw differs("register " + want.getKey() + " cells are " + cellText(running, have) + ", not " +
-                    cellText(expected.info, want.getValue()));
-            }
-            if (have.getSize() < want.getValue().getSize())
-            {
-                throw differs("register " + want.getKey() + " has " + have.getSize() + " cells, fewer than " + want.getValue().getSize());
-            }
-            resolved.put(want.getKey(), have, have.getPreamble().getId(), resolved.registers, resolved.registersById);
-        }
-        for (final Map.Entry<String, ValueSet> want : expected.valueSets.entrySet())
-        {
-            ValueSet have = named("value set", want.getKey(), running.getValueSetsList(), v -> v.getPreamble().getName());
-            // p4c names no field of a value_set<bit<W>> and gives no match kind; bf-p4c's standard externs may give no
-            // field at all: compare widths where it gives them, else take ours (one field, id 1)
-            if (have.getMatchCount() == 0)
-            {
-                have = have.toBuilder().addAllMatch(want.getValue().getMatchList()).build();
-            }
-            final List<Integer> widths = want.getValue().getMatchList().stream().map(MatchField::getBitwidth).toList();
-            final List<Integer> haveWidths = have.getMatchList().stream().map(MatchField::getBitwidth).toList();
-            if (!widths.equals(haveWidths))
-            {
-                throw differs("value set " + want.getKey() + " holds members of " + haveWidths + " bits, not " + widths);
-            }
-            if (have.getSize() < want.getValue().getSize())
-            {
-                throw differs("value set " + want.getKey() + " holds " + have.getSize() + " members, fewer than " + want.getValue().getSize());
-            }
-            resolved.put(want.getKey(), have, have.getPreamble().getId(), resolved.valueSets, resolved.valueSetsById);
-        }
-        return resolved;
+        return P4InfoMatch.resolve(running, expected);
+    }
+
+    /**
+     * @return an index of nothing yet, over the P4Info a switch runs, for {@link P4InfoMatch} to fill.
+     */
+    static P4InfoIndex empty(final P4Info running)
+    {
+        return new P4InfoIndex(running, false);
     }
 
     /**
@@ -198,13 +89,15 @@ public final class P4InfoIndex
     {
         final byte[] bytes = java.nio.file.Files.readAllBytes(file);
         final String name = file.getFileName().toString();
-        if (name.endsWith(".txtpb") || name.endsWith(".txt") || name.endsWith(".pbtxt"))
-        {
-            final P4Info.Builder builder = P4Info.newBuilder();
-            TextFormat.merge(new String(bytes, StandardCharsets.UTF_8), builder);
-            return builder.build();
-        }
-        return P4Info.parseFrom(bytes);
+        return name.endsWith(".txtpb") || name.endsWith(".txt") || name.endsWith(".pbtxt") ? parseText(bytes) :
+            P4Info.parseFrom(bytes);
+    }
+
+    private static P4Info parseText(final byte[] text) throws TextFormat.ParseException
+    {
+        final P4Info.Builder builder = P4Info.newBuilder();
+        TextFormat.merge(new String(text, StandardCharsets.UTF_8), builder);
+        return builder.build();
     }
 
     /**
@@ -216,95 +109,61 @@ public final class P4InfoIndex
         return canonicalNames.getOrDefault(runningName, runningName);
     }
 
-    private <T> void put(final String canonical, final T entity, final int id, final Map<String, T> byName, final Map<Integer, T> byId)
+    /** Index a running entity under the name the control plane uses for it. */
+    void map(final String canonical, final Table table)
+    {
+        put(canonical, table.getPreamble().getName(), table.getPreamble().getId(), table, tables, tablesById);
+    }
+
+    void map(final String canonical, final Action action)
+    {
+        put(canonical, action.getPreamble().getName(), action.getPreamble().getId(), action, actions, actionsById);
+    }
+
+    void map(final String canonical, final Register register)
+    {
+        put(canonical, register.getPreamble().getName(), register.getPreamble().getId(), register, registers, registersById);
+    }
+
+    void map(final String canonical, final ValueSet valueSet)
+    {
+        put(canonical, valueSet.getPreamble().getName(), valueSet.getPreamble().getId(), valueSet, valueSets, valueSetsById);
+    }
+
+    private <T> void put(final String canonical, final String runningName, final int id, final T entity, final Map<String, T> byName,
+        final Map<Integer, T> byId)
     {
         byName.put(canonical, entity);
         byId.put(id, entity);
-        final String runningName = entity instanceof Table t ? t.getPreamble().getName() :
-            entity instanceof Action a ? a.getPreamble().getName() :
-            entity instanceof ValueSet v ? v.getPreamble().getName() : ((Register)entity).getPreamble().getName();
         canonicalNames.put(runningName, canonical);
     }
 
-    private static <T> T named(final String kind, final String name, final List<T> candidates,
-        final java.util.function.Function<T, String> nameOf) throws PipelineException
+    Map<String, Table> tables()
     {
-        T found = null;
-        for (final T candidate : candidates)
-        {
-            final String candidateName = nameOf.apply(candidate);
-            if (candidateName.equals(name) || candidateName.endsWith("." + name))
-            {
-                if (found != null)
-                {
-                    throw differs("two " + kind + "s could be " + name + ": " + nameOf.apply(found) + " and " + candidateName);
-                }
-                found = candidate;
-            }
-        }
-        if (found == null)
-        {
-            throw differs("it declares no " + kind + " " + name);
-        }
-        return found;
+        return tables;
     }
 
-    private static boolean sameCellType(final P4Info aInfo, final Register a, final P4Info bInfo, final Register b)
+    Map<String, Action> actions()
     {
-        final p4.config.v1.P4Types.P4DataTypeSpec x = a.getTypeSpec();
-        final p4.config.v1.P4Types.P4DataTypeSpec y = b.getTypeSpec();
-        if (x.hasBitstring() || y.hasBitstring())
-        {
-            return x.hasBitstring() && y.hasBitstring() && x.getBitstring().equals(y.getBitstring());
-        }
-        // a struct (our pair_t of two 32-bit halves): the compiler may name it after its own scope, so compare the
-        // members' widths as its type_info declares them
-        return x.hasStruct() && y.hasStruct() && structWidths(aInfo, x.getStruct().getName()) != null &&
-            structWidths(aInfo, x.getStruct().getName()).equals(structWidths(bInfo, y.getStruct().getName()));
+        return actions;
     }
 
-    private static String cellText(final P4Info info, final Register register)
+    Map<String, Register> registers()
     {
-        final p4.config.v1.P4Types.P4DataTypeSpec type = register.getTypeSpec();
-        if (type.hasBitstring() && type.getBitstring().hasBit())
-        {
-            return "bit<" + type.getBitstring().getBit().getBitwidth() + ">";
-        }
-        if (type.hasStruct())
-        {
-            final List<Integer> widths = structWidths(info, type.getStruct().getName());
-            return "struct " + type.getStruct().getName() + (widths == null ? " (not in its type_info)" :
-                " of " + String.join(", ", widths.stream().map(w -> "bit<" + w + ">").toList()));
-        }
-        return TextFormat.shortDebugString(type);
+        return registers;
+    }
+
+    Map<String, ValueSet> valueSets()
+    {
+        return valueSets;
     }
 
     /**
-     * @return the bit widths of a struct's members as the P4Info's type_info declares them, or null when it does not
-     * (or a member is not a bit string).
+     * @return the action of this id, or null when the index has none (a compiler's own NoAction).
      */
-    private static List<Integer> structWidths(final P4Info info, final String name)
+    Action actionOrNull(final int id)
     {
-        final p4.config.v1.P4Types.P4StructTypeSpec struct = info.getTypeInfo().getStructsMap().get(name);
-        if (struct == null)
-        {
-            return null;
-        }
-        final List<Integer> widths = new ArrayList<>();
-        for (final p4.config.v1.P4Types.P4StructTypeSpec.Member member : struct.getMembersList())
-        {
-            if (!member.getTypeSpec().hasBitstring() || !member.getTypeSpec().getBitstring().hasBit())
-            {
-                return null;
-            }
-            widths.add(member.getTypeSpec().getBitstring().getBit().getBitwidth());
-        }
-        return widths;
-    }
-
-    private static PipelineException differs(final String what)
-    {
-        return new PipelineException("FAILED_PRECONDITION", "the P4Info is not switchml.p4's: " + what);
+        return actionsById.get(id);
     }
 
     /**
@@ -318,9 +177,7 @@ public final class P4InfoIndex
             {
                 throw new IllegalStateException(RESOURCE + " is not on the class path");
             }
-            final P4Info.Builder builder = P4Info.newBuilder();
-            TextFormat.merge(new String(in.readAllBytes(), StandardCharsets.UTF_8), builder);
-            return new P4InfoIndex(builder.build());
+            return new P4InfoIndex(parseText(in.readAllBytes()));
         }
         catch (final IOException ex)
         {

@@ -138,11 +138,18 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
      */
     public static ChannelCredentials tls(final Path trustedPem, final Path keystore, final Path passwordFile)
     {
-        final TlsChannelCredentials.Builder builder = TlsChannelCredentials.newBuilder()
-            .trustManager(ControlTls.trustManagers(trustedPem));
-        if (keystore != null)
+        return tls(ControlTls.trustManagers(trustedPem), keystore == null ? null : ControlTls.keyManagers(keystore, passwordFile));
+    }
+
+    /**
+     * As {@link #tls(Path, Path, Path)} from trust and key managers already loaded (keys null: no client certificate).
+     */
+    public static ChannelCredentials tls(final javax.net.ssl.TrustManager[] trust, final javax.net.ssl.KeyManager[] keys)
+    {
+        final TlsChannelCredentials.Builder builder = TlsChannelCredentials.newBuilder().trustManager(trust);
+        if (keys != null)
         {
-            builder.keyManager(ControlTls.keyManagers(keystore, passwordFile));
+            builder.keyManager(keys);
         }
         return builder.build();
     }
