@@ -298,7 +298,8 @@ def main():
     if args.mode != "gloo":
         stats = switchml.stats()
         extra = "".join(" %s=%d" % (key, stats.get(key, -1)) for key in (
-            "retransmissions", "spuriousRetransmissions", "probes", "spuriousProbes", "allReduces"))
+            "retransmissions", "spuriousRetransmissions", "probes", "spuriousProbes", "pendings", "nacks",
+            "packetsSent", "allReduces"))
         extra += " backend=%s" % stats.get("backend", "-")
     if rank == 0:
         print("BENCH mode=%s compute=%s ranks=%d params=%d bucket_mb=%g batch=%d image=%d step_ms_p50=%.1f "

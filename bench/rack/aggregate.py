@@ -96,7 +96,7 @@ def load_cell(cell_dir):
     ranks = []
     errors = []
     retransmissions = None
-    recovery = {"resends": 0, "probes": 0, "spuriousProbes": 0, "spuriousResends": 0, "sent": 0}
+    recovery = {"resends": 0, "probes": 0, "pendings": 0, "spuriousProbes": 0, "spuriousResends": 0, "sent": 0}
     if system in ("switchml", "gloo"):
         for r in range(workers):
             data = read_json(os.path.join(cell_dir, f"rank{r}.json"))
@@ -116,6 +116,7 @@ def load_cell(cell_dir):
                 recovery["resends"] += data.get("retransmissions_total") or 0
                 recovery["probes"] += data.get("probes_total") or 0
                 recovery["spuriousProbes"] += data.get("spurious_probes_total") or 0
+                recovery["pendings"] += data.get("pendings_total") or 0
                 recovery["spuriousResends"] += data.get("spurious_retransmissions_total") or 0
                 recovery["sent"] += data.get("packets_sent") or 0
             else:
@@ -327,7 +328,8 @@ def targets(cells, workers):
             target(name, "<= 1 per 1000 packets", f"{cell['resendsAndProbesPerMille']:.2f} per 1000",
                    cell["resendsAndProbesPerMille"] <= 1.0,
                    f"100 MB, all all-reduces of the cell, all ranks: {r['resends']} resends and {r['probes']} probes "
-                   f"of {r['sent']} packets sent; shown unneeded: {r['spuriousProbes']} probes, {r['spuriousResends']} resends")
+                   f"of {r['sent']} packets sent; answered PENDING (waiting for a peer): {r.get('pendings', 0)}; "
+                   f"shown unneeded: {r['spuriousProbes']} probes, {r['spuriousResends']} resends")
         else:
             target(name, "<= 1 per 1000 packets", None, None, f"{mode}, 100 MB: the cell is missing or failed")
     if ours and ours.get("firstCallVsSteady") is not None:

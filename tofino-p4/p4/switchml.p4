@@ -15,7 +15,8 @@
  * reading the sums takes a second pass over the block (the "harvest"); k = 256 takes four blocks. Passes after the
  * first recirculate with a bridged header carrying the outcome. A completed slot is multicast to the job's group;
  * egress rewrites each copy's destination by its replication id. A retransmission into a completed slot (or a
- * probe for it) is answered by unicast from the shadow copy; a probe for an update the slot lacks gets a NACK.
+ * probe for it) is answered by unicast from the shadow copy; a probe for an update the slot lacks gets a NACK, one for
+ * an update the slot holds while it waits for other workers a PENDING.
  */
 #include <core.p4>
 #include <tna.p4>
@@ -28,6 +29,7 @@ const bit<8>  T_UPDATE = 1;
 const bit<8>  T_RESULT = 2;
 const bit<8>  T_PROBE = 3;
 const bit<8>  T_NACK = 4;
+const bit<8>  T_PENDING = 5;
 const bit<8>  F_VERSION = 0x01;
 const bit<8>  F_RETRANSMIT = 0x04;
 const bit<8>  E_INT32 = 1;
@@ -354,12 +356,13 @@ control SwitchMLIngress(inout headers_t hdr, inout metadata_t md,
         }
         md.outcome = hdr.bridge.outcome;
         md.first = hdr.bridge.first;
-        if (md.outcome == O_DUPLICATE || md.outcome == O_PENDING) {
+        if (md.outcome == O_DUPLICATE) {
             ig_dprsr_md.drop_ctl = 1;
             exit;
         }
-        if (md.outcome == O_NACK) {
-            hdr.sml.type = T_NACK;
+        if (md.outcome == O_NACK || md.outcome == O_PENDING) {
+            /* the probe's header: "resend it" (NACK) or "held, the others have not sent theirs" (PENDING) */
+            if (md.outcome == O_NACK) { hdr.sml.type = T_NACK; } else { hdr.sml.type = T_PENDING; }
             hdr.sml.mac = 0;
             /* back to the sender: swap addresses and ports, out of the ingress port */
             bit<32> a = hdr.ipv4.src_addr; hdr.ipv4.src_addr = hdr.ipv4.dst_addr; hdr.ipv4.dst_addr = a;

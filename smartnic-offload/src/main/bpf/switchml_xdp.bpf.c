@@ -8,7 +8,7 @@
  * (64 * sml_max_blocks, at most SML_MAX_LANES):
  * two pool versions, per-version seen bitmaps, counts, the look-ahead exponent maximum, the check-field maximum,
  * duplicates ignored, stale copies ignored, a retransmission into a completed slot answered from the shadow copy,
- * probes answered with the shadow result or a NACK. The checks before the pool are the software shard's, in its
+ * probes answered with the shadow result, a NACK or a PENDING. The checks before the pool are the software shard's, in its
  * order (io.switchml.appliance.transport.ShardProcessor): validate, type, job, member and source address, slot
  * ownership and geometry, MAC. Drops are counted by the software's DropReason ordinal.
  *
@@ -18,7 +18,7 @@
  *             completed result of a job without multicast goes up, rewritten in place, for the Java shard to
  *             fan out to every member.
  *   XDP_TX    a completed result of a multicast job, readdressed to the job's group; a result from the shadow
- *             copy or a NACK, back to the sender.
+ *             copy, a NACK or a PENDING, back to the sender.
  *   XDP_DROP  consumed (absorbed into a slot, duplicate, stale) or dropped by reason.
  *
  * Each slot holds both pool versions under one bpf_spin_lock, so that an update and the clearing of the rank's
@@ -86,6 +86,7 @@ struct sml_hdr {
 #define SML_T_RESULT       2
 #define SML_T_PROBE        3
 #define SML_T_NACK         4
+#define SML_T_PENDING      5
 #define SML_F_VERSION      0x1
 #define SML_F_EXP_ONLY     0x2
 #define SML_F_RETRANSMIT   0x4
@@ -329,7 +330,7 @@ static __always_inline __u32 validate(struct sml_hdr *h, __u32 len)
 		return SML_DROP_BAD_MAGIC;
 	if (h->version != SML_VERSION)
 		return SML_DROP_BAD_VERSION;
-	if (type < SML_T_UPDATE || type > SML_T_NACK)
+	if (type < SML_T_UPDATE || type > SML_T_PENDING)
 		return SML_DROP_BAD_TYPE;
 	if (flags & ~SML_KNOWN_FLAGS)
 		return SML_DROP_BAD_FLAGS;
@@ -337,7 +338,7 @@ static __always_inline __u32 validate(struct sml_hdr *h, __u32 len)
 		return SML_DROP_BAD_RANK;
 	if (elem < SML_INT32 || elem > SML_BFLOAT16)
 		return SML_DROP_BAD_ELEMENT_TYPE;
-	header_only = (flags & SML_F_EXP_ONLY) || type == SML_T_PROBE || type == SML_T_NACK;
+	header_only = (flags & SML_F_EXP_ONLY) || type == SML_T_PROBE || type == SML_T_NACK || type == SML_T_PENDING;
 	if (header_only ? count != 0 : (count == 0 || count > SML_MAX_ELEMENTS))
 		return SML_DROP_BAD_ELEMENT_COUNT;
 	if (len != SML_HDR_LEN + count * lane_bytes)
@@ -708,8 +709,6 @@ int switchml_xdp(struct xdp_md *ctx)
 	case O_ABSORBED:
 		count(SML_STAT_ABSORBED);
 		return XDP_DROP;
-	case O_PENDING:
-		return XDP_DROP;
 	case O_DUPLICATE:
 		count(SML_STAT_DUPLICATES);
 		return XDP_DROP;
@@ -762,9 +761,9 @@ int switchml_xdp(struct xdp_md *ctx)
 			}
 		}
 	}
-	if (outcome == O_NACK) {
-		/* the probe's header with type NACK and MAC zero */
-		h->type = SML_T_NACK;
+	if (outcome == O_NACK || outcome == O_PENDING) {
+		/* the probe's header with type NACK or PENDING and MAC zero */
+		h->type = outcome == O_NACK ? SML_T_NACK : SML_T_PENDING;
 		h->mac = 0;
 	}
 
@@ -791,7 +790,7 @@ int switchml_xdp(struct xdp_md *ctx)
 		udp->check = 0;
 		return XDP_PASS;
 	}
-	count(outcome == O_NACK ? SML_STAT_NACKS : SML_STAT_SHADOW_RESULTS);
+	count(outcome == O_NACK ? SML_STAT_NACKS : outcome == O_PENDING ? SML_STAT_PENDINGS : SML_STAT_SHADOW_RESULTS);
 	readdress_to_sender(eth, ip, udp, len);
 	return XDP_TX;
 }

@@ -96,6 +96,7 @@ struct sml_slot {
 #define SML_STAT_STALE            43 /* late copy of an update for a round that is over */
 #define SML_STAT_TAIL_FAILED      44 /* a reply needed a longer packet and bpf_xdp_adjust_tail refused */
 #define SML_STAT_MULTI_BUFFER     45 /* packets to a data port that arrived in more than one buffer (xdp.frags) */
+#define SML_STAT_PENDINGS         46 /* PENDINGs sent back to a prober whose update the slot holds (XDP_TX) */
 #define SML_STAT_COUNT            48
 
 /* io.switchml.protocol.DropReason ordinals (XdpMapsLayoutTest checks them against the enum). */

@@ -40,12 +40,14 @@ import java.nio.ByteOrder;
  * </pre>
  * <ul>
  *   <li><b>Type</b>: {@link #TYPE_UPDATE} from a worker, {@link #TYPE_RESULT} from the aggregator;
- *   {@link #TYPE_PROBE} from a worker and {@link #TYPE_NACK} from the aggregator are header-only loss-recovery
- *   packets (not in the paper): a probe names the update the worker suspects lost (its slot, pool version,
- *   chunk and exponent-only flag) and asks what the aggregator has, and is answered by the result from the
- *   shadow copy when the slot is complete, by a NACK (the probe's header with type NACK: "resend that
- *   update") when the aggregator has not got the worker's update, and by nothing when it has and waits for
- *   other workers. A probe costs 40 bytes where resending a suspected update costs a full packet.</li>
+ *   {@link #TYPE_PROBE} from a worker, {@link #TYPE_NACK} and {@link #TYPE_PENDING} from the aggregator are
+ *   header-only loss-recovery packets (not in the paper): a probe names the update the worker suspects lost
+ *   (its slot, pool version, chunk and exponent-only flag) and asks what the aggregator has, and is answered by
+ *   the result from the shadow copy when the slot is complete, by a NACK (the probe's header with type NACK:
+ *   "resend that update") when the aggregator has not got the worker's update, and by a PENDING (the probe's
+ *   header with type PENDING: "I hold your update; other workers have not sent theirs") when it has it and
+ *   waits for other workers. A probe costs 40 bytes where resending a suspected update costs a full packet, and
+ *   a PENDING tells a worker that waits for a slow peer that there is nothing to resend.</li>
  *   <li><b>Flags</b>: bit 0 is the pool version (shadow copy selector), bit 1 marks an exponent-only
  *   packet (no payload, used for the first look-ahead round of a tensor), bit 2 marks a
  *   retransmission (informational).</li>
@@ -81,6 +83,11 @@ public final class DataHeaderFlyweight
     public static final byte TYPE_PROBE = 3;
     /** Header-only answer to a probe: the aggregator has not got the update; resend it. */
     public static final byte TYPE_NACK = 4;
+    /**
+     * Header-only answer to a probe: the aggregator holds the update and waits for other workers' updates to the
+     * slot; nothing to resend (the result follows when they arrive).
+     */
+    public static final byte TYPE_PENDING = 5;
 
     public static final int FLAG_POOL_VERSION = 0x01;
     public static final int FLAG_EXPONENT_ONLY = 0x02;
@@ -185,7 +192,7 @@ public final class DataHeaderFlyweight
             return DropReason.BAD_VERSION;
         }
         final byte type = buffer.getByte(offset + TYPE_OFFSET);
-        if (type < TYPE_UPDATE || type > TYPE_NACK)
+        if (type < TYPE_UPDATE || type > TYPE_PENDING)
         {
             return DropReason.BAD_TYPE;
         }
@@ -204,7 +211,8 @@ public final class DataHeaderFlyweight
             return DropReason.BAD_ELEMENT_TYPE;
         }
         final int elementCount = buffer.getShort(offset + ELEMENT_COUNT_OFFSET, ORDER) & 0xFFFF;
-        final boolean headerOnly = (flags & FLAG_EXPONENT_ONLY) != 0 || type == TYPE_PROBE || type == TYPE_NACK;
+        final boolean headerOnly = (flags & FLAG_EXPONENT_ONLY) != 0 || type == TYPE_PROBE || type == TYPE_NACK ||
+            type == TYPE_PENDING;
         if (headerOnly ? elementCount != 0 : (elementCount == 0 || elementCount > MAX_ELEMENTS))
         {
             return DropReason.BAD_ELEMENT_COUNT;

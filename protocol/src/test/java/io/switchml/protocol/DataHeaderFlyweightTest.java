@@ -245,9 +245,10 @@ class DataHeaderFlyweightTest
     }
 
     @Test
-    void probesAndNacksAreHeaderOnly()
+    void probesNacksAndPendingsAreHeaderOnly()
     {
-        for (final byte type : new byte[]{ DataHeaderFlyweight.TYPE_PROBE, DataHeaderFlyweight.TYPE_NACK })
+        for (final byte type : new byte[]{
+            DataHeaderFlyweight.TYPE_PROBE, DataHeaderFlyweight.TYPE_NACK, DataHeaderFlyweight.TYPE_PENDING })
         {
             final UnsafeBuffer buffer = goodPacket(0, 3);
             buffer.putByte(TYPE_OFFSET, type);
@@ -266,10 +267,11 @@ class DataHeaderFlyweightTest
         assertDrop(DropReason.BAD_VERSION, 3, b -> b.putByte(VERSION_OFFSET, (byte)0));
         assertDrop(DropReason.BAD_VERSION, 3, b -> b.putByte(VERSION_OFFSET, (byte)2));
         assertDrop(DropReason.BAD_TYPE, 3, b -> b.putByte(TYPE_OFFSET, (byte)0));
-        assertDrop(DropReason.BAD_TYPE, 3, b -> b.putByte(TYPE_OFFSET, (byte)5));
-        // probes and NACKs are header-only: with a payload they are malformed
+        assertDrop(DropReason.BAD_TYPE, 3, b -> b.putByte(TYPE_OFFSET, (byte)6));
+        // probes, NACKs and PENDINGs are header-only: with a payload they are malformed
         assertDrop(DropReason.BAD_ELEMENT_COUNT, 3, b -> b.putByte(TYPE_OFFSET, DataHeaderFlyweight.TYPE_PROBE));
         assertDrop(DropReason.BAD_ELEMENT_COUNT, 3, b -> b.putByte(TYPE_OFFSET, DataHeaderFlyweight.TYPE_NACK));
+        assertDrop(DropReason.BAD_ELEMENT_COUNT, 3, b -> b.putByte(TYPE_OFFSET, DataHeaderFlyweight.TYPE_PENDING));
         assertDrop(DropReason.BAD_TYPE, 3, b -> b.putByte(TYPE_OFFSET, (byte)0x81));
         for (int bit = 3; bit < 8; bit++)
         {
@@ -565,7 +567,8 @@ class DataHeaderFlyweightTest
             final int count = header.elementCount();
             assertEquals(length, HEADER_LENGTH + ElementType.laneBytes(header.elementType()) * count, where);
             final byte type = header.type();
-            final boolean headerOnlyType = type == DataHeaderFlyweight.TYPE_PROBE || type == DataHeaderFlyweight.TYPE_NACK;
+            final boolean headerOnlyType = type == DataHeaderFlyweight.TYPE_PROBE || type == DataHeaderFlyweight.TYPE_NACK ||
+                type == DataHeaderFlyweight.TYPE_PENDING;
             assertTrue(type == TYPE_UPDATE || type == TYPE_RESULT || headerOnlyType, where);
             assertTrue(header.workerRank() < MAX_WORKERS, where);
             assertEquals(0, header.flags() & ~KNOWN_FLAGS, where);

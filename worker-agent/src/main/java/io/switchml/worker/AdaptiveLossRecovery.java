@@ -9,12 +9,28 @@ package io.switchml.worker;
  * <b>Timer.</b> RTO = SRTT + 4 RTTVAR over round trips of packets sent once (Karn's rule), clamped to the configured
  * minimum and maximum. With fast retransmission on, an expiry resends only the oldest expired slot and backs the
  * timeout off for the others, as TCP resends the first unacknowledged segment: the holes behind it come out through
- * the probes. With it off (the paper's scheme), every expired slot is resent.
+ * the probes; that slot is probed first if it was not probed since it was last sent (a NACK then resends it at once,
+ * a PENDING shows it held for a slow rank), and resent at its next expiry if the probe goes unanswered. With it off
+ * (the paper's scheme), every expired slot is resent.
  * <p>
  * <b>Holes.</b> A shard's results return in the order its packets were sent, so a slot sent before the one just
  * answered has lost its update or its result, or waits for another rank that lost its own. After a reorder window of
  * max(floor, SRTT/4) the agent probes it (40 bytes); the appliance answers with the result from the shadow copy, a
- * NACK (then the update is resent at once), or nothing (it waits for another rank, which probes for itself).
+ * NACK (then the update is resent at once), or a PENDING: it holds the update and waits for another rank (which
+ * probes for itself), or nothing (an appliance older than PENDING).
+ * <p>
+ * <b>Held slots.</b> A slot answered PENDING lost nothing of its own: its update is in and its result cannot come
+ * before the slowest rank's update (on a training host that is usually a rank still in its backward pass, not a
+ * loss). Its timer then probes it again instead of resending it, one RTO after the PENDING, then at doubling
+ * intervals up to the maximum RTO, without backing off the shard's RTO, and its result gives no round-trip sample (it
+ * measures the slow rank, not the path). Only the newest outstanding slot, held, is asked again at doubling
+ * intervals, and the stream sends no tail probe meanwhile; an older held slot, whose lost result would show as a hole
+ * behind a later result, is asked again only at the maximum timeout. Slots not known to be held keep their own timers:
+ * holding them back behind a held slot was tried and deadlocked two ranks in the rack at 1% loss (each one's lost
+ * update waited behind a slot that waited for the other's). A later result that overtakes a held slot still makes it
+ * suspect (its own result may have been lost after it completed). A PENDING cannot make the agent
+ * give up on a lost update: the appliance that holds nothing answers the same probes with NACKs. Resending a held
+ * update is exactly the retransmission the appliance drops as a duplicate.
  * <p>
  * <b>Tail.</b> When nothing has come back for max(floor, 2 SRTT), the newest outstanding slot is probed, again at
  * doubling intervals until a result arrives: no later result can reveal its loss, and its answer reveals the holes
@@ -60,6 +76,9 @@ final class AdaptiveLossRecovery implements LossRecovery
     private final boolean[] nacked;
     private final int[] resentBy;
     private final long[] unconfirmedKey;
+    private final boolean[] held;
+    private final long[] heldWaitNs;
+    private final int[] pendings;
 
     private long retransmitTimeoutNs;
     private volatile long publishedTimeoutNs;
@@ -98,6 +117,9 @@ final class AdaptiveLossRecovery implements LossRecovery
         resentBy = new int[slots];
         unconfirmedKey = new long[slots];
         java.util.Arrays.fill(unconfirmedKey, -1);
+        held = new boolean[slots];
+        heldWaitNs = new long[slots];
+        pendings = new int[slots];
     }
 
     public void onStreamStart(final long nowNs)
@@ -120,10 +142,13 @@ final class AdaptiveLossRecovery implements LossRecovery
             active[l] = true;
             activeCount++;
         }
+        held[l] = false;
         if (why == FIRST)
         {
             resentBy[l] = FIRST;
             probes[l] = 0;
+            pendings[l] = 0;
+            heldWaitNs[l] = 0;
             nacked[l] = false;
         }
         else if (resentBy[l] != NACKED)
@@ -141,10 +166,11 @@ final class AdaptiveLossRecovery implements LossRecovery
         unconfirmedKey[l] = -1;
         if (!fromShadow)
         {
-            if (probes[l] > 0 && !nacked[l])
+            if (probes[l] > pendings[l] && !nacked[l])
             {
-                // probed, yet nothing was lost: the result of the normal completion answers
-                counters.spuriousProbes += probes[l];
+                // probed, yet nothing was lost: the result of the normal completion answers (the probes answered
+                // PENDING found the slot waiting for another rank, and are counted as such)
+                counters.spuriousProbes += probes[l] - pendings[l];
             }
             if (resentBy[l] == TIMEOUT)
             {
@@ -162,13 +188,18 @@ final class AdaptiveLossRecovery implements LossRecovery
         tailProbeShift = 0;
         if (resentBy[l] == FIRST)
         {
-            onRttSample(nowNs - sentNs[l]);
+            if (heldWaitNs[l] == 0)
+            {
+                // a slot answered PENDING waited for another rank: its round trip measures that rank, not the path
+                onRttSample(nowNs - sentNs[l]);
+            }
             if (fastRetransmit)
             {
                 onDelivered(l, nowNs);
             }
         }
         lastProgressNs = nowNs;
+        held[l] = false;
         deactivate(l);
     }
 
@@ -188,6 +219,42 @@ final class AdaptiveLossRecovery implements LossRecovery
         return probes[l] > 0 && sentNs[l] - probedNs[l] < 0;
     }
 
+    public void onPending(final int l, final long nowNs)
+    {
+        if (!active[l])
+        {
+            return;
+        }
+        // true whenever it arrives (a late answer included): the appliance keeps a round's update until the round
+        // completes, and the agent already dropped any PENDING of another round as stale
+        pendings[l] = Math.min(pendings[l] + 1, probes[l]);
+        held[l] = true;
+        suspect[l] = false;
+        if (l != newestActive())
+        {
+            heldWaitNs[l] = maxTimeoutNs;
+        }
+        else if (heldWaitNs[l] == 0)
+        {
+            heldWaitNs[l] = retransmitTimeoutNs;
+        }
+        deadlineNs[l] = nowNs + heldWaitNs[l];
+        rtoDeadlineNs[l] = deadlineNs[l];
+    }
+
+    private int newestActive()
+    {
+        int newest = -1;
+        for (int l = 0; l < slots; l++)
+        {
+            if (active[l] && (newest < 0 || txSeq[l] > txSeq[newest]))
+            {
+                newest = l;
+            }
+        }
+        return newest;
+    }
+
     public void onStaleResult(final int l, final boolean fromShadow, final long key, final long nowNs)
     {
         if (fromShadow && unconfirmedKey[l] == key)
@@ -202,6 +269,7 @@ final class AdaptiveLossRecovery implements LossRecovery
     {
         deactivate(l);
         suspect[l] = false;
+        held[l] = false;
     }
 
     public int poll(final long nowNs, final Actions actions)
@@ -217,6 +285,7 @@ final class AdaptiveLossRecovery implements LossRecovery
         }
         long next = Long.MAX_VALUE;
         int oldestExpired = -1;
+        int newest = -2;
         boolean backedOff = false;
         for (int l = 0; l < slots; l++)
         {
@@ -230,6 +299,24 @@ final class AdaptiveLossRecovery implements LossRecovery
                 {
                     suspect[l] = false;
                     deadlineNs[l] = rtoDeadlineNs[l];
+                    recordProbe(l, false, nowNs);
+                    actions.probe(l, false, nowNs);
+                    work++;
+                }
+                else if (held[l])
+                {
+                    // its update is in, the slot waits for another rank: only its result can still be lost. The
+                    // newest slot asks again at doubling intervals (the shadow copy answers a lost result, and
+                    // its answer reveals the holes before it); an older one, whose lost result shows as a hole
+                    // behind a later result, only at the maximum timeout, as a safety net. No back-off of the
+                    // shard's timeout: nothing was lost.
+                    if (newest == -2)
+                    {
+                        newest = newestActive();
+                    }
+                    heldWaitNs[l] = l == newest ? Math.min(2 * heldWaitNs[l], maxTimeoutNs) : maxTimeoutNs;
+                    deadlineNs[l] = nowNs + heldWaitNs[l];
+                    rtoDeadlineNs[l] = deadlineNs[l];
                     recordProbe(l, false, nowNs);
                     actions.probe(l, false, nowNs);
                     work++;
@@ -258,7 +345,11 @@ final class AdaptiveLossRecovery implements LossRecovery
         if (oldestExpired >= 0)
         {
             // as TCP on a timeout: resend the oldest outstanding packet and back off; the holes behind it come out
-            // through its result and the probes, and each other expired slot waits a backed-off timeout more
+            // through its result and the probes, and each other expired slot waits a backed-off timeout more. A
+            // slot not probed since it was last sent is probed first: the appliance answers a lost update with a
+            // NACK (resent at once, one round trip later than a resend now), and an update held for a slow rank
+            // with a PENDING, which no resend could have helped
+            final boolean probeFirst = !(probes[oldestExpired] > 0 && probedNs[oldestExpired] - sentNs[oldestExpired] >= 0);
             backOff();
             final long deadline = nowNs + retransmitTimeoutNs;
             for (int l = 0; l < slots; l++)
@@ -269,7 +360,17 @@ final class AdaptiveLossRecovery implements LossRecovery
                     rtoDeadlineNs[l] = deadline;
                 }
             }
-            actions.retransmit(oldestExpired, nowNs);
+            if (probeFirst)
+            {
+                deadlineNs[oldestExpired] = deadline;
+                rtoDeadlineNs[oldestExpired] = deadline;
+                recordProbe(oldestExpired, false, nowNs);
+                actions.probe(oldestExpired, false, nowNs);
+            }
+            else
+            {
+                actions.retransmit(oldestExpired, nowNs);
+            }
             work++;
             next = Math.min(next, deadline);
             for (int l = 0; l < slots; l++)
@@ -396,16 +497,10 @@ final class AdaptiveLossRecovery implements LossRecovery
         {
             return 0;
         }
-        int newest = -1;
-        for (int l = 0; l < slots; l++)
+        final int newest = newestActive();
+        if (newest < 0 || held[newest])
         {
-            if (active[l] && (newest < 0 || txSeq[l] > txSeq[newest]))
-            {
-                newest = l;
-            }
-        }
-        if (newest < 0)
-        {
+            // a held newest slot is probed again by its own timer: the stream waits for a slow rank
             return 0;
         }
         recordProbe(newest, true, nowNs);

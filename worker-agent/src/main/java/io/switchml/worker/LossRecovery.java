@@ -75,6 +75,15 @@ public interface LossRecovery
     boolean onNack(int l, long nowNs);
 
     /**
+     * The appliance answered a probe for slot {@code l} with a PENDING: it holds this rank's update and waits for
+     * other ranks' updates to the slot, so nothing was lost yet and resending the update would not help. A policy
+     * that ignores it treats the probe as unanswered.
+     */
+    default void onPending(int l, long nowNs)
+    {
+    }
+
+    /**
      * A result for slot {@code l} arrived after the slot had moved on.
      *
      * @param fromShadow it was an answer to a probe or resend (FLAG_RETRANSMIT).

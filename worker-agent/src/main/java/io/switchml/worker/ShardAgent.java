@@ -397,14 +397,15 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     }
 
     /**
-     * A well-formed packet from the appliance: a result or a NACK for one of this agent's slots, or stale.
+     * A well-formed packet from the appliance: a result, a NACK or a PENDING for one of this agent's slots, or stale.
      */
     private void onResult(final UnsafeBuffer receiveView)
     {
         header.wrap(receiveView, 0);
         final int slot = header.slotIndex();
         final byte type = header.type();
-        if ((type != DataHeaderFlyweight.TYPE_RESULT && type != DataHeaderFlyweight.TYPE_NACK) ||
+        if ((type != DataHeaderFlyweight.TYPE_RESULT && type != DataHeaderFlyweight.TYPE_NACK &&
+            type != DataHeaderFlyweight.TYPE_PENDING) ||
             header.jobId() != jobId || slot >= slotCount ||
             slot % shardCount != shard || header.elementType() != elementType)
         {
@@ -437,6 +438,13 @@ final class ShardAgent implements Agent, LossRecovery.Actions
                 counters.fastRetransmissions++;
                 resend(l, LossRecovery.NACKED, nowNs);
             }
+            return;
+        }
+        if (type == DataHeaderFlyweight.TYPE_PENDING)
+        {
+            // the appliance holds this transmission's update and waits for other ranks: nothing to resend
+            counters.pendingsReceived++;
+            recovery.onPending(l, System.nanoTime());
             return;
         }
 

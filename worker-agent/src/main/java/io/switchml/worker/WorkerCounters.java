@@ -19,6 +19,7 @@ public final class WorkerCounters
         volatile long tailProbes;
         volatile long probesSent;
         volatile long nacksReceived;
+        volatile long pendingsReceived;
         volatile long staleResults;
         volatile long malformedResults;
         volatile long sendFailures;
@@ -74,7 +75,6 @@ public final class WorkerCounters
         return sum(c -> c.retransmissions);
     }
 
-    /** @return results for a chunk this worker had already completed (duplicates, late shadow copies). */
     /**
      * @return header-only probes sent about updates suspected lost (see {@link WorkerContext#fastRetransmit}),
      * tail probes included; not counted as retransmissions.
@@ -90,6 +90,15 @@ public final class WorkerCounters
     public long nacksReceived()
     {
         return sum(c -> c.nacksReceived);
+    }
+
+    /**
+     * @return PENDINGs received: the appliance's answers to probes for updates it holds while their slot waits for
+     * other ranks (a slow peer, not a loss).
+     */
+    public long pendingsReceived()
+    {
+        return sum(c -> c.pendingsReceived);
     }
 
     /**
@@ -110,6 +119,7 @@ public final class WorkerCounters
         return sum(c -> c.tailProbes);
     }
 
+    /** @return results for a chunk this worker had already completed (duplicates, late shadow copies). */
     public long staleResults()
     {
         return sum(c -> c.staleResults);
@@ -147,10 +157,6 @@ public final class WorkerCounters
     }
 
     /**
-     * @return float updates sent with an unknown look-ahead exponent because the next chunk on their
-     * slot had not been submitted yet; each makes the slot's next chunk start with an exponent-only round.
-     */
-    /**
      * @return nanoseconds the I/O agents did not run beyond the waits they asked for (descheduled, GC): their timers
      * did not count them.
      */
@@ -161,7 +167,8 @@ public final class WorkerCounters
 
     /**
      * @return probes that were not needed: the probed slot's result came from its normal completion with no NACK in
-     * between (its update and its result were both on their way).
+     * between (its update and its result were both on their way). Probes answered with a PENDING (the slot waited
+     * for another rank) are not counted here: see {@link #pendingsReceived()}.
      */
     public long spuriousProbes()
     {
@@ -176,6 +183,10 @@ public final class WorkerCounters
         return sum(c -> c.spuriousRetransmissions);
     }
 
+    /**
+     * @return float updates sent with an unknown look-ahead exponent because the next chunk on their
+     * slot had not been submitted yet; each makes the slot's next chunk start with an exponent-only round.
+     */
     public long lookaheadMisses()
     {
         return sum(c -> c.lookaheadMisses);
@@ -186,7 +197,7 @@ public final class WorkerCounters
     {
         return "sent=" + packetsSent() + " received=" + packetsReceived() + " retransmissions=" + retransmissions() +
             " (fast " + fastRetransmissions() + ") probes=" + probesSent() + " (tail " + tailProbes() + ") nacks=" +
-            nacksReceived() +
+            nacksReceived() + " pendings=" + pendingsReceived() +
             " staleResults=" + staleResults() + " malformed=" + malformedResults() + " sendFailures=" + sendFailures() +
             " spuriousProbes=" + spuriousProbes() + " spuriousRetransmissions=" + spuriousRetransmissions() +
             " pausedMs=" + pausesNs() / 1_000_000 +

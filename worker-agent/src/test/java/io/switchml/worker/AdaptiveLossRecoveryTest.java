@@ -99,7 +99,7 @@ class AdaptiveLossRecoveryTest
     }
 
     @Test
-    void aTimeoutResendsTheOldestExpiredSlotAndBacksOff()
+    void aTimeoutProbesTheOldestExpiredSlotThenResendsItAndBacksOff()
     {
         policy(true, 4);
         final long t = warmUp(1_000 * MS);
@@ -107,16 +107,32 @@ class AdaptiveLossRecoveryTest
         {
             policy.onTransmit(l, LossRecovery.FIRST, t + (3 - l) * US);
         }
-        // the tail probes (at 4 and 8 ms) come first and go unanswered
+        // the tail probes (at 4 and 8 ms) come first, on the newest slot (0), and go unanswered
         policy.poll(t + 4 * MS + 10 * US, recorder);
         policy.poll(t + 8 * MS + 10 * US, recorder);
+        assertEquals(List.of("tail-probe 0", "tail-probe 0"), actions);
         actions.clear();
         assertEquals(1, policy.poll(t + 10 * MS + 10 * US, recorder));
-        assertEquals(List.of("retransmit 3"), actions, "slot 3 was sent first");
+        assertEquals(List.of("probe 3"), actions, "slot 3 was sent first and never probed: asked before it is resent");
         assertEquals(20 * MS, policy.retransmitTimeoutNs(), "doubled");
         actions.clear();
         policy.poll(t + 20 * MS, recorder);
         assertFalse(actions.stream().anyMatch(a -> a.startsWith("retransmit")), "the others wait a backed-off timeout: " + actions);
+        policy.poll(t + 30 * MS + 10 * US, recorder);
+        assertEquals(List.of("retransmit 3"), actions.stream().filter(a -> !a.startsWith("tail-probe")).toList(),
+            "its probe went unanswered: resent at its next expiry (the tail probes go on doubling)");
+        assertEquals(40 * MS, policy.retransmitTimeoutNs(), "doubled again");
+
+        // a NACK to the timer's probe resends at once
+        policy(true, 2);
+        final long u = warmUp(2_000 * MS);
+        policy.onTransmit(1, LossRecovery.FIRST, u);
+        actions.clear();
+        policy.poll(u + 4 * MS, recorder);
+        policy.poll(u + 8 * MS, recorder);
+        policy.poll(u + 10 * MS, recorder);
+        assertEquals(List.of("tail-probe 1", "tail-probe 1", "retransmit 1"), actions,
+            "the tail probes asked about this slot since it was sent: the timer resends");
     }
 
     @Test
@@ -188,5 +204,122 @@ class AdaptiveLossRecoveryTest
         policy.poll(t + 40 * MS, recorder);
         policy.onResult(1, false, 4, t + 40 * MS + 100 * US);
         assertEquals(2, counters.spuriousRetransmissions, "a result 100 us after the resend cannot answer it");
+    }
+
+    @Test
+    void aHeldNewestSlotIsProbedAgainAtDoublingIntervalsAndNeverResent()
+    {
+        policy(true, 3);
+        final long t = warmUp(1_000 * MS);
+        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+        assertEquals(1, policy.poll(t + 4 * MS, recorder));
+        assertEquals(List.of("tail-probe 2"), actions);
+        policy.onPending(2, t + 6 * MS);
+        actions.clear();
+
+        // the newest slot is held: its own timer asks again, not the tail probe
+        assertEquals(0, policy.poll(t + 8 * MS + 1, recorder), "no tail probe while the newest slot is held");
+        assertEquals(0, policy.poll(t + 15 * MS, recorder));
+        // slot 2's RTO (10 ms) after its PENDING: a probe, no resend, no back-off of the shard's timeout
+        assertEquals(1, policy.poll(t + 16 * MS, recorder));
+        assertEquals(List.of("probe 2"), actions);
+        assertEquals(10 * MS, policy.retransmitTimeoutNs(), "a held slot is no loss: the timeout is not backed off");
+        policy.onPending(2, t + 18 * MS);
+        actions.clear();
+        assertEquals(0, policy.poll(t + 37 * MS, recorder), "the probe doubled slot 2's wait to 20 ms");
+        assertEquals(1, policy.poll(t + 38 * MS, recorder));
+        assertEquals(List.of("probe 2"), actions);
+        policy.onPending(2, t + 38 * MS);
+        for (long at = t + 39 * MS; at < t + 2_000 * MS; at += MS)
+        {
+            final int before = actions.size();
+            policy.poll(at, recorder);
+            if (actions.subList(before, actions.size()).contains("probe 2"))
+            {
+                policy.onPending(2, at); // answered at once
+            }
+        }
+        // waits double from 40 ms up to the 500 ms maximum: at 38, 78, 158, 318, 818, 1318, 1818 ms
+        assertEquals(List.of("probe 2", "probe 2", "probe 2", "probe 2", "probe 2", "probe 2", "probe 2"), actions);
+
+        // the peer's update arrives: the normal completion; the probes answered PENDING are not spurious (slot 2's
+        // first probe, the tail probe at 4 ms, was answered by the PENDING at 6 ms), nor is their wait a round trip
+        policy.onResult(2, false, 4, t + 2_000 * MS);
+        assertEquals(0, counters.spuriousProbes);
+        assertEquals(2 * MS, policy.smoothedRttNs());
+        assertEquals(10 * MS, policy.retransmitTimeoutNs());
+    }
+
+    @Test
+    void anOlderHeldSlotIsAskedAgainOnlyAtTheMaximumTimeoutWhileUnansweredSlotsKeepTheirTimers()
+    {
+        policy(true, 3);
+        final long t = warmUp(1_000 * MS);
+        policy.onTransmit(1, LossRecovery.FIRST, t);
+        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+        policy.poll(t + 4 * MS, recorder);
+        policy.poll(t + 8 * MS + 1, recorder);
+        assertEquals(List.of("tail-probe 2", "tail-probe 2"), actions, "slot 2's probes go unanswered");
+        actions.clear();
+        assertEquals(1, policy.poll(t + 10 * MS, recorder));
+        assertEquals(List.of("probe 1"), actions, "the timer asks about the oldest slot before resending it");
+        policy.onPending(1, t + 11 * MS);
+        actions.clear();
+        for (long at = t + 11 * MS; at < t + 600 * MS; at += MS)
+        {
+            policy.poll(at, recorder);
+        }
+        assertTrue(actions.contains("retransmit 2"), "slot 2, never answered, is resent by its timer: " + actions);
+        assertFalse(actions.contains("retransmit 1"), "slot 1 is held: " + actions);
+        assertEquals(1, actions.stream().filter(a -> a.equals("probe 1")).count(),
+            "asked again once, 500 ms after its PENDING (a lost result of an older slot shows as a hole): " + actions);
+    }
+
+    @Test
+    void aHeldSlotOvertakenByALaterResultIsProbedForItsOwnLostResult()
+    {
+        policy(true, 3);
+        final long t = warmUp(1_000 * MS);
+        policy.onTransmit(1, LossRecovery.FIRST, t);
+        assertEquals(1, policy.poll(t + 4 * MS, recorder));
+        policy.onPending(1, t + 4 * MS);
+        actions.clear();
+        // slot 2, sent after slot 1, completes: slot 1's result, due first, may have been lost after its slot completed
+        policy.onTransmit(2, LossRecovery.FIRST, t + 4500 * US);
+        policy.onResult(2, false, 4, t + 5 * MS);
+        // SRTT 1.8125 ms after the 0.5 ms sample, window max(250 us, SRTT / 4) = 453 us; slot 1 was probed at 4 ms, so
+        // its answer gets a round trip first: max(5 ms + window, 4 ms + SRTT + window) = 6.266 ms
+        assertEquals(0, policy.poll(t + 6_260 * US, recorder), actions.toString());
+        assertEquals(1, policy.poll(t + 6_270 * US, recorder));
+        assertEquals(List.of("probe 1"), actions, "probed after the reorder window, not after the held wait (10 ms)");
+        policy.onResult(1, true, 2, t + 7 * MS);
+        assertEquals(0, counters.spuriousProbes, "the shadow copy answered: slot 1's result had been lost");
+    }
+
+    /**
+     * The guard against a deadlock seen in the rack at 1% loss: two ranks, each waiting on a held newest slot that
+     * needs the other's update, while each one's own lost update sat behind a timer held back by that wait.
+     */
+    @Test
+    void anOlderUnansweredSlotKeepsItsTimerWhileTheNewestSlotIsHeld()
+    {
+        policy(true, 3);
+        final long t = warmUp(1_000 * MS);
+        policy.onTransmit(1, LossRecovery.FIRST, t);
+        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+        assertEquals(1, policy.poll(t + 4 * MS, recorder));
+        policy.onPending(2, t + 5 * MS); // the newest is held for a slow rank; slot 1's update was lost
+        actions.clear();
+        for (long at = t + 5 * MS; at < t + 40 * MS; at += 100 * US)
+        {
+            final int before = actions.size();
+            policy.poll(at, recorder);
+            if (actions.subList(before, actions.size()).contains("probe 2"))
+            {
+                policy.onPending(2, at);
+            }
+        }
+        assertTrue(actions.indexOf("probe 1") >= 0 && actions.indexOf("retransmit 1") > actions.indexOf("probe 1"),
+            "slot 1 is asked about at its RTO, then resent when that goes unanswered: " + actions);
     }
 }

@@ -205,6 +205,54 @@ class WorkerClientTest
         assertTrue(fast <= nacks, "at most one resend per NACK: " + report);
     }
 
+    /**
+     * A rank that waits for a slow peer (on a training host: a rank still in its backward pass) loses nothing, and its
+     * timers must not act as if it did: its probes are answered PENDING by the appliance and it resends no update.
+     * Before PENDING, each expiry of its timer in the peer's 400 ms resent an update the appliance already held.
+     */
+    @Test
+    void aRankWaitingForASlowPeerIsAnsweredPendingAndResendsNothing() throws Exception
+    {
+        final int world = 2;
+        final int length = 40_000;
+        final List<long[]> counters = runRanks(world, rank ->
+        {
+            try (WorkerClient client = WorkerClient.connect(context(16, world, rank, ElementType.INT32)))
+            {
+                for (int round = 0; round < 2; round++)
+                {
+                    if (round == 1 && rank == 1)
+                    {
+                        Thread.sleep(400);
+                    }
+                    final int[] in = intTensor(round, rank, length);
+                    client.allReduce(in, in);
+                    final int[] other = intTensor(round, 1 - rank, length);
+                    final int[] mine = intTensor(round, rank, length);
+                    for (int i = 0; i < length; i++)
+                    {
+                        assertEquals(mine[i] + other[i], in[i], "rank " + rank + " round " + round + " element " + i);
+                    }
+                }
+                final WorkerCounters c = client.counters();
+                return new long[]{ c.retransmissions(), c.probesSent(), c.pendingsReceived(), c.nacksReceived(), c.spuriousProbes() };
+            }
+            catch (final InterruptedException ex)
+            {
+                throw new IllegalStateException(ex);
+            }
+        });
+        final long[] waiting = counters.get(0);
+        final String report = "rank 0: retransmissions " + waiting[0] + ", probes " + waiting[1] + ", PENDINGs " + waiting[2] +
+            ", NACKs " + waiting[3] + ", spurious probes " + waiting[4] + "; appliance: probes " + appliance.counter("probes") +
+            ", PENDINGs sent " + appliance.counter("pendings_sent") + ", duplicates " + appliance.counter("duplicates");
+        System.out.println(report);
+        assertTrue(waiting[2] > 0 && appliance.counter("pendings_sent") >= waiting[2], report);
+        assertEquals(0, waiting[0], "no update resent: " + report);
+        assertEquals(0, waiting[3], "nothing was lost: " + report);
+        assertTrue(waiting[1] <= 16, "the stream waits on its newest slot's probes, not one per slot: " + report);
+    }
+
     @Test
     void floatSumWithinQuantizationBound() throws Exception
     {

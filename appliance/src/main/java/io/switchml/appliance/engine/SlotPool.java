@@ -55,7 +55,10 @@ public final class SlotPool
      * network duplicate, or a retransmission overtaken by its result): drop without touching state.
      */
     public static final int STALE = 5;
-    /** A probe for an update the slot has, while it waits for other workers: send nothing. */
+    /**
+     * A probe for an update the slot has, while it waits for other workers: a PENDING packet (header only) was
+     * written, send it to the sender.
+     */
     public static final int PROBE_PENDING = 6;
     /** A probe for an update the slot has not got: a NACK packet was written, send it to the sender. */
     public static final int NACK = 7;
@@ -308,8 +311,8 @@ public final class SlotPool
      * Changes no state.
      *
      * @param probe        the received probe.
-     * @param resultBuffer where a result ({@link #SHADOW_RESULT}) or a NACK ({@link #NACK}, header only) is
-     *                     written; must hold header plus k lanes.
+     * @param resultBuffer where a result ({@link #SHADOW_RESULT}), a NACK ({@link #NACK}) or a PENDING
+     *                     ({@link #PROBE_PENDING}; both header only) is written; must hold header plus k lanes.
      * @param resultOffset offset of that packet in resultBuffer.
      * @return {@link #SHADOW_RESULT} when the slot version completed that chunk (the worker lost the result),
      * {@link #NACK} when it has not got the worker's update, {@link #PROBE_PENDING} when it has and waits for
@@ -339,6 +342,7 @@ public final class SlotPool
                 writeResult(probe, cell, flags | FLAG_RETRANSMIT, resultBuffer, resultOffset);
                 return SHADOW_RESULT;
             }
+            writeAnswer(probe, DataHeaderFlyweight.TYPE_PENDING, resultBuffer, resultOffset);
             return PROBE_PENDING;
         }
         if (isStale(cell, sequence))
@@ -349,10 +353,19 @@ public final class SlotPool
         {
             return MISMATCH;
         }
-        resultBuffer.putBytes(resultOffset, probe.buffer(), probe.offset(), DataHeaderFlyweight.HEADER_LENGTH);
-        resultBuffer.putByte(resultOffset + DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_NACK);
-        resultBuffer.putLong(resultOffset + DataHeaderFlyweight.MAC_OFFSET, 0L, ORDER);
+        writeAnswer(probe, DataHeaderFlyweight.TYPE_NACK, resultBuffer, resultOffset);
         return NACK;
+    }
+
+    /**
+     * A header-only answer to a probe: the probe's header with another type and MAC zero.
+     */
+    private static void writeAnswer(
+        final DataHeaderFlyweight probe, final byte type, final MutableDirectBuffer resultBuffer, final int resultOffset)
+    {
+        resultBuffer.putBytes(resultOffset, probe.buffer(), probe.offset(), DataHeaderFlyweight.HEADER_LENGTH);
+        resultBuffer.putByte(resultOffset + DataHeaderFlyweight.TYPE_OFFSET, type);
+        resultBuffer.putLong(resultOffset + DataHeaderFlyweight.MAC_OFFSET, 0L, ORDER);
     }
 
     /**

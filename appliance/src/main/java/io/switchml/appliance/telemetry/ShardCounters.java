@@ -31,6 +31,7 @@ public final class ShardCounters implements AutoCloseable
     private final AtomicCounter retransmissionsServed;
     private final AtomicCounter probes;
     private final AtomicCounter nacksSent;
+    private final AtomicCounter pendingsSent;
     private final AtomicCounter dutyCycleMaxNs;
     private final AtomicCounter[] drops;
     private final List<AtomicCounter> all = new ArrayList<>();
@@ -53,6 +54,7 @@ public final class ShardCounters implements AutoCloseable
                 "retransmissions_served", CounterTypes.KIND_COUNTER, "retransmissions_served");
             probes = counter("probes", CounterTypes.KIND_COUNTER, "probes");
             nacksSent = counter("nacks_sent", CounterTypes.KIND_COUNTER, "nacks_sent");
+            pendingsSent = counter("pendings_sent", CounterTypes.KIND_COUNTER, "pendings_sent");
             final DropReason[] reasons = DropReason.values();
             drops = new AtomicCounter[reasons.length];
             for (final DropReason reason : reasons)
@@ -167,6 +169,14 @@ public final class ShardCounters implements AutoCloseable
     public void onNackSent()
     {
         nacksSent.incrementRelease();
+    }
+
+    /**
+     * Count a PENDING: the answer to a probe for an update this shard holds while the slot waits for other workers.
+     */
+    public void onPendingSent()
+    {
+        pendingsSent.incrementRelease();
     }
 
     /**

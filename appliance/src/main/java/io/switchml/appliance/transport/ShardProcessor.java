@@ -240,6 +240,11 @@ final class ShardProcessor
                     counters.onNackSent();
                     replyToSender(job, result, resultOffset, DataHeaderFlyweight.HEADER_LENGTH, senderKey, jobCounters);
                 }
+                case SlotPool.PROBE_PENDING ->
+                {
+                    counters.onPendingSent();
+                    replyToSender(job, result, resultOffset, DataHeaderFlyweight.HEADER_LENGTH, senderKey, jobCounters);
+                }
                 case SlotPool.DUPLICATE ->
                 {
                     counters.onDuplicate();
@@ -340,7 +345,7 @@ final class ShardProcessor
 
     /**
      * Sign and send the packet the pool wrote to the update's or probe's sender only (a result from the
-     * shadow copy, or a NACK).
+     * shadow copy, a NACK or a PENDING).
      */
     private void replyToSender(
         final Job job,

@@ -1219,7 +1219,7 @@ class SlotPoolTest
             resultBuffer.setMemory(0, resultBuffer.capacity(), SENTINEL);
             final int code = pool.onProbe(probe, resultBuffer, RESULT_OFFSET);
             final int end = code == SHADOW_RESULT ? RESULT_OFFSET + SlotPool.resultLength(result) :
-                code == NACK ? RESULT_OFFSET + DataHeaderFlyweight.HEADER_LENGTH : RESULT_OFFSET;
+                code == NACK || code == PROBE_PENDING ? RESULT_OFFSET + DataHeaderFlyweight.HEADER_LENGTH : RESULT_OFFSET;
             for (int i = 0; i < resultBuffer.capacity(); i++)
             {
                 if ((i < RESULT_OFFSET || i >= end) && resultBuffer.getByte(i) != SENTINEL)
@@ -1227,15 +1227,19 @@ class SlotPoolTest
                     fail(step + ": result buffer byte " + i + " written although the code was " + codeName(code));
                 }
             }
-            if (code == NACK)
+            if (code == NACK || code == PROBE_PENDING)
             {
+                final String what = code == NACK ? "NACK" : "PENDING";
                 assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(resultBuffer, RESULT_OFFSET,
-                    DataHeaderFlyweight.HEADER_LENGTH), step + ": NACK is well formed");
-                assertEquals(DataHeaderFlyweight.TYPE_NACK, result.type(), step + ": NACK type");
-                assertEquals(update.workerRank(), result.workerRank(), step + ": NACK names the prober");
-                assertEquals(update.slotIndex(), result.slotIndex(), step + ": NACK slot");
-                assertEquals(update.chunkSequence(), result.chunkSequence(), step + ": NACK chunk");
+                    DataHeaderFlyweight.HEADER_LENGTH), step + ": " + what + " is well formed");
+                assertEquals(code == NACK ? DataHeaderFlyweight.TYPE_NACK : DataHeaderFlyweight.TYPE_PENDING,
+                    result.type(), step + ": " + what + " type");
+                assertEquals(update.workerRank(), result.workerRank(), step + ": " + what + " names the prober");
+                assertEquals(update.slotIndex(), result.slotIndex(), step + ": " + what + " slot");
+                assertEquals(update.chunkSequence(), result.chunkSequence(), step + ": " + what + " chunk");
                 assertEquals(update.flags() & FLAG_POOL_VERSION, result.flags() & FLAG_POOL_VERSION, step + ": version");
+                assertEquals(update.isExponentOnly(), result.isExponentOnly(), step + ": " + what + " round kind");
+                assertEquals(0, result.elementCount(), step + ": " + what + " is header only");
             }
             return code;
         }

@@ -81,7 +81,7 @@ class CountersFileTest
     {
         final ShardCounters shard = countersFile.newShardCounters(3);
         final Map<String, Integer> idsByLabel = counters(reader.countersReader(), CounterTypes.SHARD);
-        assertEquals(10 + 1 + DropReason.values().length - 1, idsByLabel.size(), idsByLabel.toString());
+        assertEquals(11 + 1 + DropReason.values().length - 1, idsByLabel.size(), idsByLabel.toString());
         assertTrue(idsByLabel.containsKey("shard 3 packets_in"), idsByLabel.toString());
         assertTrue(idsByLabel.containsKey("shard 3 drop bad_magic"), idsByLabel.toString());
         assertTrue(idsByLabel.containsKey("shard 3 duty_cycle_max_ns"), idsByLabel.toString());

@@ -90,6 +90,7 @@ public final class XdpLayout
     public static final int STAT_STALE = 43;
     public static final int STAT_TAIL_FAILED = 44;
     public static final int STAT_MULTI_BUFFER = 45;
+    public static final int STAT_PENDINGS = 46;
     public static final int STAT_COUNT = 48;
 
     /** Names of the event counters, by index, as they appear in the counters file ("xdp: " + name). */
@@ -111,6 +112,7 @@ public final class XdpLayout
         EVENT_NAMES[STAT_STALE] = "stale_updates";
         EVENT_NAMES[STAT_TAIL_FAILED] = "tail_grow_failed";
         EVENT_NAMES[STAT_MULTI_BUFFER] = "multi_buffer_packets";
+        EVENT_NAMES[STAT_PENDINGS] = "pendings_sent";
     }
 
     static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;

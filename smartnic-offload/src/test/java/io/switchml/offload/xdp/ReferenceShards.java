@@ -133,7 +133,7 @@ final class ReferenceShards
                 job.groupAddress() != 0 ? Kind.RESULT_MULTICAST : Kind.RESULT_UP, signed(job, result, resultLength(result)),
                 DropReason.NONE, outcome);
             case SlotPool.SHADOW_RESULT -> new Expected(Kind.REPLY, signed(job, result, resultLength(result)), DropReason.NONE, outcome);
-            case SlotPool.NACK -> new Expected(Kind.REPLY, signed(job, result, DataHeaderFlyweight.HEADER_LENGTH), DropReason.NONE, outcome);
+            case SlotPool.NACK, SlotPool.PROBE_PENDING -> new Expected(Kind.REPLY, signed(job, result, DataHeaderFlyweight.HEADER_LENGTH), DropReason.NONE, outcome);
             case SlotPool.MISMATCH ->
             {
                 drops[DropReason.SLOT_MISMATCH.ordinal()]++;

@@ -5,6 +5,7 @@ import io.switchml.protocol.ElementType;
 import io.switchml.protocol.security.PacketMac;
 import org.agrona.concurrent.UnsafeBuffer;
 
+import java.util.Arrays;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -351,6 +352,14 @@ final class Traces
             }
             case 7 -> // a result from the outside
                 datagram[DataHeaderFlyweight.TYPE_OFFSET] = DataHeaderFlyweight.TYPE_RESULT;
+            case 9 -> // a well-formed PENDING from the outside (only the aggregator sends them)
+            {
+                final byte[] pending = Arrays.copyOf(datagram, DataHeaderFlyweight.HEADER_LENGTH);
+                pending[DataHeaderFlyweight.TYPE_OFFSET] = DataHeaderFlyweight.TYPE_PENDING;
+                Frames.putShort(pending, DataHeaderFlyweight.ELEMENT_COUNT_OFFSET, 0);
+                return Frames.udp(Frames.srcAddress(update), Frames.srcPort(update), APPLIANCE, Frames.dstPort(update), pending,
+                    pending.length);
+            }
             case 8 -> // another element type
                 datagram[DataHeaderFlyweight.ELEMENT_TYPE_OFFSET] = (byte)(stream.job.elementType() == ElementType.INT32 ?
                     ElementType.FLOAT32 : ElementType.INT32);

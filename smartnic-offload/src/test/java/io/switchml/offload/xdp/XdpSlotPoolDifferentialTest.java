@@ -172,6 +172,7 @@ final class XdpSlotPoolDifferentialTest
         assertEquals(reference.outcomes(SlotPool.STALE), delta(before, after, XdpLayout.STAT_STALE), "stale");
         assertEquals(reference.outcomes(SlotPool.SHADOW_RESULT) - tailFailures, delta(before, after, XdpLayout.STAT_SHADOW_RESULTS), "shadow");
         assertEquals(reference.outcomes(SlotPool.NACK) + nacksInstead, delta(before, after, XdpLayout.STAT_NACKS), "nacks");
+        assertEquals(reference.outcomes(SlotPool.PROBE_PENDING), delta(before, after, XdpLayout.STAT_PENDINGS), "pendings");
         assertEquals(tailFailures, delta(before, after, XdpLayout.STAT_TAIL_FAILED), "tail adjustments refused");
 
         System.out.println("seed " + seed + ": " + trace.size() + " packets (" + fragmented + " longer than the linear buffer, " +

@@ -54,6 +54,7 @@ final class RankBenchmark
         long tailProbesTotal;
         long probesTotal;
         long nacksTotal;
+        long pendingsTotal;
         long packetsSent;
         long packetsReceived;
         long staleResults;
@@ -177,6 +178,7 @@ final class RankBenchmark
             result.tailProbesTotal = counters.tailProbes();
             result.probesTotal = counters.probesSent();
             result.nacksTotal = counters.nacksReceived();
+            result.pendingsTotal = counters.pendingsReceived();
             result.packetsSent = counters.packetsSent();
             result.packetsReceived = counters.packetsReceived();
             result.staleResults = counters.staleResults();

@@ -378,6 +378,7 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 .field("tail_probes_total", sum(r -> r.tailProbesTotal))
                 .field("probes_total", sum(r -> r.probesTotal))
                 .field("nacks_total", sum(r -> r.nacksTotal))
+                .field("pendings_total", sum(r -> r.pendingsTotal))
                 .field("packets_sent", sum(r -> r.packetsSent))
                 .field("packets_received", sum(r -> r.packetsReceived))
                 .field("stale_results", sum(r -> r.staleResults))
@@ -448,9 +449,10 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 out.printf(Locale.ROOT, "aggregated tensor elements/s: %.4g at p50, %.4g at mean (%.2f Gbit/s of tensor per worker at p50)%n",
                     elementsPerSec(p50Ns), elementsPerSec(tatNs.getMean()), elementsPerSec(p50Ns) * ELEMENT_BYTES * 8 / 1e9);
                 out.printf(Locale.ROOT, "retransmissions: %d in timed all-reduces, %d in all (%d after a NACK); probes %d (%d " +
-                    "tail), NACKs %d; spurious: %d probes, %d resends (packets sent %d)%n", sum(r -> r.retransmissionsTimed),
-                    sum(r -> r.retransmissionsTotal), sum(r -> r.fastRetransmissionsTotal), sum(r -> r.probesTotal),
-                    sum(r -> r.tailProbesTotal), sum(r -> r.nacksTotal), sum(r -> r.spuriousProbes),
+                    "tail), NACKs %d, PENDINGs %d; spurious: %d probes, %d resends (packets sent %d)%n",
+                    sum(r -> r.retransmissionsTimed), sum(r -> r.retransmissionsTotal), sum(r -> r.fastRetransmissionsTotal),
+                    sum(r -> r.probesTotal), sum(r -> r.tailProbesTotal), sum(r -> r.nacksTotal), sum(r -> r.pendingsTotal),
+                    sum(r -> r.spuriousProbes),
                     sum(r -> r.spuriousRetransmissions), sum(r -> r.packetsSent));
                 out.println("PASSED");
             }

@@ -375,6 +375,7 @@ public final class BridgeServer implements AutoCloseable
         counters.put("probes", WorkerCounters::probesSent);
         counters.put("spuriousProbes", WorkerCounters::spuriousProbes);
         counters.put("nacks", WorkerCounters::nacksReceived);
+        counters.put("pendings", WorkerCounters::pendingsReceived);
         counters.put("staleResults", WorkerCounters::staleResults);
         counters.put("pausesNs", WorkerCounters::pausesNs);
         counters.put("exponentOnlyPackets", WorkerCounters::exponentOnlyPackets);

@@ -393,15 +393,11 @@ public final class TofinoModel implements PipelineControl
                 count(Event.DUPLICATES);
                 return List.of();
             }
-            case PENDING ->
+            case PENDING, NACK ->
             {
-                count(Event.PROBES_PENDING);
-                return List.of();
-            }
-            case NACK ->
-            {
-                count(Event.NACKS);
-                h.type(DataHeaderFlyweight.TYPE_NACK);
+                // the probe's header, back to the prober: "resend it" or "I hold it, others have not sent theirs"
+                count(result == NACK ? Event.NACKS : Event.PROBES_PENDING);
+                h.type(result == NACK ? DataHeaderFlyweight.TYPE_NACK : DataHeaderFlyweight.TYPE_PENDING);
                 packet.putLong(DataHeaderFlyweight.MAC_OFFSET, 0L, ORDER);
                 return List.of(unicast(in, packet, DataHeaderFlyweight.HEADER_LENGTH));
             }

@@ -16,7 +16,7 @@ import java.util.Map;
 /**
  * The reference for the differential test: the software appliance's checks (a shard's, for one shard) in front of
  * one {@link SlotPool} per job, producing the packets the appliance would send, addressed as the model addresses
- * them (a result to every member, a shadow result or NACK to the sender).
+ * them (a result to every member, a shadow result, NACK or PENDING to the sender).
  */
 final class ReferenceAppliance
 {
@@ -97,7 +97,7 @@ final class ReferenceAppliance
             }
             case SlotPool.SHADOW_RESULT ->
                 out.add(new TofinoModel.PacketOut(0, 0, in.srcAddr(), in.srcPort(), bytes(SlotPool.resultLength(result.wrap(resultBuffer, 0)))));
-            case SlotPool.NACK ->
+            case SlotPool.NACK, SlotPool.PROBE_PENDING ->
                 out.add(new TofinoModel.PacketOut(0, 0, in.srcAddr(), in.srcPort(), bytes(DataHeaderFlyweight.HEADER_LENGTH)));
             default ->
             {

@@ -36,6 +36,7 @@ final class WorkerTraces
     private final LinkedList<TofinoModel.PacketIn> network = new LinkedList<>();
     private final List<Rank> ranks = new ArrayList<>();
     private int emitted;
+    private int pendings;
 
     /** One rank's stream. */
     private final class Rank
@@ -129,6 +130,11 @@ final class WorkerTraces
             {
                 send(update(chunk, true));
                 return;
+            }
+            if (h.type() == DataHeaderFlyweight.TYPE_PENDING)
+            {
+                pendings++;
+                return; // the aggregator holds the update: wait for the result (the timer still probes again)
             }
             outstanding[slot] = -1;
             done[(int)chunk] = true;
@@ -274,6 +280,12 @@ final class WorkerTraces
             }
         }
         return 0;
+    }
+
+    /** @return PENDING answers the ranks received. */
+    int pendings()
+    {
+        return pendings;
     }
 
     boolean allFinished()
