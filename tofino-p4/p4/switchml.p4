@@ -345,8 +345,11 @@ control SwitchMLIngress(inout headers_t hdr, inout metadata_t md,
             else if (md.outcome == O_ABSORBED || md.outcome == O_COMPLETED) {
                 exponent = exponent_max_update.execute(md.cell); check = check_max_update.execute(md.cell);
             } else { exponent = exponent_read.execute(md.cell); check = check_read.execute(md.cell); }
-            hdr.sml.lookahead = (bit<16>)exponent;
-            hdr.sml.check = (bit<16>)check;
+            if (md.outcome != O_NACK && md.outcome != O_PENDING) {
+                /* a NACK or PENDING is the probe's own header (TofinoModel and SlotPool echo it unchanged) */
+                hdr.sml.lookahead = (bit<16>)exponent;
+                hdr.sml.check = (bit<16>)check;
+            }
             hdr.bridge.setValid();
             hdr.bridge.pass = 0;
             hdr.bridge.outcome = md.outcome;

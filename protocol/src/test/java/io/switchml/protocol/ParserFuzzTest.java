@@ -73,7 +73,7 @@ class ParserFuzzTest
             final byte type = types[random.nextInt(types.length)];
             final int count = random.nextInt(33);
             header.wrap(valid, 0).writeHeader(
-                (byte)(1 + random.nextInt(4)), random.nextInt(8), random.nextInt(4), random.nextInt(8), type,
+                (byte)(1 + random.nextInt(5)), random.nextInt(8), random.nextInt(4), random.nextInt(8), type,
                 random.nextInt(64), random.nextInt(1 << 20), count, random.nextInt(64) - 32, random.nextInt(64) - 32,
                 random.nextInt());
             int length = DataHeaderFlyweight.packetLength(type, count);

@@ -77,8 +77,10 @@ final class AdaptiveLossRecovery implements LossRecovery
     private final int[] resentBy;
     private final long[] unconfirmedKey;
     private final boolean[] held;
+    private final boolean[] waitedForPeer;
     private final long[] heldWaitNs;
     private final int[] pendings;
+    private int heldCount;
 
     private long retransmitTimeoutNs;
     private volatile long publishedTimeoutNs;
@@ -118,6 +120,7 @@ final class AdaptiveLossRecovery implements LossRecovery
         unconfirmedKey = new long[slots];
         java.util.Arrays.fill(unconfirmedKey, -1);
         held = new boolean[slots];
+        waitedForPeer = new boolean[slots];
         heldWaitNs = new long[slots];
         pendings = new int[slots];
     }
@@ -142,13 +145,14 @@ final class AdaptiveLossRecovery implements LossRecovery
             active[l] = true;
             activeCount++;
         }
-        held[l] = false;
+        release(l);
         if (why == FIRST)
         {
             resentBy[l] = FIRST;
             probes[l] = 0;
             pendings[l] = 0;
             heldWaitNs[l] = 0;
+            waitedForPeer[l] = false;
             nacked[l] = false;
         }
         else if (resentBy[l] != NACKED)
@@ -188,7 +192,7 @@ final class AdaptiveLossRecovery implements LossRecovery
         tailProbeShift = 0;
         if (resentBy[l] == FIRST)
         {
-            if (heldWaitNs[l] == 0)
+            if (!waitedForPeer[l])
             {
                 // a slot answered PENDING waited for another rank: its round trip measures that rank, not the path
                 onRttSample(nowNs - sentNs[l]);
@@ -199,8 +203,9 @@ final class AdaptiveLossRecovery implements LossRecovery
             }
         }
         lastProgressNs = nowNs;
-        held[l] = false;
+        release(l);
         deactivate(l);
+        onNewestMayHaveChanged(nowNs);
     }
 
     private void deactivate(final int l)
@@ -209,6 +214,47 @@ final class AdaptiveLossRecovery implements LossRecovery
         {
             active[l] = false;
             activeCount--;
+        }
+    }
+
+    private void release(final int l)
+    {
+        if (held[l])
+        {
+            held[l] = false;
+            heldCount--;
+        }
+    }
+
+    /**
+     * A slot went idle: if the newest outstanding slot is now one held at the long wait of an older slot, it takes
+     * the newest's doubling wait (nothing else asks about it now: no later result can overtake it, and the tail
+     * probe leaves a held newest slot to its own timer).
+     */
+    private void onNewestMayHaveChanged(final long nowNs)
+    {
+        if (heldCount == 0)
+        {
+            return;
+        }
+        final int newest = newestActive();
+        if (newest >= 0 && held[newest])
+        {
+            final long deadline = nowNs + heldWaitNs[newest];
+            if (deadline - deadlineNs[newest] < 0)
+            {
+                deadlineNs[newest] = deadline;
+                rtoDeadlineNs[newest] = deadline;
+                lowerNextDeadline(deadline);
+            }
+        }
+    }
+
+    private void lowerNextDeadline(final long deadline)
+    {
+        if (deadline - nextDeadlineNs < 0)
+        {
+            nextDeadlineNs = deadline;
         }
     }
 
@@ -221,25 +267,30 @@ final class AdaptiveLossRecovery implements LossRecovery
 
     public void onPending(final int l, final long nowNs)
     {
-        if (!active[l])
+        if (!active[l] || probes[l] == 0 || probedNs[l] - sentNs[l] < 0)
         {
+            // nothing outstanding, no probe asked since the last send (a resend decides now), or unasked for
             return;
         }
         // true whenever it arrives (a late answer included): the appliance keeps a round's update until the round
         // completes, and the agent already dropped any PENDING of another round as stale
         pendings[l] = Math.min(pendings[l] + 1, probes[l]);
-        held[l] = true;
+        waitedForPeer[l] = true;
+        if (!held[l])
+        {
+            held[l] = true;
+            heldCount++;
+        }
         suspect[l] = false;
-        if (l != newestActive())
+        if (heldWaitNs[l] == 0)
         {
-            heldWaitNs[l] = maxTimeoutNs;
+            // the newest slot is asked again at the tail probe's pace, then at doubling intervals
+            heldWaitNs[l] = Math.min(retransmitTimeoutNs, probeTimeoutNs());
         }
-        else if (heldWaitNs[l] == 0)
-        {
-            heldWaitNs[l] = retransmitTimeoutNs;
-        }
-        deadlineNs[l] = nowNs + heldWaitNs[l];
-        rtoDeadlineNs[l] = deadlineNs[l];
+        final long deadline = nowNs + (l == newestActive() ? heldWaitNs[l] : maxTimeoutNs);
+        deadlineNs[l] = deadline;
+        rtoDeadlineNs[l] = deadline;
+        lowerNextDeadline(deadline);
     }
 
     private int newestActive()
@@ -267,9 +318,9 @@ final class AdaptiveLossRecovery implements LossRecovery
 
     public void onIdle(final int l)
     {
+        release(l);
         deactivate(l);
         suspect[l] = false;
-        held[l] = false;
     }
 
     public int poll(final long nowNs, final Actions actions)
@@ -314,8 +365,11 @@ final class AdaptiveLossRecovery implements LossRecovery
                     {
                         newest = newestActive();
                     }
-                    heldWaitNs[l] = l == newest ? Math.min(2 * heldWaitNs[l], maxTimeoutNs) : maxTimeoutNs;
-                    deadlineNs[l] = nowNs + heldWaitNs[l];
+                    if (l == newest)
+                    {
+                        heldWaitNs[l] = Math.min(2 * heldWaitNs[l], maxTimeoutNs);
+                    }
+                    deadlineNs[l] = nowNs + (l == newest ? heldWaitNs[l] : maxTimeoutNs);
                     rtoDeadlineNs[l] = deadlineNs[l];
                     recordProbe(l, false, nowNs);
                     actions.probe(l, false, nowNs);
@@ -348,7 +402,9 @@ final class AdaptiveLossRecovery implements LossRecovery
             // through its result and the probes, and each other expired slot waits a backed-off timeout more. A
             // slot not probed since it was last sent is probed first: the appliance answers a lost update with a
             // NACK (resent at once, one round trip later than a resend now), and an update held for a slow rank
-            // with a PENDING, which no resend could have helped
+            // with a PENDING, which no resend could have helped. The timeout backs off either way, so that a
+            // long wait for a slow rank costs a number of probes logarithmic in its length; the next round trip
+            // sampled sets it again
             final boolean probeFirst = !(probes[oldestExpired] > 0 && probedNs[oldestExpired] - sentNs[oldestExpired] >= 0);
             backOff();
             final long deadline = nowNs + retransmitTimeoutNs;

@@ -427,6 +427,12 @@ final class ShardAgent implements Agent, LossRecovery.Actions
             }
             return;
         }
+        if (type != DataHeaderFlyweight.TYPE_RESULT && header.workerRank() != rank)
+        {
+            // a NACK or PENDING answers one rank's probe, and names that rank
+            counters.malformedResults++;
+            return;
+        }
         if (type == DataHeaderFlyweight.TYPE_NACK)
         {
             // the appliance has not got this transmission's update: resend it now, once per probe (a second
@@ -595,8 +601,8 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     /**
      * Ask the appliance about a slot's outstanding update with a header-only probe (40 bytes instead of
      * resending the update): it answers with the result if the slot completed (this rank lost it), a NACK if
-     * it has not got this rank's update (then {@link #onResult} resends it), or nothing if it waits for
-     * another rank, which sees the same hole and probes for itself.
+     * it has not got this rank's update (then {@link #onResult} resends it), or a PENDING if it holds the
+     * update and waits for another rank (an appliance older than PENDING answers nothing then).
      */
     public void probe(final int l, final boolean tail, final long nowNs)
     {

@@ -123,7 +123,7 @@ class AdaptiveLossRecoveryTest
             "its probe went unanswered: resent at its next expiry (the tail probes go on doubling)");
         assertEquals(40 * MS, policy.retransmitTimeoutNs(), "doubled again");
 
-        // a NACK to the timer's probe resends at once
+        // a slot the tail probes asked about since it was sent is resent by the timer, not probed again
         policy(true, 2);
         final long u = warmUp(2_000 * MS);
         policy.onTransmit(1, LossRecovery.FIRST, u);
@@ -133,6 +133,23 @@ class AdaptiveLossRecoveryTest
         policy.poll(u + 10 * MS, recorder);
         assertEquals(List.of("tail-probe 1", "tail-probe 1", "retransmit 1"), actions,
             "the tail probes asked about this slot since it was sent: the timer resends");
+    }
+
+    @Test
+    void aNackToTheTimersProbeResendsAtOnce()
+    {
+        policy(true, 3);
+        final long t = warmUp(1_000 * MS);
+        policy.onTransmit(2, LossRecovery.FIRST, t);
+        policy.onTransmit(1, LossRecovery.FIRST, t + 10 * US);
+        policy.poll(t + 4 * MS, recorder);
+        policy.onPending(1, t + 4 * MS + 100 * US); // the newest is held; slot 2 is not asked about by the tail probe
+        actions.clear();
+        policy.poll(t + 10 * MS, recorder);
+        assertEquals(List.of("probe 1", "probe 2"), actions, "the held newest slot's wait (4 ms) and slot 2's timer: it asks first");
+        assertTrue(policy.onNack(2, t + 10 * MS + 200 * US), "its update was lost: resend now");
+        policy.onTransmit(2, LossRecovery.NACKED, t + 10 * MS + 200 * US);
+        assertFalse(policy.onNack(2, t + 10 * MS + 300 * US), "a second NACK to the same probe resends nothing");
     }
 
     @Test
@@ -206,48 +223,72 @@ class AdaptiveLossRecoveryTest
         assertEquals(2, counters.spuriousRetransmissions, "a result 100 us after the resend cannot answer it");
     }
 
+    /** Polls at each time the policy asks to be woken, answering every probe of {@code slot} with a PENDING. */
+    private List<Long> runAnsweringPending(final int slot, final long fromNs, final long untilNs)
+    {
+        final List<Long> probeTimes = new ArrayList<>();
+        long at = fromNs;
+        while (true)
+        {
+            at = Math.max(at, policy.nextWakeNs());
+            if (at >= untilNs)
+            {
+                return probeTimes;
+            }
+            final int before = actions.size();
+            policy.poll(at, recorder);
+            if (actions.subList(before, actions.size()).contains("probe " + slot))
+            {
+                probeTimes.add(at);
+                policy.onPending(slot, at);
+            }
+            at += 1;
+        }
+    }
+
     @Test
     void aHeldNewestSlotIsProbedAgainAtDoublingIntervalsAndNeverResent()
     {
         policy(true, 3);
         final long t = warmUp(1_000 * MS);
-        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+        policy.onTransmit(2, LossRecovery.FIRST, t);
         assertEquals(1, policy.poll(t + 4 * MS, recorder));
         assertEquals(List.of("tail-probe 2"), actions);
-        policy.onPending(2, t + 6 * MS);
+        policy.onPending(2, t + 5 * MS);
+        assertTrue(policy.nextWakeNs() <= t + 9 * MS, "the PENDING set the next wake-up: " + policy.nextWakeNs());
         actions.clear();
 
-        // the newest slot is held: its own timer asks again, not the tail probe
-        assertEquals(0, policy.poll(t + 8 * MS + 1, recorder), "no tail probe while the newest slot is held");
-        assertEquals(0, policy.poll(t + 15 * MS, recorder));
-        // slot 2's RTO (10 ms) after its PENDING: a probe, no resend, no back-off of the shard's timeout
-        assertEquals(1, policy.poll(t + 16 * MS, recorder));
-        assertEquals(List.of("probe 2"), actions);
-        assertEquals(10 * MS, policy.retransmitTimeoutNs(), "a held slot is no loss: the timeout is not backed off");
-        policy.onPending(2, t + 18 * MS);
-        actions.clear();
-        assertEquals(0, policy.poll(t + 37 * MS, recorder), "the probe doubled slot 2's wait to 20 ms");
-        assertEquals(1, policy.poll(t + 38 * MS, recorder));
-        assertEquals(List.of("probe 2"), actions);
-        policy.onPending(2, t + 38 * MS);
-        for (long at = t + 39 * MS; at < t + 2_000 * MS; at += MS)
+        // asked again at the tail probe's pace (max(1 ms, 2 SRTT) = 4 ms), then at doubling intervals up to the
+        // 500 ms maximum; no tail probe, no resend, no back-off of the shard's timeout
+        final List<Long> times = runAnsweringPending(2, t + 5 * MS, t + 2_000 * MS);
+        final List<Long> gaps = new ArrayList<>();
+        long last = t + 5 * MS;
+        for (final long time : times)
         {
-            final int before = actions.size();
-            policy.poll(at, recorder);
-            if (actions.subList(before, actions.size()).contains("probe 2"))
-            {
-                policy.onPending(2, at); // answered at once
-            }
+            gaps.add((time - last) / MS);
+            last = time;
         }
-        // waits double from 40 ms up to the 500 ms maximum: at 38, 78, 158, 318, 818, 1318, 1818 ms
-        assertEquals(List.of("probe 2", "probe 2", "probe 2", "probe 2", "probe 2", "probe 2", "probe 2"), actions);
+        assertEquals(List.of(4L, 8L, 16L, 32L, 64L, 128L, 256L, 500L, 500L), gaps, actions.toString());
+        assertTrue(actions.stream().allMatch(a -> a.equals("probe 2")), actions.toString());
+        assertEquals(10 * MS, policy.retransmitTimeoutNs(), "a held slot is no loss: the timeout is not backed off");
 
-        // the peer's update arrives: the normal completion; the probes answered PENDING are not spurious (slot 2's
-        // first probe, the tail probe at 4 ms, was answered by the PENDING at 6 ms), nor is their wait a round trip
+        // the peer's update arrives: the normal completion; the probes answered PENDING are not spurious, nor is
+        // their wait a round trip
         policy.onResult(2, false, 4, t + 2_000 * MS);
         assertEquals(0, counters.spuriousProbes);
         assertEquals(2 * MS, policy.smoothedRttNs());
         assertEquals(10 * MS, policy.retransmitTimeoutNs());
+    }
+
+    @Test
+    void aPendingNoProbeAskedForSinceTheLastSendIsIgnored()
+    {
+        policy(true, 2);
+        final long t = warmUp(1_000 * MS);
+        policy.onTransmit(1, LossRecovery.FIRST, t);
+        policy.onPending(1, t + 1 * MS);
+        assertEquals(1, policy.poll(t + 4 * MS, recorder), "not held: the tail probe still asks");
+        assertEquals(List.of("tail-probe 1"), actions);
     }
 
     @Test
@@ -273,6 +314,28 @@ class AdaptiveLossRecoveryTest
         assertFalse(actions.contains("retransmit 1"), "slot 1 is held: " + actions);
         assertEquals(1, actions.stream().filter(a -> a.equals("probe 1")).count(),
             "asked again once, 500 ms after its PENDING (a lost result of an older slot shows as a hole): " + actions);
+    }
+
+    @Test
+    void anOlderHeldSlotLeftNewestTakesTheNewestsPace()
+    {
+        policy(true, 3);
+        final long t = warmUp(1_000 * MS);
+        policy.onTransmit(1, LossRecovery.FIRST, t);
+        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+        policy.poll(t + 4 * MS, recorder);
+        policy.onPending(2, t + 4 * MS);
+        actions.clear();
+        policy.poll(t + 10 * MS, recorder);
+        assertEquals(List.of("probe 2", "probe 1"), actions, "the held newest's wait of 4 ms; slot 1's timer");
+        policy.onPending(1, t + 10 * MS); // older: asked again only 500 ms on
+        policy.onPending(2, t + 10 * MS);
+        actions.clear();
+        // slot 2 completes (unmarked: it waited for a peer); slot 1 is now the newest, and its result may be lost
+        policy.onResult(2, false, 4, t + 12 * MS);
+        assertTrue(policy.nextWakeNs() <= t + 12 * MS + 4 * MS, "wakes at the newest's pace: " + (policy.nextWakeNs() - t));
+        final List<Long> times = runAnsweringPending(1, t + 12 * MS, t + 30 * MS);
+        assertFalse(times.isEmpty(), "slot 1 asked again within the newest's wait, not 500 ms on: " + actions);
     }
 
     @Test

@@ -1240,6 +1240,14 @@ class SlotPoolTest
                 assertEquals(update.flags() & FLAG_POOL_VERSION, result.flags() & FLAG_POOL_VERSION, step + ": version");
                 assertEquals(update.isExponentOnly(), result.isExponentOnly(), step + ": " + what + " round kind");
                 assertEquals(0, result.elementCount(), step + ": " + what + " is header only");
+                for (int i = 0; i < DataHeaderFlyweight.HEADER_LENGTH; i++)
+                {
+                    final boolean macByte = i >= DataHeaderFlyweight.MAC_OFFSET && i < DataHeaderFlyweight.MAC_OFFSET + 8;
+                    final byte expected = i == DataHeaderFlyweight.TYPE_OFFSET ? result.type() : macByte ? 0 :
+                        buffer.getByte(i);
+                    assertEquals(expected, resultBuffer.getByte(RESULT_OFFSET + i),
+                        step + ": " + what + " is the probe's header but its type and a zero MAC, byte " + i);
+                }
             }
             return code;
         }

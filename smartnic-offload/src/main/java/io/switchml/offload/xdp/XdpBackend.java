@@ -229,6 +229,10 @@ public final class XdpBackend implements Backend
                 return; // closing (or the JVM's shutdown hook detached it): not a failure
             }
             final Optional<XdpAttachment.AttachedProgram> attached = XdpAttachment.query(interfaceName);
+            if (attachment.isDetached())
+            {
+                return; // detached by close() or the shutdown hook while the query ran: not a failure
+            }
             if (attached.isEmpty())
             {
                 fail("program detached from " + interfaceName);
@@ -302,7 +306,7 @@ public final class XdpBackend implements Backend
             stats[XdpLayout.STAT_COMPLETED] + " results_multicast=" + stats[XdpLayout.STAT_RESULTS_TX] + " results_passed_up=" +
             stats[XdpLayout.STAT_RESULTS_PASSED] + " passed_to_kernel=" + stats[XdpLayout.STAT_PASSED] + " probes=" +
             stats[XdpLayout.STAT_PROBES] + " retransmissions_served=" + stats[XdpLayout.STAT_SHADOW_RESULTS] + " nacks=" +
-            stats[XdpLayout.STAT_NACKS] + " tail_grow_failed=" + stats[XdpLayout.STAT_TAIL_FAILED] + " multi_buffer_packets=" +
+            stats[XdpLayout.STAT_NACKS] + " pendings=" + stats[XdpLayout.STAT_PENDINGS] + " tail_grow_failed=" + stats[XdpLayout.STAT_TAIL_FAILED] + " multi_buffer_packets=" +
             stats[XdpLayout.STAT_MULTI_BUFFER] + (health != null ? "; FAILED: " + health : "");
     }
 

@@ -233,7 +233,7 @@ class BridgeServerTest
             assertEquals("OK", stats.get(""));
             assertEquals(Integer.toString(requests + 1), stats.get("requests"));
             assertTrue(Long.parseLong(stats.get("packetsSent")) >= requests, stats.toString());
-            for (final String counter : new String[] {"spuriousRetransmissions", "probes", "spuriousProbes", "nacks",
+            for (final String counter : new String[] {"spuriousRetransmissions", "probes", "spuriousProbes", "nacks", "pendings",
                 "staleResults", "pausesNs", "int32.probes"})
             {
                 final String value = stats.get(counter);
