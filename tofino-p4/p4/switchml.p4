@@ -324,6 +324,7 @@ control SwitchMLIngress(inout headers_t hdr, inout metadata_t md,
                 else { md.seen_before = seen_read_v1.execute(slot); }
             }
             bit<32> before;
+            md.first = 0;
             if (hdr.sml.type == T_UPDATE && md.seen_before == 0) {
                 before = count_contribute.execute(md.cell);
                 md.first = (before & 0x7FFFFFFF == 0) ? 1w1 : 1w0;

@@ -21,11 +21,12 @@ package io.switchml.worker;
  * <p>
  * <b>Held slots.</b> A slot answered PENDING lost nothing of its own: its update is in and its result cannot come
  * before the slowest rank's update (on a training host that is usually a rank still in its backward pass, not a
- * loss). Its timer then probes it again instead of resending it, one RTO after the PENDING, then at doubling
- * intervals up to the maximum RTO, without backing off the shard's RTO, and its result gives no round-trip sample (it
- * measures the slow rank, not the path). Only the newest outstanding slot, held, is asked again at doubling
- * intervals, and the stream sends no tail probe meanwhile; an older held slot, whose lost result would show as a hole
- * behind a later result, is asked again only at the maximum timeout. Slots not known to be held keep their own timers:
+ * loss). It is not resent, its timer does not back off the shard's RTO, and its result gives no round-trip sample
+ * (it measures the slow rank, not the path). The newest outstanding slot, held, is asked again at the tail probe's
+ * pace (max(floor, 2 SRTT), at most one RTO) after the PENDING, then at doubling intervals up to the maximum RTO, and
+ * the stream sends no tail probe meanwhile; each result from the shard (the other ranks are moving) brings its wait
+ * back to that pace. An older held slot, whose lost result would show as a hole behind a later result, is asked
+ * again only at the maximum timeout until the slots after it complete and it becomes the newest. Slots not known to be held keep their own timers:
  * holding them back behind a held slot was tried and deadlocked two ranks in the rack at 1% loss (each one's lost
  * update waited behind a slot that waited for the other's). A later result that overtakes a held slot still makes it
  * suspect (its own result may have been lost after it completed). A PENDING cannot make the agent
@@ -227,9 +228,10 @@ final class AdaptiveLossRecovery implements LossRecovery
     }
 
     /**
-     * A slot went idle: if the newest outstanding slot is now one held at the long wait of an older slot, it takes
-     * the newest's doubling wait (nothing else asks about it now: no later result can overtake it, and the tail
-     * probe leaves a held newest slot to its own timer).
+     * A result arrived: the other ranks are moving. If the newest outstanding slot is held, its wait goes back to the
+     * tail probe's pace, and one left at the long wait of an older slot takes it (nothing else asks about the newest
+     * slot: no later result can overtake it, and the tail probe leaves a held newest slot to its own timer). Both of
+     * its deadlines move: a suspect slot's probe falls back to the second one when it goes unanswered.
      */
     private void onNewestMayHaveChanged(final long nowNs)
     {
@@ -240,11 +242,15 @@ final class AdaptiveLossRecovery implements LossRecovery
         final int newest = newestActive();
         if (newest >= 0 && held[newest])
         {
+            heldWaitNs[newest] = Math.min(retransmitTimeoutNs, probeTimeoutNs());
             final long deadline = nowNs + heldWaitNs[newest];
+            if (deadline - rtoDeadlineNs[newest] < 0)
+            {
+                rtoDeadlineNs[newest] = deadline;
+            }
             if (deadline - deadlineNs[newest] < 0)
             {
                 deadlineNs[newest] = deadline;
-                rtoDeadlineNs[newest] = deadline;
                 lowerNextDeadline(deadline);
             }
         }
@@ -267,7 +273,7 @@ final class AdaptiveLossRecovery implements LossRecovery
 
     public void onPending(final int l, final long nowNs)
     {
-        if (!active[l] || probes[l] == 0 || probedNs[l] - sentNs[l] < 0)
+        if (!active[l] || probes[l] == 0 || sentNs[l] - probedNs[l] >= 0)
         {
             // nothing outstanding, no probe asked since the last send (a resend decides now), or unasked for
             return;

@@ -223,7 +223,11 @@ class AdaptiveLossRecoveryTest
         assertEquals(2, counters.spuriousRetransmissions, "a result 100 us after the resend cannot answer it");
     }
 
-    /** Polls at each time the policy asks to be woken, answering every probe of {@code slot} with a PENDING. */
+    /**
+     * Polls at each time the policy asks to be woken, answering every probe with a PENDING.
+     *
+     * @return when {@code slot} was probed.
+     */
     private List<Long> runAnsweringPending(final int slot, final long fromNs, final long untilNs)
     {
         final List<Long> probeTimes = new ArrayList<>();
@@ -237,10 +241,17 @@ class AdaptiveLossRecoveryTest
             }
             final int before = actions.size();
             policy.poll(at, recorder);
-            if (actions.subList(before, actions.size()).contains("probe " + slot))
+            for (final String action : List.copyOf(actions.subList(before, actions.size())))
             {
-                probeTimes.add(at);
-                policy.onPending(slot, at);
+                if (action.startsWith("probe ") || action.startsWith("tail-probe "))
+                {
+                    final int probed = Integer.parseInt(action.substring(action.indexOf(' ') + 1));
+                    if (probed == slot)
+                    {
+                        probeTimes.add(at);
+                    }
+                    policy.onPending(probed, at);
+                }
             }
             at += 1;
         }
@@ -331,11 +342,54 @@ class AdaptiveLossRecoveryTest
         policy.onPending(1, t + 10 * MS); // older: asked again only 500 ms on
         policy.onPending(2, t + 10 * MS);
         actions.clear();
-        // slot 2 completes (unmarked: it waited for a peer); slot 1 is now the newest, and its result may be lost
+        // slot 2 completes (unmarked: it waited for a peer); slot 1, now the newest, is suspect behind it and probed
+        // after the reorder window; that probe goes unanswered (lost), and slot 1's own result may be lost too: it is
+        // asked again at the newest's pace, not 500 ms on
         policy.onResult(2, false, 4, t + 12 * MS);
-        assertTrue(policy.nextWakeNs() <= t + 12 * MS + 4 * MS, "wakes at the newest's pace: " + (policy.nextWakeNs() - t));
-        final List<Long> times = runAnsweringPending(1, t + 12 * MS, t + 30 * MS);
-        assertFalse(times.isEmpty(), "slot 1 asked again within the newest's wait, not 500 ms on: " + actions);
+        actions.clear();
+        for (long at = t + 12 * MS; at < t + 30 * MS; at += 100 * US)
+        {
+            policy.poll(at, recorder);
+        }
+        assertTrue(actions.stream().filter(a -> a.equals("probe 1")).count() >= 2, "the suspect probe, then the newest's: " + actions);
+    }
+
+    @Test
+    void aResultFromTheShardBringsTheHeldNewestSlotBackToTheTailProbesPace()
+    {
+        policy(true, 3);
+        final long t = warmUp(1_000 * MS);
+        policy.onTransmit(1, LossRecovery.FIRST, t);
+        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+        policy.poll(t + 4 * MS, recorder);
+        policy.onPending(2, t + 4 * MS);
+        policy.onPending(1, t + 4 * MS); // as if a probe had asked: ignored, slot 1 was never probed
+        final List<Long> times = runAnsweringPending(2, t + 4 * MS, t + 100 * MS);
+        assertEquals(List.of(t + 8 * MS, t + 16 * MS, t + 32 * MS, t + 64 * MS), times, "doubling: " + actions);
+        // slot 1 (probed by its timer at 10 ms, answered PENDING: held, asked again only at 500 ms) completes
+        policy.onResult(1, false, 2, t + 100 * MS);
+        actions.clear();
+        final List<Long> after = runAnsweringPending(2, t + 100 * MS, t + 110 * MS);
+        assertEquals(List.of(t + 104 * MS), after, "back to 4 ms after the progress, not 128 ms: " + actions);
+    }
+
+    @Test
+    void aPendingForAProbeSentBeforeTheLastResendIsIgnored()
+    {
+        policy(true, 2);
+        final long t = warmUp(1_000 * MS);
+        policy.onTransmit(1, LossRecovery.FIRST, t);
+        policy.poll(t + 4 * MS, recorder);
+        policy.poll(t + 8 * MS, recorder);
+        policy.poll(t + 10 * MS, recorder);
+        assertEquals(List.of("tail-probe 1", "tail-probe 1", "retransmit 1"), actions);
+        policy.onPending(1, t + 10 * MS + 100 * US); // answers a probe sent before the resend: the resend decides
+        actions.clear();
+        for (long at = t + 10 * MS; at < t + 40 * MS; at += 100 * US)
+        {
+            policy.poll(at, recorder);
+        }
+        assertTrue(actions.contains("tail-probe 1"), "not held: the tail probe goes on asking: " + actions);
     }
 
     @Test

@@ -92,6 +92,7 @@ final class TofinoModelDifferentialTest
         assertTrue(reference.outcomes(SlotPool.COMPLETED) > 0 && reference.outcomes(SlotPool.SHADOW_RESULT) > 0 &&
             reference.outcomes(SlotPool.DUPLICATE) > 0 && reference.outcomes(SlotPool.NACK) > 0 &&
             reference.outcomes(SlotPool.PROBE_PENDING) > 0, "outcomes " + Arrays.toString(reference.outcomesArray()));
+        assertEquals(reference.outcomes(SlotPool.PROBE_PENDING), model.events(TofinoModel.Event.PROBES_PENDING), "PENDINGs counted");
         assertTrue(traces.pendings() > 0, "the ranks got PENDING answers");
         assertEquals(0, reference.outcomes(SlotPool.MISMATCH) + reference.outcomes(SlotPool.STALE),
             "the traces hold no fault that the switch cannot tell (mismatched or stale contributions)");
