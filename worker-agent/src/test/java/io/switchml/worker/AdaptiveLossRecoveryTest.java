@@ -41,6 +41,13 @@ class AdaptiveLossRecoveryTest
         return policy;
     }
 
+    /** Slot 1 sent at t, slot 2 (the newest) 10 us later. */
+    private void sendOneThenTwo(final long t)
+    {
+        policy.onTransmit(1, LossRecovery.FIRST, t);
+        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+    }
+
     /** A round trip of 2 ms measured on a slot: SRTT 2 ms, RTTVAR 1 ms, RTO max(10 ms floor, 6 ms). */
     private long warmUp(final long t0)
     {
@@ -83,8 +90,7 @@ class AdaptiveLossRecoveryTest
     {
         policy(true, 4);
         final long t = warmUp(1_000 * MS);
-        policy.onTransmit(1, LossRecovery.FIRST, t);
-        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+        sendOneThenTwo(t);
         policy.onResult(2, false, 4, t + 2 * MS);
         // window max(250 us, SRTT / 4 = 500 us)
         assertEquals(0, policy.poll(t + 2 * MS + 400 * US, recorder));
@@ -307,8 +313,7 @@ class AdaptiveLossRecoveryTest
     {
         policy(true, 3);
         final long t = warmUp(1_000 * MS);
-        policy.onTransmit(1, LossRecovery.FIRST, t);
-        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+        sendOneThenTwo(t);
         policy.poll(t + 4 * MS, recorder);
         policy.poll(t + 8 * MS + 1, recorder);
         assertEquals(List.of("tail-probe 2", "tail-probe 2"), actions, "slot 2's probes go unanswered");
@@ -332,8 +337,7 @@ class AdaptiveLossRecoveryTest
     {
         policy(true, 3);
         final long t = warmUp(1_000 * MS);
-        policy.onTransmit(1, LossRecovery.FIRST, t);
-        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+        sendOneThenTwo(t);
         policy.poll(t + 4 * MS, recorder);
         policy.onPending(2, t + 4 * MS);
         actions.clear();
@@ -359,8 +363,7 @@ class AdaptiveLossRecoveryTest
     {
         policy(true, 3);
         final long t = warmUp(1_000 * MS);
-        policy.onTransmit(1, LossRecovery.FIRST, t);
-        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+        sendOneThenTwo(t);
         policy.poll(t + 4 * MS, recorder);
         policy.onPending(2, t + 4 * MS);
         policy.onPending(1, t + 4 * MS); // as if a probe had asked: ignored, slot 1 was never probed
@@ -422,8 +425,7 @@ class AdaptiveLossRecoveryTest
     {
         policy(true, 3);
         final long t = warmUp(1_000 * MS);
-        policy.onTransmit(1, LossRecovery.FIRST, t);
-        policy.onTransmit(2, LossRecovery.FIRST, t + 10 * US);
+        sendOneThenTwo(t);
         assertEquals(1, policy.poll(t + 4 * MS, recorder));
         policy.onPending(2, t + 5 * MS); // the newest is held for a slow rank; slot 1's update was lost
         actions.clear();
