@@ -78,10 +78,10 @@ final class AdaptiveLossRecovery implements LossRecovery
     private final int[] resentBy;
     private final long[] unconfirmedKey;
     private final boolean[] held;
-    private final boolean[] waitedForPeer;
     private final long[] heldWaitNs;
     private final int[] pendings;
     private int heldCount;
+    private int newestSlot = -1;
 
     private long retransmitTimeoutNs;
     private volatile long publishedTimeoutNs;
@@ -121,7 +121,6 @@ final class AdaptiveLossRecovery implements LossRecovery
         unconfirmedKey = new long[slots];
         java.util.Arrays.fill(unconfirmedKey, -1);
         held = new boolean[slots];
-        waitedForPeer = new boolean[slots];
         heldWaitNs = new long[slots];
         pendings = new int[slots];
     }
@@ -140,6 +139,7 @@ final class AdaptiveLossRecovery implements LossRecovery
         rtoDeadlineNs[l] = deadline;
         sentNs[l] = nowNs;
         txSeq[l] = ++nextTxSeq;
+        newestSlot = l;
         suspect[l] = false;
         if (!active[l])
         {
@@ -153,17 +153,13 @@ final class AdaptiveLossRecovery implements LossRecovery
             probes[l] = 0;
             pendings[l] = 0;
             heldWaitNs[l] = 0;
-            waitedForPeer[l] = false;
             nacked[l] = false;
         }
         else if (resentBy[l] != NACKED)
         {
             resentBy[l] = why;
         }
-        if (deadline - nextDeadlineNs < 0)
-        {
-            nextDeadlineNs = deadline;
-        }
+        lowerNextDeadline(deadline);
     }
 
     public void onResult(final int l, final boolean fromShadow, final long key, final long nowNs)
@@ -193,7 +189,7 @@ final class AdaptiveLossRecovery implements LossRecovery
         tailProbeShift = 0;
         if (resentBy[l] == FIRST)
         {
-            if (!waitedForPeer[l])
+            if (pendings[l] == 0)
             {
                 // a slot answered PENDING waited for another rank: its round trip measures that rank, not the path
                 onRttSample(nowNs - sentNs[l]);
@@ -215,6 +211,10 @@ final class AdaptiveLossRecovery implements LossRecovery
         {
             active[l] = false;
             activeCount--;
+            if (l == newestSlot)
+            {
+                newestSlot = -1;
+            }
         }
     }
 
@@ -242,7 +242,7 @@ final class AdaptiveLossRecovery implements LossRecovery
         final int newest = newestActive();
         if (newest >= 0 && held[newest])
         {
-            heldWaitNs[newest] = Math.min(retransmitTimeoutNs, probeTimeoutNs());
+            heldWaitNs[newest] = heldBaseWaitNs();
             final long deadline = nowNs + heldWaitNs[newest];
             if (deadline - rtoDeadlineNs[newest] < 0)
             {
@@ -268,12 +268,24 @@ final class AdaptiveLossRecovery implements LossRecovery
     {
         nacked[l] = true;
         // resend once per probe: a second NACK for the same probe, or one after the resend, changes nothing
+        return probedSinceSent(l);
+    }
+
+    /** @return whether slot {@code l} was probed after its last transmission. */
+    private boolean probedSinceSent(final int l)
+    {
         return probes[l] > 0 && sentNs[l] - probedNs[l] < 0;
+    }
+
+    /** The first wait of a held newest slot, and where a result brings it back: the tail probe's pace. */
+    private long heldBaseWaitNs()
+    {
+        return Math.min(retransmitTimeoutNs, probeTimeoutNs());
     }
 
     public void onPending(final int l, final long nowNs)
     {
-        if (!active[l] || probes[l] == 0 || sentNs[l] - probedNs[l] >= 0)
+        if (!active[l] || !probedSinceSent(l))
         {
             // nothing outstanding, no probe asked since the last send (a resend decides now), or unasked for
             return;
@@ -281,7 +293,6 @@ final class AdaptiveLossRecovery implements LossRecovery
         // true whenever it arrives (a late answer included): the appliance keeps a round's update until the round
         // completes, and the agent already dropped any PENDING of another round as stale
         pendings[l] = Math.min(pendings[l] + 1, probes[l]);
-        waitedForPeer[l] = true;
         if (!held[l])
         {
             held[l] = true;
@@ -291,7 +302,7 @@ final class AdaptiveLossRecovery implements LossRecovery
         if (heldWaitNs[l] == 0)
         {
             // the newest slot is asked again at the tail probe's pace, then at doubling intervals
-            heldWaitNs[l] = Math.min(retransmitTimeoutNs, probeTimeoutNs());
+            heldWaitNs[l] = heldBaseWaitNs();
         }
         final long deadline = nowNs + (l == newestActive() ? heldWaitNs[l] : maxTimeoutNs);
         deadlineNs[l] = deadline;
@@ -299,17 +310,20 @@ final class AdaptiveLossRecovery implements LossRecovery
         lowerNextDeadline(deadline);
     }
 
+    /** @return the outstanding slot sent last (kept as each transmission is made; found again when it goes idle). */
     private int newestActive()
     {
-        int newest = -1;
-        for (int l = 0; l < slots; l++)
+        if (newestSlot < 0 && activeCount > 0)
         {
-            if (active[l] && (newest < 0 || txSeq[l] > txSeq[newest]))
+            for (int l = 0; l < slots; l++)
             {
-                newest = l;
+                if (active[l] && (newestSlot < 0 || txSeq[l] > txSeq[newestSlot]))
+                {
+                    newestSlot = l;
+                }
             }
         }
-        return newest;
+        return newestSlot;
     }
 
     public void onStaleResult(final int l, final boolean fromShadow, final long key, final long nowNs)
@@ -342,7 +356,6 @@ final class AdaptiveLossRecovery implements LossRecovery
         }
         long next = Long.MAX_VALUE;
         int oldestExpired = -1;
-        int newest = -2;
         boolean backedOff = false;
         for (int l = 0; l < slots; l++)
         {
@@ -367,10 +380,7 @@ final class AdaptiveLossRecovery implements LossRecovery
                     // its answer reveals the holes before it); an older one, whose lost result shows as a hole
                     // behind a later result, only at the maximum timeout, as a safety net. No back-off of the
                     // shard's timeout: nothing was lost.
-                    if (newest == -2)
-                    {
-                        newest = newestActive();
-                    }
+                    final int newest = newestActive();
                     if (l == newest)
                     {
                         heldWaitNs[l] = Math.min(2 * heldWaitNs[l], maxTimeoutNs);
@@ -411,7 +421,7 @@ final class AdaptiveLossRecovery implements LossRecovery
             // with a PENDING, which no resend could have helped. The timeout backs off either way, so that a
             // long wait for a slow rank costs a number of probes logarithmic in its length; the next round trip
             // sampled sets it again
-            final boolean probeFirst = !(probes[oldestExpired] > 0 && probedNs[oldestExpired] - sentNs[oldestExpired] >= 0);
+            final boolean probeFirst = !probedSinceSent(oldestExpired);
             backOff();
             final long deadline = nowNs + retransmitTimeoutNs;
             for (int l = 0; l < slots; l++)
@@ -527,10 +537,7 @@ final class AdaptiveLossRecovery implements LossRecovery
                 if (deadline - deadlineNs[m] < 0)
                 {
                     deadlineNs[m] = deadline;
-                    if (deadline - nextDeadlineNs < 0)
-                    {
-                        nextDeadlineNs = deadline;
-                    }
+                    lowerNextDeadline(deadline);
                 }
             }
         }

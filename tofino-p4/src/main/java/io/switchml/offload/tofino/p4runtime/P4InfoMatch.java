@@ -102,10 +102,7 @@ final class P4InfoMatch
                     throw differs("table " + want.getKey() + " does not offer action " + action);
                 }
             }
-            if (have.getSize() < want.getValue().getSize())
-            {
-                throw differs("table " + want.getKey() + " holds " + have.getSize() + " entries, fewer than " + want.getValue().getSize());
-            }
+            atLeast("table " + want.getKey() + " holds", have.getSize(), "entries", want.getValue().getSize());
             resolved.map(want.getKey(), have);
         }
     }
@@ -121,10 +118,7 @@ final class P4InfoMatch
                 throw differs("register " + want.getKey() + " cells are " + cellText(running, have) + ", not " +
                     cellText(expected.info(), want.getValue()));
             }
-            if (have.getSize() < want.getValue().getSize())
-            {
-                throw differs("register " + want.getKey() + " has " + have.getSize() + " cells, fewer than " + want.getValue().getSize());
-            }
+            atLeast("register " + want.getKey() + " has", have.getSize(), "cells", want.getValue().getSize());
             resolved.map(want.getKey(), have);
         }
     }
@@ -147,10 +141,7 @@ final class P4InfoMatch
             {
                 throw differs("value set " + want.getKey() + " holds members of " + haveWidths + " bits, not " + widths);
             }
-            if (have.getSize() < want.getValue().getSize())
-            {
-                throw differs("value set " + want.getKey() + " holds " + have.getSize() + " members, fewer than " + want.getValue().getSize());
-            }
+            atLeast("value set " + want.getKey() + " holds", have.getSize(), "members", want.getValue().getSize());
             resolved.map(want.getKey(), have);
         }
     }
@@ -229,6 +220,16 @@ final class P4InfoMatch
             widths.add(member.getTypeSpec().getBitstring().getBit().getBitwidth());
         }
         return widths;
+    }
+
+    /** A size of the switch's program below ours: "register X has 16 cells, fewer than 32". */
+    private static void atLeast(final String what, final long have, final String unit, final long want)
+        throws PipelineException
+    {
+        if (have < want)
+        {
+            throw differs(what + " " + have + " " + unit + ", fewer than " + want);
+        }
     }
 
     private static PipelineException differs(final String what)
