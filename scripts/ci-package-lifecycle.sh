@@ -35,7 +35,9 @@ done
 
 WORK=$(mktemp -d /var/tmp/switchml-lifecycle.XXXXXX)
 cleanup() {
-  rm -rf "$WORK"
+  local rc=$?   # the EXIT trap keeps the verdict: a failed removal is reported, not turned into a failure
+  rm -rf "$WORK" || echo "ci-package-lifecycle: could not remove $WORK" >&2
+  exit "$rc"
 }
 trap cleanup EXIT
 
