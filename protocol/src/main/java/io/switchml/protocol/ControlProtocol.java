@@ -39,6 +39,11 @@ public final class ControlProtocol
     /** The aggregation backends, one {@code BACKEND name=... up=1|0 [reason=...]} line each, then END. */
     public static final String BACKENDS = "BACKENDS";
     public static final String END = "END";
+    /**
+     * CREATE's {@code backend=} value, and its default, for "the first backend of the appliance's preference list
+     * that can take the job"; never a backend's name.
+     */
+    public static final String BACKEND_AUTO = "auto";
 
     private ControlProtocol()
     {

@@ -56,7 +56,7 @@ public final class WorkerContext
     public static final int IDLE_YIELDS_DEFAULT = 2;
 
     /** The backend a job asks for when it names none: the appliance's preference list decides. */
-    public static final String BACKEND_AUTO = "auto";
+    public static final String BACKEND_AUTO = io.switchml.protocol.ControlProtocol.BACKEND_AUTO;
 
     private String applianceHost = APPLIANCE_HOST_DEFAULT;
     private int controlPort = CONTROL_PORT_DEFAULT;

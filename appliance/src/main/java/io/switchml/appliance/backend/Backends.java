@@ -1,5 +1,7 @@
 package io.switchml.appliance.backend;
 
+import io.switchml.protocol.ControlProtocol;
+
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -15,6 +17,8 @@ import java.util.Map;
 public final class Backends
 {
     public static final String SOFTWARE = "software";
+    /** CREATE's {@code backend=} value for the preference list: {@link ControlProtocol#BACKEND_AUTO}. */
+    public static final String AUTO = ControlProtocol.BACKEND_AUTO;
     /** Option name prefixes that are never backend names (existing option groups). */
     private static final List<String> RESERVED = List.of("multicast", "native", "journal", "histogram", "shard", "tenant",
         "default", "slot", "join", "memory", "socket", "loss", "control", "data", "http", "bind", "dir", "transport", "mac",
@@ -42,7 +46,8 @@ public final class Backends
      */
     public static boolean isOffloadName(final String name)
     {
-        return name.matches("[a-z][a-z0-9_-]*") && !RESERVED.contains(name) && !SOFTWARE.equals(name);
+        return name.matches("[a-z][a-z0-9_-]*") && !RESERVED.contains(name) && !SOFTWARE.equals(name) &&
+            !AUTO.equals(name);
     }
 
     /**

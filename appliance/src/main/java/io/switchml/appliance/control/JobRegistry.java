@@ -3,6 +3,7 @@ package io.switchml.appliance.control;
 import io.switchml.appliance.backend.Backend;
 import io.switchml.appliance.backend.BackendException;
 import io.switchml.appliance.backend.BackendJob;
+import io.switchml.appliance.backend.Backends;
 import io.switchml.appliance.backend.SoftwareBackend;
 import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.protocol.telemetry.SystemCounter;
@@ -142,7 +143,7 @@ public final class JobRegistry
      */
     private Placement place(final JobSpec spec, final String requested, final int jobId) throws RefusedException
     {
-        if (requested != null && !"auto".equals(requested))
+        if (requested != null && !Backends.AUTO.equals(requested))
         {
             for (final Backend backend : backends)
             {
@@ -253,13 +254,13 @@ public final class JobRegistry
      */
     public Job create(final JobSpec spec, final String token, final boolean ifAbsent) throws RefusedException
     {
-        return create(spec, token, ifAbsent, "auto");
+        return create(spec, token, ifAbsent, Backends.AUTO);
     }
 
     /**
      * Create a job on a backend, or with ifAbsent find the same job created earlier by another rank.
      *
-     * @param backend "auto" (the first backend of the preference list that can take the job) or a backend's name; with
+     * @param backend {@link Backends#AUTO} (the first backend of the preference list that can take the job) or a backend's name; with
      *                ifAbsent, an existing job on another backend than the one named is refused, naming both.
      */
     public Job create(final JobSpec spec, final String token, final boolean ifAbsent, final String backend) throws RefusedException
@@ -289,7 +290,7 @@ public final class JobRegistry
                 {
                     throw new RefusedException("job '" + spec.name() + "' (" + existing.jobId + ") exists and the token does not match");
                 }
-                if (backend != null && !"auto".equals(backend) && !backend.equals(existing.backendName))
+                if (backend != null && !Backends.AUTO.equals(backend) && !backend.equals(existing.backendName))
                 {
                     throw new RefusedException("job '" + spec.name() + "' (" + existing.jobId + ") runs on backend " +
                         existing.backendName + ", not on the " + backend + " this rank asked for" +
