@@ -198,66 +198,20 @@ final class DataPathRehearsal
      * the worker's (so its send and receive paths are rehearsed twice over). Probes are not answered: there is no
      * loss on loopback, and the rehearsal is bounded anyway.
      */
-    private static final class Reflector implements DatagramTransport.Receiver
+    private static final class Reflector extends LoopbackPeer
     {
-        private final DatagramTransport transport;
-        private final Thread thread;
-        private volatile boolean running = true;
-
         Reflector(final DatagramTransport transport)
         {
-            this.transport = transport;
-            this.thread = Thread.ofPlatform().daemon().name("switchml-rehearsal-reflector").unstarted(this::loop);
-        }
-
-        void start()
-        {
-            thread.start();
-        }
-
-        private void loop()
-        {
-            transport.onStart();
-            while (running)
-            {
-                if (transport.receive(this, 256) > 0)
-                {
-                    transport.flush();
-                }
-                else if (transport.drained())
-                {
-                    transport.await(1);
-                }
-            }
+            super(transport, "switchml-rehearsal-reflector");
         }
 
         public void onDatagram(final UnsafeBuffer buffer, final int length)
         {
-            if (length < DataHeaderFlyweight.HEADER_LENGTH ||
-                buffer.getByte(DataHeaderFlyweight.TYPE_OFFSET) != DataHeaderFlyweight.TYPE_UPDATE)
+            if (length >= DataHeaderFlyweight.HEADER_LENGTH &&
+                buffer.getByte(DataHeaderFlyweight.TYPE_OFFSET) == DataHeaderFlyweight.TYPE_UPDATE)
             {
-                return;
+                sendAsResult(buffer, length);
             }
-            buffer.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_RESULT);
-            buffer.putByte(DataHeaderFlyweight.FLAGS_OFFSET,
-                (byte)(buffer.getByte(DataHeaderFlyweight.FLAGS_OFFSET) & ~DataHeaderFlyweight.FLAG_RETRANSMIT));
-            buffer.putLong(DataHeaderFlyweight.MAC_OFFSET, 0L);
-            transport.send(buffer, length);
-        }
-
-        void close()
-        {
-            running = false;
-            transport.wakeup();
-            try
-            {
-                thread.join(1_000);
-            }
-            catch (final InterruptedException ex)
-            {
-                Thread.currentThread().interrupt();
-            }
-            transport.close();
         }
     }
 }

@@ -131,53 +131,31 @@ final class ProbeAnswerRankTest
      * with the probe's header retyped and naming {@code answerRank} (as the appliance answers, MAC zero); then returns
      * every held update as its result, and any later update or resend at once.
      */
-    private static final class ScriptedAppliance implements DatagramTransport.Receiver
+    private static final class ScriptedAppliance extends LoopbackPeer
     {
-        private final DatagramTransport transport;
         private final byte answerType;
         private final int answerRank;
-        private final Thread thread;
         private final List<byte[]> held = new ArrayList<>();
-        private volatile boolean running = true;
         private long releaseNs;
         private int updates;
         private volatile int answered;
 
         ScriptedAppliance(final DatagramTransport transport, final byte answerType, final int answerRank)
         {
-            this.transport = transport;
+            super(transport, "scripted-appliance");
             this.answerType = answerType;
             this.answerRank = answerRank;
-            this.thread = Thread.ofPlatform().daemon().name("scripted-appliance").unstarted(this::loop);
         }
 
-        void start()
+        void onTurn()
         {
-            thread.start();
-        }
-
-        private void loop()
-        {
-            transport.onStart();
-            while (running)
+            if (releaseNs != 0 && System.nanoTime() - releaseNs >= 0 && !held.isEmpty())
             {
-                if (releaseNs != 0 && System.nanoTime() - releaseNs >= 0 && !held.isEmpty())
+                for (final byte[] update : held)
                 {
-                    for (final byte[] update : held)
-                    {
-                        sendAsResult(new UnsafeBuffer(update), update.length);
-                    }
-                    held.clear();
+                    sendAsResult(new UnsafeBuffer(update), update.length);
                 }
-                if (transport.receive(this, 64) > 0)
-                {
-                    transport.flush();
-                }
-                else if (transport.drained())
-                {
-                    transport.await(1);
-                }
-                transport.flush();
+                held.clear();
             }
         }
 
@@ -219,30 +197,6 @@ final class ProbeAnswerRankTest
                 transport.send(buffer, length);
                 answered++;
             }
-        }
-
-        private void sendAsResult(final UnsafeBuffer buffer, final int length)
-        {
-            buffer.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_RESULT);
-            buffer.putByte(DataHeaderFlyweight.FLAGS_OFFSET,
-                (byte)(buffer.getByte(DataHeaderFlyweight.FLAGS_OFFSET) & ~DataHeaderFlyweight.FLAG_RETRANSMIT));
-            buffer.putLong(DataHeaderFlyweight.MAC_OFFSET, 0L);
-            transport.send(buffer, length);
-        }
-
-        void close()
-        {
-            running = false;
-            transport.wakeup();
-            try
-            {
-                thread.join(1_000);
-            }
-            catch (final InterruptedException ex)
-            {
-                Thread.currentThread().interrupt();
-            }
-            transport.close();
         }
     }
 }

@@ -1,0 +1,78 @@
+package io.switchml.worker;
+
+import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.worker.transport.DatagramTransport;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * A stand-in for the appliance on a local socket: a thread that receives a worker's datagrams on its own transport
+ * and answers them as {@link #onDatagram} decides, for the join-time rehearsal ({@link DataPathRehearsal}) and for
+ * tests that script the appliance's answers. Not the appliance: it keeps no slots and sums nothing.
+ */
+abstract class LoopbackPeer implements DatagramTransport.Receiver
+{
+    final DatagramTransport transport;
+    private final Thread thread;
+    private volatile boolean running = true;
+
+    LoopbackPeer(final DatagramTransport transport, final String threadName)
+    {
+        this.transport = transport;
+        this.thread = Thread.ofPlatform().daemon().name(threadName).unstarted(this::loop);
+    }
+
+    final void start()
+    {
+        thread.start();
+    }
+
+    /**
+     * Called on the peer's thread once per turn of its loop, before it receives: for answers that are due at a time
+     * rather than on a datagram. Sends queue on {@link #transport} and go out at the turn's flush.
+     */
+    void onTurn()
+    {
+    }
+
+    private void loop()
+    {
+        transport.onStart();
+        while (running)
+        {
+            onTurn();
+            if (transport.receive(this, 256) == 0 && transport.drained())
+            {
+                transport.await(1);
+            }
+            transport.flush();
+        }
+    }
+
+    /**
+     * Send an update back as its result, as the appliance would for a slot it completed: the update's own header
+     * retyped (the retransmission flag cleared) and lanes, MAC zero (the peer is used with MAC off).
+     */
+    final void sendAsResult(final UnsafeBuffer update, final int length)
+    {
+        update.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_RESULT);
+        update.putByte(DataHeaderFlyweight.FLAGS_OFFSET,
+            (byte)(update.getByte(DataHeaderFlyweight.FLAGS_OFFSET) & ~DataHeaderFlyweight.FLAG_RETRANSMIT));
+        update.putLong(DataHeaderFlyweight.MAC_OFFSET, 0L);
+        transport.send(update, length);
+    }
+
+    final void close()
+    {
+        running = false;
+        transport.wakeup();
+        try
+        {
+            thread.join(1_000);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+        transport.close();
+    }
+}
