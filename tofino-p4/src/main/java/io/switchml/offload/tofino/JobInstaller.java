@@ -94,14 +94,7 @@ public final class JobInstaller
     {
         try
         {
-            if (job.addrs().length > 0)
-            {
-                remove(pipeline, job, true);
-            }
-            else
-            {
-                withdraw(pipeline, job);
-            }
+            release(pipeline, job, true);
         }
         catch (final PipelineException ex)
         {
@@ -109,6 +102,30 @@ public final class JobInstaller
             {
                 throw ex;
             }
+        }
+    }
+
+    /**
+     * Take a released job off the switch: one attached (its image has members) as {@link #remove} does, one only
+     * admitted as {@link #withdraw} does. The one place that tells the two apart.
+     *
+     * @throws PipelineException for the first write the switch refused.
+     */
+    public static void release(final PipelineControl pipeline, final JobImage job) throws PipelineException
+    {
+        release(pipeline, job, false);
+    }
+
+    private static void release(final PipelineControl pipeline, final JobImage job, final boolean missingIsGone)
+        throws PipelineException
+    {
+        if (job.addrs().length > 0)
+        {
+            remove(pipeline, job, missingIsGone);
+        }
+        else
+        {
+            withdraw(pipeline, job);
         }
     }
 

@@ -63,6 +63,12 @@ final class TofinoJob implements BackendJob
     /**
      * @return the job as admitted at CREATE: id, geometry, pool base and group (no members yet).
      */
+    /** What the switch holds of this job: its installed image once attached, its admission entry before. */
+    private JobInstaller.JobImage onSwitch()
+    {
+        return installed != null ? installed : admission();
+    }
+
     JobInstaller.JobImage admission()
     {
         return new JobInstaller.JobImage(jobId, spec.worldSize(), spec.elementType(), spec.lanes(), spec.slots(), base, group,
@@ -102,14 +108,10 @@ final class TofinoJob implements BackendJob
         backend.released(this);
         try
         {
+            JobInstaller.release(backend.connection().control(), onSwitch());
             if (installed != null)
             {
-                JobInstaller.remove(backend.connection().control(), installed);
                 backend.environment().log().accept(backend.name() + ": removed job " + jobId);
-            }
-            else
-            {
-                JobInstaller.withdraw(backend.connection().control(), admission());
             }
         }
         catch (final PipelineException ex)
@@ -155,7 +157,7 @@ final class TofinoJob implements BackendJob
      */
     synchronized void removeRemains(final PipelineControl control) throws PipelineException
     {
-        JobInstaller.removeRemains(control, installed != null ? installed : admission());
+        JobInstaller.removeRemains(control, onSwitch());
         backend.environment().log().accept(backend.name() + ": removed job " + jobId + " after reconnecting");
         backend.free(base, spec.slots(), group);
     }
