@@ -34,6 +34,16 @@ public interface Backend extends AutoCloseable
     String refusal(JobSpec spec);
 
     /**
+     * @return true when this backend's jobs keep their slots in the appliance's own shards (the software backend):
+     * they count against the aggregator-memory budget and not against a tenant's offload quota, and need no polling.
+     * Every job it reserves answers {@link BackendJob#slotsInShards()} the same.
+     */
+    default boolean slotsInShards()
+    {
+        return false;
+    }
+
+    /**
      * Reserve the job's slot space at CREATE. Called only after {@link #refusal} returned null, under the job
      * registry's lock, so no other reservation races it.
      *

@@ -53,6 +53,11 @@ public final class SoftwareBackend implements Backend
         return null;
     }
 
+    public boolean slotsInShards()
+    {
+        return true;
+    }
+
     public BackendJob reserve(final JobSpec spec, final int jobId)
     {
         return JOB;

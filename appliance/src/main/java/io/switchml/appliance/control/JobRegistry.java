@@ -117,7 +117,7 @@ public final class JobRegistry
         {
             return refusal;
         }
-        if (tenantOffloadSlots > 0 && !(backend instanceof SoftwareBackend))
+        if (tenantOffloadSlots > 0 && !backend.slotsInShards())
         {
             final long[] usage = tenantUsage.get(spec.tenant());
             final long held = usage == null ? 0 : usage[2];
@@ -128,6 +128,23 @@ public final class JobRegistry
             }
         }
         return null;
+    }
+
+    /**
+     * Reserve the job on a backend, holding the backend to its word on where the slots live: the quotas were checked
+     * by {@link Backend#slotsInShards()} and are counted by the job's {@link BackendJob#slotsInShards()}. A backend
+     * whose job disagrees is passed over like one that refused, with that reason.
+     */
+    private static BackendJob reserve(final Backend backend, final JobSpec spec, final int jobId) throws BackendException
+    {
+        final BackendJob job = backend.reserve(spec, jobId);
+        if (job.slotsInShards() != backend.slotsInShards())
+        {
+            job.release();
+            throw new BackendException("its job answers slotsInShards() " + job.slotsInShards() + " where the backend " +
+                "answers " + backend.slotsInShards() + " (a backend bug)");
+        }
+        return job;
     }
 
     private static long offloadSlots(final JobSpec spec)
@@ -157,7 +174,7 @@ public final class JobRegistry
                     }
                     try
                     {
-                        return new Placement(backend, "", backend.reserve(spec, jobId));
+                        return new Placement(backend, "", reserve(backend, spec, jobId));
                     }
                     catch (final BackendException ex)
                     {
@@ -177,7 +194,7 @@ public final class JobRegistry
             {
                 try
                 {
-                    return new Placement(backend, String.join("; ", passed), backend.reserve(spec, jobId));
+                    return new Placement(backend, String.join("; ", passed), reserve(backend, spec, jobId));
                 }
                 catch (final BackendException ex)
                 {
@@ -346,7 +363,7 @@ public final class JobRegistry
      */
     private void checkQuotas(final JobSpec spec, final Placement placement) throws RefusedException
     {
-        final boolean inShards = placement.backend() instanceof SoftwareBackend;
+        final boolean inShards = placement.backend().slotsInShards();
         final long needed = inShards ? Job.memoryBytes(spec.slots(), spec.lanes()) : 0;
         if (memoryUsedBytes + needed > memoryBudgetBytes)
         {
@@ -702,9 +719,9 @@ public final class JobRegistry
     {
         for (final Backend backend : backends())
         {
-            if (backend instanceof SoftwareBackend)
+            if (backend.slotsInShards())
             {
-                continue;
+                continue;   // the software backend: its slots are the shards' own, which scan their deadlines
             }
             final String failure = backend.health();
             // forEachInt, not values(): the map's iterators are shared with the shards that read the snapshot
