@@ -25,8 +25,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * A NACK or a PENDING answers one rank's probe and names that rank: the agent acts on it only when it names its own.
  * With MAC off anyone who sees a probe can forge such an answer; one naming another rank must not make the agent
  * resend (NACK) nor hold its slot as waiting for a peer (PENDING), which would delay a real loss's recovery. A
- * scripted appliance on real loopback sockets holds every update for a while, answers each probe meanwhile with the
- * given type naming the given rank, then returns every result; each case runs against its control, where the answer
+ * scripted appliance on real loopback sockets holds every update of one all-reduce for a second (the agent probes at
+ * its tail-probe pace, about a millisecond on loopback), answers each probe meanwhile with the given type naming the
+ * given rank, then returns every result; each case runs against its control, where the answer
  * names the agent's own rank and is acted on, so the test fails if the check goes.
  */
 final class ProbeAnswerRankTest
@@ -35,8 +36,11 @@ final class ProbeAnswerRankTest
     private static final int SLOTS = 4;
     private static final int ELEMENTS = LANES * SLOTS;
     private static final int RANK = 1;
+    /** The job's other rank: a real one, so that only the rank check (not a range check) can refuse its answers. */
+    private static final int OTHER_RANK = 0;
+    private static final int WARM_UP_CALLS = 3;
     private static final int JOB_ID = 0x7E57;
-    private static final long HOLD_MS = 300;
+    private static final long HOLD_MS = 1_000;
 
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -45,8 +49,8 @@ final class ProbeAnswerRankTest
         final WorkerCounters own = allReduceAgainst(DataHeaderFlyweight.TYPE_PENDING, RANK);
         assertTrue(own.pendingsReceived() > 0 && own.malformedResults() == 0, "control, own rank: " + own);
 
-        final WorkerCounters forged = allReduceAgainst(DataHeaderFlyweight.TYPE_PENDING, RANK + 1);
-        assertEquals(0, forged.pendingsReceived(), "a PENDING naming rank " + (RANK + 1) + " was taken: " + forged);
+        final WorkerCounters forged = allReduceAgainst(DataHeaderFlyweight.TYPE_PENDING, OTHER_RANK);
+        assertEquals(0, forged.pendingsReceived(), "a PENDING naming rank " + OTHER_RANK + " was taken: " + forged);
         assertTrue(forged.malformedResults() > 0, "counted as malformed: " + forged);
     }
 
@@ -58,8 +62,8 @@ final class ProbeAnswerRankTest
         assertTrue(own.nacksReceived() > 0 && own.fastRetransmissions() > 0 && own.malformedResults() == 0,
             "control, own rank: " + own);
 
-        final WorkerCounters forged = allReduceAgainst(DataHeaderFlyweight.TYPE_NACK, RANK + 1);
-        assertEquals(0, forged.nacksReceived(), "a NACK naming rank " + (RANK + 1) + " was taken: " + forged);
+        final WorkerCounters forged = allReduceAgainst(DataHeaderFlyweight.TYPE_NACK, OTHER_RANK);
+        assertEquals(0, forged.nacksReceived(), "a NACK naming rank " + OTHER_RANK + " was taken: " + forged);
         assertEquals(0, forged.fastRetransmissions(), "resent on a NACK naming another rank: " + forged);
         assertTrue(forged.malformedResults() > 0, "counted as malformed: " + forged);
     }
@@ -111,7 +115,10 @@ final class ProbeAnswerRankTest
             try (WorkerClient client = new WorkerClient(context, control, new DatagramTransport[] {worker}, JOB_ID,
                 Map.of("mac", "off", "key", "0".repeat(32)), null))
             {
-                client.allReduce(values, warmUpResult);   // answered at once: the agent's first round-trip samples
+                for (int i = 0; i < WARM_UP_CALLS; i++)
+                {
+                    client.allReduce(values, warmUpResult);   // answered at once: the agent's round-trip samples
+                }
                 client.allReduce(values, result);
                 assertArrayEquals(values, result, "the scripted appliance returns each update as its result");
                 assertTrue(appliance.answered > 0, "no probe was answered within the hold");
@@ -125,9 +132,9 @@ final class ProbeAnswerRankTest
     }
 
     /**
-     * The appliance's part: returns the first all-reduce's updates (one per slot) as their results at once, so that
-     * the agent has round-trip samples and probes at its tail-probe pace; then holds every update for {@link #HOLD_MS}
-     * from the first of the second all-reduce, answering each probe meanwhile
+     * The appliance's part: returns the warm-up all-reduces' updates (one per slot each) as their results at once, so
+     * that the agent has round-trip samples and probes at its tail-probe pace; then holds every update for
+     * {@link #HOLD_MS} from the first of the next all-reduce, answering each probe meanwhile
      * with the probe's header retyped and naming {@code answerRank} (as the appliance answers, MAC zero); then returns
      * every held update as its result, and any later update or resend at once.
      */
@@ -166,7 +173,7 @@ final class ProbeAnswerRankTest
                 return;
             }
             final byte type = buffer.getByte(DataHeaderFlyweight.TYPE_OFFSET);
-            if (type == DataHeaderFlyweight.TYPE_UPDATE && ++updates <= SLOTS)
+            if (type == DataHeaderFlyweight.TYPE_UPDATE && ++updates <= WARM_UP_CALLS * SLOTS)
             {
                 sendAsResult(buffer, length);
                 return;

@@ -183,7 +183,7 @@ public final class JobRegistry
                     }
                 }
             }
-            throw new RefusedException("unknown backend '" + requested + "' (this appliance has: auto, " +
+            throw new RefusedException("unknown backend '" + requested + "' (this appliance has: " + Backends.AUTO + ", " +
                 String.join(", ", backends.stream().map(Backend::name).toList()) + ")");
         }
         final List<String> passed = new ArrayList<>();

@@ -16,13 +16,15 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The registry holds an offload backend to its word on where a job's slots live: quotas are checked by
  * {@link Backend#slotsInShards()} before the reservation and counted by the job's {@link BackendJob#slotsInShards()}
  * after it, so a backend whose job answers otherwise is passed over, its reservation released, and the job placed on
- * the next backend with that reason, instead of being counted against the wrong budget.
+ * the next backend with that reason (or, asked for by name, refuses the job with it), instead of being counted against
+ * the wrong budget.
  */
 final class BackendContractTest
 {
@@ -50,6 +52,14 @@ final class BackendContractTest
             assertTrue(fallbacks.size() == 1 && fallbacks.get(0).startsWith("misdeclared: ") &&
                 fallbacks.get(0).contains("slotsInShards()"), "the reason names the disagreement: " + fallbacks);
             assertTrue(job.fallback().contains("misdeclared"), "the job's fallback says why: " + job.fallback());
+
+            // asked for by name, it refuses the job (nothing is moved), naming the disagreement
+            final JobSpec named = new JobSpec("default", "contract-named", 2, ElementType.INT32, 256, 8, false, 1_000, 10_000);
+            final JobRegistry.RefusedException refused = assertThrows(JobRegistry.RefusedException.class,
+                () -> registry.create(named, "token-contract-1", false, "misdeclared"));
+            assertTrue(refused.getMessage().contains("backend misdeclared cannot take job 'contract-named'") &&
+                refused.getMessage().contains("slotsInShards()"), refused.getMessage());
+            assertEquals(2, misdeclared.released, "the disagreeing reservation released again");
         }
     }
 

@@ -60,15 +60,15 @@ final class TofinoJob implements BackendJob
         return jobId;
     }
 
-    /**
-     * @return the job as admitted at CREATE: id, geometry, pool base and group (no members yet).
-     */
     /** What the switch holds of this job: its installed image once attached, its admission entry before. */
     private JobInstaller.JobImage onSwitch()
     {
         return installed != null ? installed : admission();
     }
 
+    /**
+     * @return the job as admitted at CREATE: id, geometry, pool base and group (no members yet).
+     */
     JobInstaller.JobImage admission()
     {
         return new JobInstaller.JobImage(jobId, spec.worldSize(), spec.elementType(), spec.lanes(), spec.slots(), base, group,
