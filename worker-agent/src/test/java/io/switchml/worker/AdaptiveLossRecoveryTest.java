@@ -57,6 +57,25 @@ class AdaptiveLossRecoveryTest
         return t0 + 2 * MS;
     }
 
+    /**
+     * A fresh 2-slot policy, warmed up at t0; slot 1 sent, asked twice by the tail probe (4 and 8 ms) and resent by
+     * its timer at 10 ms, the actions recorded from the send on.
+     *
+     * @return when slot 1 was sent.
+     */
+    private long sendAndLetTheTimerResend(final long t0, final String why)
+    {
+        policy(true, 2);
+        final long t = warmUp(t0);
+        policy.onTransmit(1, LossRecovery.FIRST, t);
+        actions.clear();
+        policy.poll(t + 4 * MS, recorder);
+        policy.poll(t + 8 * MS, recorder);
+        policy.poll(t + 10 * MS, recorder);
+        assertEquals(List.of("tail-probe 1", "tail-probe 1", "retransmit 1"), actions, why);
+        return t;
+    }
+
     @Test
     void roundTripsSetTheTimeoutByRfc6298WithItsFloor()
     {
@@ -130,15 +149,7 @@ class AdaptiveLossRecoveryTest
         assertEquals(40 * MS, policy.retransmitTimeoutNs(), "doubled again");
 
         // a slot the tail probes asked about since it was sent is resent by the timer, not probed again
-        policy(true, 2);
-        final long u = warmUp(2_000 * MS);
-        policy.onTransmit(1, LossRecovery.FIRST, u);
-        actions.clear();
-        policy.poll(u + 4 * MS, recorder);
-        policy.poll(u + 8 * MS, recorder);
-        policy.poll(u + 10 * MS, recorder);
-        assertEquals(List.of("tail-probe 1", "tail-probe 1", "retransmit 1"), actions,
-            "the tail probes asked about this slot since it was sent: the timer resends");
+        sendAndLetTheTimerResend(2_000 * MS, "the tail probes asked about this slot since it was sent: the timer resends");
     }
 
     @Test
@@ -206,13 +217,7 @@ class AdaptiveLossRecoveryTest
     @Test
     void aResendThatReachesACompletedSlotIsCountedSpurious()
     {
-        policy(true, 2);
-        final long t = warmUp(1_000 * MS);
-        policy.onTransmit(1, LossRecovery.FIRST, t);
-        policy.poll(t + 4 * MS, recorder);
-        policy.poll(t + 8 * MS, recorder);
-        policy.poll(t + 10 * MS, recorder);
-        assertEquals(List.of("tail-probe 1", "tail-probe 1", "retransmit 1"), actions);
+        final long t = sendAndLetTheTimerResend(1_000 * MS, "probed twice, then resent by the timer");
         // the normal completion arrives 1 ms after the resend: not faster than half the minimum RTT (1 ms), so not yet
         // known to be spurious; the marked answer to the resend then shows the slot had completed without it
         policy.onResult(1, false, 2, t + 11 * MS);
@@ -379,13 +384,7 @@ class AdaptiveLossRecoveryTest
     @Test
     void aPendingForAProbeSentBeforeTheLastResendIsIgnored()
     {
-        policy(true, 2);
-        final long t = warmUp(1_000 * MS);
-        policy.onTransmit(1, LossRecovery.FIRST, t);
-        policy.poll(t + 4 * MS, recorder);
-        policy.poll(t + 8 * MS, recorder);
-        policy.poll(t + 10 * MS, recorder);
-        assertEquals(List.of("tail-probe 1", "tail-probe 1", "retransmit 1"), actions);
+        final long t = sendAndLetTheTimerResend(1_000 * MS, "probed twice, then resent by the timer");
         policy.onPending(1, t + 10 * MS + 100 * US); // answers a probe sent before the resend: the resend decides
         actions.clear();
         for (long at = t + 10 * MS; at < t + 40 * MS; at += 100 * US)
