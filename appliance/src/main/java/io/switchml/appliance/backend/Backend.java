@@ -36,7 +36,7 @@ public interface Backend extends AutoCloseable
     /**
      * @return true when this backend's jobs keep their slots in the appliance's own shards (the software backend):
      * they count against the aggregator-memory budget and not against a tenant's offload quota, and need no polling.
-     * Every job it reserves answers {@link BackendJob#slotsInShards()} the same.
+     * False: the slots live elsewhere and a shard only relays what the backend hands up to it.
      */
     default boolean slotsInShards()
     {

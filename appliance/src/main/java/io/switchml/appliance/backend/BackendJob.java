@@ -27,12 +27,6 @@ public interface BackendJob
     String poll(long nowNs);
 
     /**
-     * @return true when the appliance's software shards hold this job's slots (the software backend); false when
-     * the slots live elsewhere and a shard only relays results that the backend hands up to it.
-     */
-    boolean slotsInShards();
-
-    /**
      * @return the data path the shards hand this job's datagrams to, when the backend's data plane runs on the shard
      * threads (a software model of a switch); null when the shards hold the slots themselves or the data plane is
      * elsewhere (an XDP program, a switch).

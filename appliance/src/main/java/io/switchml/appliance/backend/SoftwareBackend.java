@@ -23,11 +23,6 @@ public final class SoftwareBackend implements Backend
             return null;
         }
 
-        public boolean slotsInShards()
-        {
-            return true;
-        }
-
         public void release()
         {
         }

@@ -48,6 +48,8 @@ public final class Job
     final boolean[] left;
     final SlotPool[] pools;
     final JobCounters counters;
+    /** Whether its slots live in the appliance's shards: {@link io.switchml.appliance.backend.Backend#slotsInShards()}. */
+    private final boolean slotsInShards;
     final String backendName;
     final BackendJob backendJob;
     private final ShardDataPath shardDataPath;
@@ -60,9 +62,10 @@ public final class Job
     boolean aborted;
 
     Job(final int jobId, final JobSpec spec, final int shardCount, final String token, final long macK0, final long macK1,
-        final long joinDeadlineMs, final JobCounters counters, final String backendName, final BackendJob backendJob,
-        final String fallback)
+        final long joinDeadlineMs, final JobCounters counters, final String backendName, final boolean slotsInShards,
+        final BackendJob backendJob, final String fallback)
     {
+        this.slotsInShards = slotsInShards;
         this.counters = counters;
         this.backendName = backendName;
         this.backendJob = backendJob;
@@ -83,7 +86,7 @@ public final class Job
         this.macK0 = macK0;
         this.macK1 = macK1;
         // an offloaded job's slots live in its backend, which accounts for them itself
-        this.memoryBytes = backendJob.slotsInShards() ? memoryBytes(spec.slots(), spec.lanes()) : 0;
+        this.memoryBytes = slotsInShards ? memoryBytes(spec.slots(), spec.lanes()) : 0;
         this.members = new InetSocketAddress[worldSize][];
         this.memberKeys = new long[worldSize * shardCount];
         java.util.Arrays.fill(memberKeys, UNSET_KEY);
@@ -93,7 +96,7 @@ public final class Job
         for (int shard = 0; shard < shardCount; shard++)
         {
             final int localSlots = (slots - shard + shardCount - 1) / shardCount;
-            pools[shard] = localSlots > 0 && backendJob.slotsInShards() ? new SlotPool(worldSize, localSlots, lanes, shardCount) : null;
+            pools[shard] = localSlots > 0 && slotsInShards ? new SlotPool(worldSize, localSlots, lanes, shardCount) : null;
         }
     }
 
@@ -212,7 +215,7 @@ public final class Job
      */
     public boolean slotsInShards()
     {
-        return backendJob.slotsInShards();
+        return slotsInShards;
     }
 
     /**

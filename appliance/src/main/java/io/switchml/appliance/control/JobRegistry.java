@@ -130,23 +130,6 @@ public final class JobRegistry
         return null;
     }
 
-    /**
-     * Reserve the job on a backend, holding the backend to its word on where the slots live: the quotas were checked
-     * by {@link Backend#slotsInShards()} and are counted by the job's {@link BackendJob#slotsInShards()}. A backend
-     * whose job disagrees is passed over like one that refused, with that reason.
-     */
-    private static BackendJob reserve(final Backend backend, final JobSpec spec, final int jobId) throws BackendException
-    {
-        final BackendJob job = backend.reserve(spec, jobId);
-        if (job.slotsInShards() != backend.slotsInShards())
-        {
-            job.release();
-            throw new BackendException("its job answers slotsInShards() " + job.slotsInShards() + " where the backend " +
-                "answers " + backend.slotsInShards() + " (a backend bug)");
-        }
-        return job;
-    }
-
     private static long offloadSlots(final JobSpec spec)
     {
         return 2L * spec.slots();
@@ -174,7 +157,7 @@ public final class JobRegistry
                     }
                     try
                     {
-                        return new Placement(backend, "", reserve(backend, spec, jobId));
+                        return new Placement(backend, "", backend.reserve(spec, jobId));
                     }
                     catch (final BackendException ex)
                     {
@@ -194,7 +177,7 @@ public final class JobRegistry
             {
                 try
                 {
-                    return new Placement(backend, String.join("; ", passed), reserve(backend, spec, jobId));
+                    return new Placement(backend, String.join("; ", passed), backend.reserve(spec, jobId));
                 }
                 catch (final BackendException ex)
                 {
@@ -335,7 +318,7 @@ public final class JobRegistry
             {
                 job = new Job(jobId, spec, shardCount, jobToken, random.nextLong(), random.nextLong(),
                     System.currentTimeMillis() + spec.joinTimeoutMs(), telemetry.allocateJobCounters(jobId, spec.tenant(), spec.name()),
-                    placement.backend().name(), placement.backendJob(), placement.fallback());
+                    placement.backend().name(), placement.backend().slotsInShards(), placement.backendJob(), placement.fallback());
             }
             catch (final RuntimeException ex)
             {

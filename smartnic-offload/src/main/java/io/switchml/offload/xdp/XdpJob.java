@@ -127,11 +127,6 @@ final class XdpJob implements BackendJob
         return missing;
     }
 
-    public boolean slotsInShards()
-    {
-        return false;
-    }
-
     public synchronized void release()
     {
         if (released)

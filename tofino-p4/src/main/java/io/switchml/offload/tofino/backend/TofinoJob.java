@@ -88,11 +88,6 @@ final class TofinoJob implements BackendJob
             backend.connection().describe() + " was re-established since job " + jobId + " was installed; its entries may be gone" : null;
     }
 
-    public boolean slotsInShards()
-    {
-        return false;
-    }
-
     public ShardDataPath shardDataPath()
     {
         return backend.connection().dataPath();
