@@ -82,6 +82,12 @@ final class AdaptiveLossRecovery implements LossRecovery
     private final int[] pendings;
     private int heldCount;
     private int newestSlot = -1;
+    /**
+     * A result came while a slot was held: {@link #poll} re-paces the held newest slot from then. Not at once: the
+     * agent usually sends again on the freed slot first, which then is the newest, and nothing needs to change.
+     */
+    private boolean newestMayHaveChanged;
+    private long newestChangedAtNs;
 
     private long retransmitTimeoutNs;
     private volatile long publishedTimeoutNs;
@@ -200,15 +206,19 @@ final class AdaptiveLossRecovery implements LossRecovery
             }
         }
         lastProgressNs = nowNs;
-        release(l);
         deactivate(l);
-        onNewestMayHaveChanged(nowNs);
+        if (heldCount > 0)
+        {
+            newestMayHaveChanged = true;
+            newestChangedAtNs = nowNs;
+        }
     }
 
     private void deactivate(final int l)
     {
         if (active[l])
         {
+            release(l);
             active[l] = false;
             activeCount--;
             if (l == newestSlot)
@@ -228,10 +238,11 @@ final class AdaptiveLossRecovery implements LossRecovery
     }
 
     /**
-     * A result arrived: the other ranks are moving. If the newest outstanding slot is held, its wait goes back to the
-     * tail probe's pace, and one left at the long wait of an older slot takes it (nothing else asks about the newest
-     * slot: no later result can overtake it, and the tail probe leaves a held newest slot to its own timer). Both of
-     * its deadlines move: a suspect slot's probe falls back to the second one when it goes unanswered.
+     * A result arrived at {@code nowNs}: the other ranks are moving. If the newest outstanding slot is held, its wait
+     * goes back to the tail probe's pace, and one left at the long wait of an older slot takes it (nothing else asks
+     * about the newest slot: no later result can overtake it, and the tail probe leaves a held newest slot to its own
+     * timer). Both of its deadlines move: a suspect slot's probe falls back to the second one when it goes unanswered.
+     * Run from {@link #poll}, after the agent has sent again on the slot the result freed.
      */
     private void onNewestMayHaveChanged(final long nowNs)
     {
@@ -338,7 +349,6 @@ final class AdaptiveLossRecovery implements LossRecovery
 
     public void onIdle(final int l)
     {
-        release(l);
         deactivate(l);
         suspect[l] = false;
     }
@@ -346,6 +356,11 @@ final class AdaptiveLossRecovery implements LossRecovery
     public int poll(final long nowNs, final Actions actions)
     {
         int work = 0;
+        if (newestMayHaveChanged)
+        {
+            newestMayHaveChanged = false;
+            onNewestMayHaveChanged(newestChangedAtNs);
+        }
         if (fastRetransmit && anyActive() && nowNs - tailProbeDueNs() >= 0)
         {
             work += probeTail(nowNs, actions);
@@ -485,7 +500,8 @@ final class AdaptiveLossRecovery implements LossRecovery
 
     public long nextWakeNs()
     {
-        return fastRetransmit && anyActive() ? Math.min(nextDeadlineNs, tailProbeDueNs()) : nextDeadlineNs;
+        final long wake = newestMayHaveChanged ? Math.min(nextDeadlineNs, newestChangedAtNs) : nextDeadlineNs;
+        return fastRetransmit && anyActive() ? Math.min(wake, tailProbeDueNs()) : wake;
     }
 
     public long smoothedRttNs()
