@@ -352,11 +352,16 @@ final class Traces
             }
             case 7 -> // a result from the outside
                 datagram[DataHeaderFlyweight.TYPE_OFFSET] = DataHeaderFlyweight.TYPE_RESULT;
-            case 9 -> // a well-formed PENDING from the outside (only the aggregator sends them)
+            case 9 -> // a PENDING from the outside (only the aggregator sends them): well-formed, or keeping the lanes
             {
-                final byte[] pending = Arrays.copyOf(datagram, DataHeaderFlyweight.HEADER_LENGTH);
+                // chosen by the chunk's parity, not the random stream, so that the traces stay as they were otherwise
+                final boolean withLanes = (datagram[DataHeaderFlyweight.CHUNK_SEQUENCE_OFFSET + 7] & 1) != 0;
+                final byte[] pending = withLanes ? datagram : Arrays.copyOf(datagram, DataHeaderFlyweight.HEADER_LENGTH);
                 pending[DataHeaderFlyweight.TYPE_OFFSET] = DataHeaderFlyweight.TYPE_PENDING;
-                Frames.putShort(pending, DataHeaderFlyweight.ELEMENT_COUNT_OFFSET, 0);
+                if (!withLanes)
+                {
+                    Frames.putShort(pending, DataHeaderFlyweight.ELEMENT_COUNT_OFFSET, 0);
+                }
                 return Frames.udp(Frames.srcAddress(update), Frames.srcPort(update), APPLIANCE, Frames.dstPort(update), pending,
                     pending.length);
             }
