@@ -224,15 +224,7 @@ public final class XdpBackend implements Backend
                 }
             }
             lastStats = stats;
-            if (attachment.isDetached())
-            {
-                return; // closing (or the JVM's shutdown hook detached it): not a failure
-            }
             final Optional<XdpAttachment.AttachedProgram> attached = XdpAttachment.query(interfaceName);
-            if (attachment.isDetached())
-            {
-                return; // detached by close() or the shutdown hook while the query ran: not a failure
-            }
             if (attached.isEmpty())
             {
                 fail("program detached from " + interfaceName);
@@ -249,9 +241,13 @@ public final class XdpBackend implements Backend
         }
     }
 
+    /**
+     * Report the backend failed, once: unless the attachment was let go meanwhile (close(), or the JVM's shutdown hook
+     * detaching it), where a missing program or unreadable maps are the shutdown, not a failure.
+     */
     private void fail(final String reason)
     {
-        if (health == null)
+        if (health == null && !attachment.isDetached())
         {
             health = reason;
             environment.log().accept("xdp: backend failed: " + reason + "; its jobs are aborted and new jobs go to the next backend");
