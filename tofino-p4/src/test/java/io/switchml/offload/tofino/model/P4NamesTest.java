@@ -2,6 +2,8 @@ package io.switchml.offload.tofino.model;
 
 import com.google.protobuf.TextFormat;
 import io.switchml.offload.tofino.PipelineException;
+import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.ElementType;
 import org.junit.jupiter.api.Test;
 import p4.config.v1.P4InfoOuterClass.P4Info;
 
@@ -162,6 +164,37 @@ final class P4NamesTest
             expectedRegisters.put(r.name(), r.size() + (r.pair() ? " pair" : " single"));
         }
         assertEquals(expectedRegisters, registers);
+    }
+
+    /**
+     * The P4 program's wire constants are the protocol's: the model takes its packet types, flags and element types
+     * from {@link DataHeaderFlyweight} and {@link ElementType}, so nothing else ties the program's to them (it is not
+     * compiled here).
+     */
+    @Test
+    void p4SourceUsesTheProtocolsWireConstants() throws Exception
+    {
+        final Map<String, Integer> constants = new TreeMap<>();
+        final Matcher constant = Pattern.compile("const bit<(?:8|16)>\\s+(\\w+) = (0x[0-9A-Fa-f]+|\\d+);").matcher(Files.readString(P4));
+        while (constant.find())
+        {
+            constants.put(constant.group(1), Integer.decode(constant.group(2)));
+        }
+        final Map<String, Integer> protocol = new TreeMap<>(Map.ofEntries(
+            Map.entry("SML_MAGIC", (int)DataHeaderFlyweight.MAGIC),
+            Map.entry("SML_VERSION", (int)DataHeaderFlyweight.CURRENT_VERSION),
+            Map.entry("T_UPDATE", (int)DataHeaderFlyweight.TYPE_UPDATE),
+            Map.entry("T_RESULT", (int)DataHeaderFlyweight.TYPE_RESULT),
+            Map.entry("T_PROBE", (int)DataHeaderFlyweight.TYPE_PROBE),
+            Map.entry("T_NACK", (int)DataHeaderFlyweight.TYPE_NACK),
+            Map.entry("T_PENDING", (int)DataHeaderFlyweight.TYPE_PENDING),
+            Map.entry("F_VERSION", DataHeaderFlyweight.FLAG_POOL_VERSION),
+            Map.entry("F_RETRANSMIT", DataHeaderFlyweight.FLAG_RETRANSMIT),
+            Map.entry("E_INT32", (int)ElementType.INT32),
+            Map.entry("E_FLOAT32", (int)ElementType.FLOAT32)));
+        constants.keySet().retainAll(Set.of("SML_MAGIC", "SML_VERSION", "T_UPDATE", "T_RESULT", "T_PROBE", "T_NACK",
+            "T_PENDING", "F_VERSION", "F_RETRANSMIT", "E_INT32", "E_FLOAT32"));
+        assertEquals(protocol, constants, "switchml.p4's constants against the protocol's");
     }
 
     @Test
