@@ -179,6 +179,20 @@ softnet_drops() {
 }
 
 # Kill every process still inside one of this prefix's namespaces (they were started by us), then delete them.
+# rack_test_cleanup KEEP: the EXIT trap of a rack test script (trap 'rack_test_cleanup "${X_KEEP:-}"' EXIT): kill the
+# script's PIDS, take the rack down and remove WORK unless KEEP is set, then exit with the script's own status. The
+# trap runs under errexit too, so a failing clean-up step would otherwise become the script's status (a test that
+# passed exiting 1); a WORK that cannot be removed is logged, with what is left.
+rack_test_cleanup() {
+  local rc=$? keep=${1:-} pid
+  for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  rack_down >/dev/null 2>&1 || true
+  if [ -z "$keep" ] && ! rm -rf "$WORK" 2>/dev/null; then
+    log "clean-up: could not remove $WORK: $(find "$WORK" 2>/dev/null | head -5 | tr '\n' ' ')"
+  fi
+  exit "$rc"
+}
+
 rack_down() {
   local ns pid pids
   for ns in $(rack_namespaces); do

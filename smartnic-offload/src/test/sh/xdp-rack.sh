@@ -40,18 +40,7 @@ source "$ROOT/bench/rack/rack.sh"
 log() { echo "xdp-rack: $*" >&2; }
 
 PIDS=()
-# The EXIT trap runs under errexit too, so its last failing command would become the script's status: a test that
-# passed could exit 1 because a clean-up step failed. It keeps the verdict and says what it could not remove.
-cleanup() {
-  local rc=$? pid
-  for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  rack_down >/dev/null 2>&1 || true
-  if [ -z "${XDP_RACK_KEEP:-}" ] && ! rm -rf "$WORK" 2>/dev/null; then
-    log "clean-up: could not remove $WORK: $(find "$WORK" 2>/dev/null | head -5 | tr '\n' ' ')"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
+trap 'rack_test_cleanup "${XDP_RACK_KEEP:-}"' EXIT
 
 [ "$(id -u)" -eq 0 ] || { log "needs root (network namespaces, XDP)"; exit 2; }
 
