@@ -211,7 +211,7 @@ public final class WorkerClient implements AutoCloseable
             send(out, ControlProtocol.CREATE + " name=" + context.jobName() + " tenant=" + context.tenant() +
                 " world=" + context.worldSize() + " type=" + ElementType.name(context.elementType()) + " k=" + context.lanes() +
                 " s=" + context.slots() + " mac=" + (context.macEnabled() ? "on" : "off") + " token=" + context.token() +
-                " ifAbsent=true" + (WorkerContext.BACKEND_AUTO.equals(context.backend()) ? "" : " backend=" + context.backend()) +
+                " ifAbsent=true" + (io.switchml.protocol.ControlProtocol.BACKEND_AUTO.equals(context.backend()) ? "" : " backend=" + context.backend()) +
                 (context.slotTimeoutMs() > 0 ? " slotTimeoutMs=" + context.slotTimeoutMs() : "") +
                 (context.credential() != null ? " auth=" + context.credential() : ""));
             socket.setSoTimeout(10_000);

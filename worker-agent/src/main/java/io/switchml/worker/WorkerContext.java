@@ -55,14 +55,11 @@ public final class WorkerContext
     public static final String IDLE_YIELDS_PROP = "switchml.worker.idle.yields";
     public static final int IDLE_YIELDS_DEFAULT = 2;
 
-    /** The backend a job asks for when it names none: the appliance's preference list decides. */
-    public static final String BACKEND_AUTO = io.switchml.protocol.ControlProtocol.BACKEND_AUTO;
-
     private String applianceHost = APPLIANCE_HOST_DEFAULT;
     private int controlPort = CONTROL_PORT_DEFAULT;
     private String jobName;
     private String tenant = "default";
-    private String backend = BACKEND_AUTO;
+    private String backend = io.switchml.protocol.ControlProtocol.BACKEND_AUTO;
     private String token;
     private boolean macEnabled = true;
     private long slotTimeoutMs;
@@ -234,7 +231,7 @@ public final class WorkerContext
     }
 
     /**
-     * @param backend where the appliance aggregates the job: {@link #BACKEND_AUTO} (its preference list, falling
+     * @param backend where the appliance aggregates the job: {@link io.switchml.protocol.ControlProtocol#BACKEND_AUTO} (its preference list, falling
      *                back with a reason it reports) or a backend's name (software, xdp, tofino): the job is
      *                refused, naming why, when that backend cannot take it, and a rank that asks for a backend
      *                other than the one its job already runs on is refused too.

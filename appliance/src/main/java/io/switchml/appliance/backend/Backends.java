@@ -17,8 +17,6 @@ import java.util.Map;
 public final class Backends
 {
     public static final String SOFTWARE = "software";
-    /** CREATE's {@code backend=} value for the preference list: {@link ControlProtocol#BACKEND_AUTO}. */
-    public static final String AUTO = ControlProtocol.BACKEND_AUTO;
     /** Option name prefixes that are never backend names (existing option groups). */
     private static final List<String> RESERVED = List.of("multicast", "native", "journal", "histogram", "shard", "tenant",
         "default", "slot", "join", "memory", "socket", "loss", "control", "data", "http", "bind", "dir", "transport", "mac",
@@ -47,7 +45,7 @@ public final class Backends
     public static boolean isOffloadName(final String name)
     {
         return name.matches("[a-z][a-z0-9_-]*") && !RESERVED.contains(name) && !SOFTWARE.equals(name) &&
-            !AUTO.equals(name);
+            !ControlProtocol.BACKEND_AUTO.equals(name);
     }
 
     /**

@@ -1,6 +1,5 @@
 package io.switchml.appliance.control;
 
-import io.switchml.appliance.backend.Backends;
 import io.switchml.protocol.ControlCredentials;
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.ElementType;
@@ -454,7 +453,7 @@ public final class ControlServer implements AutoCloseable
             longField(message, "slotTimeoutMs", defaults.slotTimeoutMs()),
             longField(message, "joinTimeoutMs", defaults.joinTimeoutMs()));
         final Job job = registry.create(spec, message.get("token"), onOff(message, "ifAbsent", false),
-            message.getOrDefault("backend", Backends.AUTO));
+            message.getOrDefault("backend", ControlProtocol.BACKEND_AUTO));
         connection.send(ControlProtocol.OK + " job=" + job.jobId + " token=" + job.token + " shards=" + dataPorts.length +
             " dataPorts=" + dataPortList() + " backend=" + job.backendName + (job.fallback.isEmpty() ? "" : " fallback=" + job.fallback));
     }

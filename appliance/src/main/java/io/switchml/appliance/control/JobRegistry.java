@@ -3,7 +3,7 @@ package io.switchml.appliance.control;
 import io.switchml.appliance.backend.Backend;
 import io.switchml.appliance.backend.BackendException;
 import io.switchml.appliance.backend.BackendJob;
-import io.switchml.appliance.backend.Backends;
+import io.switchml.protocol.ControlProtocol;
 import io.switchml.appliance.backend.SoftwareBackend;
 import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.protocol.telemetry.SystemCounter;
@@ -143,7 +143,7 @@ public final class JobRegistry
      */
     private Placement place(final JobSpec spec, final String requested, final int jobId) throws RefusedException
     {
-        if (requested != null && !Backends.AUTO.equals(requested))
+        if (requested != null && !ControlProtocol.BACKEND_AUTO.equals(requested))
         {
             for (final Backend backend : backends)
             {
@@ -166,7 +166,7 @@ public final class JobRegistry
                     }
                 }
             }
-            throw new RefusedException("unknown backend '" + requested + "' (this appliance has: " + Backends.AUTO + ", " +
+            throw new RefusedException("unknown backend '" + requested + "' (this appliance has: " + ControlProtocol.BACKEND_AUTO + ", " +
                 String.join(", ", backends.stream().map(Backend::name).toList()) + ")");
         }
         final List<String> passed = new ArrayList<>();
@@ -254,13 +254,13 @@ public final class JobRegistry
      */
     public Job create(final JobSpec spec, final String token, final boolean ifAbsent) throws RefusedException
     {
-        return create(spec, token, ifAbsent, Backends.AUTO);
+        return create(spec, token, ifAbsent, ControlProtocol.BACKEND_AUTO);
     }
 
     /**
      * Create a job on a backend, or with ifAbsent find the same job created earlier by another rank.
      *
-     * @param backend {@link Backends#AUTO} (the first backend of the preference list that can take the job) or a backend's name; with
+     * @param backend {@link ControlProtocol#BACKEND_AUTO} (the first backend of the preference list that can take the job) or a backend's name; with
      *                ifAbsent, an existing job on another backend than the one named is refused, naming both.
      */
     public Job create(final JobSpec spec, final String token, final boolean ifAbsent, final String backend) throws RefusedException
@@ -290,7 +290,7 @@ public final class JobRegistry
                 {
                     throw new RefusedException("job '" + spec.name() + "' (" + existing.jobId + ") exists and the token does not match");
                 }
-                if (backend != null && !Backends.AUTO.equals(backend) && !backend.equals(existing.backendName))
+                if (backend != null && !ControlProtocol.BACKEND_AUTO.equals(backend) && !backend.equals(existing.backendName))
                 {
                     throw new RefusedException("job '" + spec.name() + "' (" + existing.jobId + ") runs on backend " +
                         existing.backendName + ", not on the " + backend + " this rank asked for" +
