@@ -14,7 +14,6 @@ import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
@@ -101,11 +100,7 @@ final class DataPathRehearsal
         {
             worker = WorkerClient.openTransport(kind, context, loopback);
             reflector = new Reflector(WorkerClient.openTransport(kind, context, loopback));
-            worker.connect(loopback, reflector.transport.localPort());
-            reflector.transport.connect(loopback, worker.localPort());
-            reflector.start();
-            client = new WorkerClient(context, control, new DatagramTransport[] {worker}, JOB_ID,
-                Map.of("mac", "off", "key", "0".repeat(32)), null);
+            client = reflector.connectClient(context, worker, loopback, control, JOB_ID);
             return ElementType.isFloat(job.elementType()) ? floatRounds(client, deadline) : intRounds(client, deadline);
         }
         catch (final IOException | RuntimeException ex)

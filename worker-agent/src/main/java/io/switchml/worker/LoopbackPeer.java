@@ -12,6 +12,8 @@ import org.agrona.concurrent.UnsafeBuffer;
 abstract class LoopbackPeer implements DatagramTransport.Receiver
 {
     final DatagramTransport transport;
+    /** The peer thread's view of a datagram's header. */
+    final DataHeaderFlyweight header = new DataHeaderFlyweight();
     private final Thread thread;
     private volatile boolean running = true;
 
@@ -21,9 +23,18 @@ abstract class LoopbackPeer implements DatagramTransport.Receiver
         this.thread = Thread.ofPlatform().daemon().name(threadName).unstarted(this::loop);
     }
 
-    final void start()
+    /**
+     * Pair a worker's transport with this peer on loopback, start the peer, and make the worker's client of it: MAC
+     * off, the given control socket (the other end of which stays silent).
+     */
+    final WorkerClient connectClient(final WorkerContext context, final DatagramTransport worker,
+        final java.net.Inet4Address loopback, final java.net.Socket control, final int jobId) throws java.io.IOException
     {
+        worker.connect(loopback, transport.localPort());
+        transport.connect(loopback, worker.localPort());
         thread.start();
+        return new WorkerClient(context, control, new DatagramTransport[] {worker}, jobId,
+            java.util.Map.of("mac", "off", "key", "0".repeat(32)), null);
     }
 
     /**
@@ -54,10 +65,8 @@ abstract class LoopbackPeer implements DatagramTransport.Receiver
      */
     final void sendAsResult(final UnsafeBuffer update, final int length)
     {
-        update.putByte(DataHeaderFlyweight.TYPE_OFFSET, DataHeaderFlyweight.TYPE_RESULT);
-        update.putByte(DataHeaderFlyweight.FLAGS_OFFSET,
-            (byte)(update.getByte(DataHeaderFlyweight.FLAGS_OFFSET) & ~DataHeaderFlyweight.FLAG_RETRANSMIT));
-        update.putLong(DataHeaderFlyweight.MAC_OFFSET, 0L);
+        header.wrap(update, 0);
+        header.type(DataHeaderFlyweight.TYPE_RESULT).flags(header.flags() & ~DataHeaderFlyweight.FLAG_RETRANSMIT).mac(0L);
         transport.send(update, length);
     }
 

@@ -14,7 +14,6 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -109,11 +108,7 @@ final class ProbeAnswerRankTest
             final DatagramTransport worker = WorkerClient.openTransport(TransportKind.NIO, context, loopback);
             final ScriptedAppliance appliance =
                 new ScriptedAppliance(WorkerClient.openTransport(TransportKind.NIO, context, loopback), answerType, answerRank);
-            worker.connect(loopback, appliance.transport.localPort());
-            appliance.transport.connect(loopback, worker.localPort());
-            appliance.start();
-            try (WorkerClient client = new WorkerClient(context, control, new DatagramTransport[] {worker}, JOB_ID,
-                Map.of("mac", "off", "key", "0".repeat(32)), null))
+            try (WorkerClient client = appliance.connectClient(context, worker, loopback, control, JOB_ID))
             {
                 for (int i = 0; i < WARM_UP_CALLS; i++)
                 {
@@ -198,9 +193,7 @@ final class ProbeAnswerRankTest
             }
             else if (type == DataHeaderFlyweight.TYPE_PROBE && releaseNs != 0 && holding)
             {
-                buffer.putByte(DataHeaderFlyweight.TYPE_OFFSET, answerType);
-                buffer.putShort(DataHeaderFlyweight.WORKER_RANK_OFFSET, (short)answerRank, java.nio.ByteOrder.BIG_ENDIAN);
-                buffer.putLong(DataHeaderFlyweight.MAC_OFFSET, 0L);
+                header.wrap(buffer, 0).type(answerType).workerRank(answerRank).mac(0L);
                 transport.send(buffer, length);
                 answered++;
             }
