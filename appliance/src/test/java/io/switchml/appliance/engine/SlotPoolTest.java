@@ -1232,8 +1232,8 @@ class SlotPoolTest
                 final String what = code == NACK ? "NACK" : "PENDING";
                 assertEquals(DropReason.NONE, DataHeaderFlyweight.validate(resultBuffer, RESULT_OFFSET,
                     DataHeaderFlyweight.HEADER_LENGTH), step + ": " + what + " is well formed");
-                assertEquals(code == NACK ? DataHeaderFlyweight.TYPE_NACK : DataHeaderFlyweight.TYPE_PENDING,
-                    result.type(), step + ": " + what + " type");
+                final byte type = code == NACK ? DataHeaderFlyweight.TYPE_NACK : DataHeaderFlyweight.TYPE_PENDING;
+                assertEquals(type, result.type(), step + ": " + what + " type");
                 assertEquals(update.workerRank(), result.workerRank(), step + ": " + what + " names the prober");
                 assertEquals(update.slotIndex(), result.slotIndex(), step + ": " + what + " slot");
                 assertEquals(update.chunkSequence(), result.chunkSequence(), step + ": " + what + " chunk");
@@ -1243,7 +1243,7 @@ class SlotPoolTest
                 for (int i = 0; i < DataHeaderFlyweight.HEADER_LENGTH; i++)
                 {
                     final boolean macByte = i >= DataHeaderFlyweight.MAC_OFFSET && i < DataHeaderFlyweight.MAC_OFFSET + 8;
-                    final byte expected = i == DataHeaderFlyweight.TYPE_OFFSET ? result.type() : macByte ? 0 :
+                    final byte expected = i == DataHeaderFlyweight.TYPE_OFFSET ? type : macByte ? 0 :
                         buffer.getByte(i);
                     assertEquals(expected, resultBuffer.getByte(RESULT_OFFSET + i),
                         step + ": " + what + " is the probe's header but its type and a zero MAC, byte " + i);
