@@ -114,6 +114,8 @@ final class XdpRackTest
             final long reachedUserSpace = counters.get("results_passed_up") + counters.get("passed_to_kernel");
             assertTrue(updates > 10_000, name + ": updates " + updates);
             assertTrue(counters.get("absorbed_in_kernel") * 2 > updates, name + ": absorbed in XDP " + counters);
+            assertTrue(counters.get("pendings") > 0,
+                name + ": probes for slots waiting for a rank whose update was lost are answered PENDING in XDP " + counters);
             assertTrue(reachedUserSpace * WORKERS <= updates,
                 name + ": " + reachedUserSpace + " of " + updates + " update packets reached user space, more than 1/" + WORKERS);
             assertTrue(lines.stream().anyMatch(l -> l.startsWith(prefix + "loss_drops") || l.contains("loss_drops=")), name);
