@@ -24,9 +24,11 @@ import re
 import subprocess
 import sys
 
-SYSTEMS = ["switchml", "gloo", "mpi"]
-SYSTEM_LABEL = {"switchml": "SwitchML", "gloo": "Gloo", "mpi": "OpenMPI"}
-SYSTEM_COLOUR = {"switchml": "#1f77b4", "gloo": "#ff7f0e", "mpi": "#2ca02c"}
+SYSTEMS = ["switchml", "switchml-host", "gloo", "mpi"]
+SYSTEM_LABEL = {"switchml": "SwitchML", "switchml-host": "SwitchML, host agent", "gloo": "Gloo", "mpi": "OpenMPI"}
+SYSTEM_COLOUR = {"switchml": "#1f77b4", "switchml-host": "#17becf", "gloo": "#ff7f0e", "mpi": "#2ca02c"}
+# SwitchML's systems: one agent JVM per rank (`switchml worker bench`), or Python ranks served by one host agent
+SWITCHML = ("switchml", "switchml-host")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -97,7 +99,7 @@ def load_cell(cell_dir):
     errors = []
     retransmissions = None
     recovery = {"resends": 0, "probes": 0, "pendings": 0, "spuriousProbes": 0, "spuriousResends": 0, "sent": 0}
-    if system in ("switchml", "gloo"):
+    if system in SWITCHML + ("gloo",):
         for r in range(workers):
             data = read_json(os.path.join(cell_dir, f"rank{r}.json"))
             if data is None:
@@ -105,7 +107,7 @@ def load_cell(cell_dir):
                 continue
             if not data.get("ok"):
                 errors.append(f"rank {r}: {data.get('error')}")
-            if system == "switchml":
+            if system in SWITCHML:
                 rank = data["ranks"][0] if data.get("ranks") else {}
                 # `switchml worker bench --json` writes snake_case keys; this file's cells keep their camelCase.
                 ranks.append({"rank": r, "ok": data.get("ok"), "tatP50Ms": data.get("tat_p50_ms"),
@@ -160,7 +162,7 @@ def load_cell(cell_dir):
         cell["tensorGbitPerSec"] = meta["sizeBytes"] * 8 / (p50 / 1e3) / 1e9
         rate = meta.get("rateBitsPerSec") or 0
         cell["goodput"] = (meta["sizeBytes"] * 8 / (p50 / 1e3) / rate) if rate and meta["mode"] == "rack" else None
-    if system == "switchml":
+    if system in SWITCHML:
         cell["retransmissions"] = retransmissions
         cell["retransmissionsUnit"] = "SwitchML packets, timed all-reduces, all ranks"
         cell["retransmissionsPerAllReduce"] = (retransmissions / int(meta["iterations"])) if retransmissions is not None else None
@@ -181,14 +183,14 @@ def load_cell(cell_dir):
     cell["cpuSysSecPerRank"] = round(sys_ / workers, 3)
     cell["cpuSecPerRankPerGB"] = round((user + sys_) / workers / tensor_gb, 3) if tensor_gb else None
     cell["maxRssMiB"] = round(rss / 1024, 1) if rss else None
-    if system == "switchml" and recovery["sent"]:
+    if system in SWITCHML and recovery["sent"]:
         cell["recovery"] = recovery
         cell["resendsAndProbesPerMille"] = round((recovery["resends"] + recovery["probes"]) * 1000 / recovery["sent"], 3)
     else:
         cell["resendsAndProbesPerMille"] = None
     if cell.get("firstTatMs") and cell.get("tatP50Ms"):
         cell["firstCallVsSteady"] = round(cell["firstTatMs"] / cell["tatP50Ms"], 2)
-    cell["cpuSecAppliance"] = round(cpu_seconds(os.path.join(cell_dir, "appliance.cpu.json")), 2) if system == "switchml" else None
+    cell["cpuSecAppliance"] = round(cpu_seconds(os.path.join(cell_dir, "appliance.cpu.json")), 2) if system in SWITCHML else None
     return cell
 
 
@@ -348,6 +350,35 @@ def targets(cells, workers):
                f"Gloo {gloo_loop['tatP50Ms']:.0f} ms")
     else:
         target("loopback elements/s vs Gloo", ">= 1.00x", None, None, "loopback, 100 MB: a cell is missing or failed")
+    if ours_loop and ours_loop.get("firstCallVsSteady") is not None:
+        target("loopback first all-reduce vs steady TAT", "<= 2.0x", f"{ours_loop['firstCallVsSteady']:.2f}x",
+               ours_loop["firstCallVsSteady"] <= 2.0,
+               f"loopback, {workers} agent JVMs started for the job, 100 MB: first call {ours_loop['firstTatMs']:.0f} ms "
+               f"(the slowest rank's), TAT p50 {ours_loop['tatP50Ms']:.0f} ms")
+    host_loop = find(cells, "switchml-host", "loopback", None, 0, big)
+    if host_loop:
+        where = (f"loopback, {workers} Python ranks served by one host agent (started and warmed up "
+                 f"{host_loop.get('hostWarmUpMs', '?')} ms before the rounds), 100 MB")
+        if gloo_loop:
+            ratio = host_loop["elementsPerSec"] / gloo_loop["elementsPerSec"]
+            target("loopback elements/s vs Gloo, host agent", ">= 1.00x", f"{ratio:.2f}x", ratio >= 1.0,
+                   f"{where}: SwitchML TAT {host_loop['tatP50Ms']:.0f} ms, Gloo {gloo_loop['tatP50Ms']:.0f} ms")
+            if gloo_loop.get("cpuSecPerRankPerGB") and host_loop.get("cpuSecPerRankPerGB"):
+                ratio = host_loop["cpuSecPerRankPerGB"] / gloo_loop["cpuSecPerRankPerGB"]
+                target("loopback worker CPU vs Gloo, host agent", "<= 1.00x", f"{ratio:.2f}x", ratio <= 1.0,
+                       f"{where}: CPU seconds per rank per GB, the Python ranks plus a quarter of the host agent's "
+                       f"CPU in the cell: {host_loop['cpuSecPerRankPerGB']:.2f} against Gloo's "
+                       f"{gloo_loop['cpuSecPerRankPerGB']:.2f}")
+        if host_loop.get("firstCallVsSteady") is not None:
+            target("loopback first all-reduce vs steady TAT, host agent", "<= 2.0x",
+                   f"{host_loop['firstCallVsSteady']:.2f}x", host_loop["firstCallVsSteady"] <= 2.0,
+                   f"{where}: first call {host_loop['firstTatMs']:.0f} ms (the slowest rank's), TAT p50 "
+                   f"{host_loop['tatP50Ms']:.0f} ms")
+        if host_loop.get("resendsAndProbesPerMille") is not None:
+            target("resends + probes at zero loss (loopback, host agent)", "<= 1 per 1000 packets",
+                   f"{host_loop['resendsAndProbesPerMille']:.2f} per 1000", host_loop["resendsAndProbesPerMille"] <= 1.0,
+                   f"{where}: {host_loop['recovery']['resends']} resends and {host_loop['recovery']['probes']} probes of "
+                   f"{host_loop['recovery']['sent']} packets sent")
     return out
 
 

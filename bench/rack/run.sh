@@ -20,6 +20,7 @@ APPLIANCE_RATE=none
 LOSSES=0,0.0001,0.001,0.01
 SIZES=100MB,1MB
 SYSTEMS=switchml,gloo,mpi
+HOST_WARMUP_MS=8000
 JUMBO=1
 MTU=
 LOOPBACK=1
@@ -59,7 +60,11 @@ Matrix
                          ToR port), same (= the worker rate) or a tc rate such as 4gbit
   --loss LIST            random loss per bridge port and direction, fractions (default 0,0.0001,0.001,0.01)
   --sizes LIST           float32 tensor sizes, MB = 10^6 bytes (default 100MB,1MB)
-  --systems LIST         subset of switchml,gloo,mpi (default all three)
+  --systems LIST         subset of switchml,gloo,mpi,switchml-host (default the first three). switchml-host: the
+                         ranks are Python processes (as a training job's are) served by one long-lived host
+                         agent ('switchml worker host'), started and warmed up once before the loopback
+                         rounds, as systemd starts it at boot; loopback only (skipped in the rack)
+  --host-warm-up-ms N    the host agent's warm-up before it takes jobs (default 8000)
   --jumbo / --no-jumbo   MTU 9000 and k=2233 (default) / MTU 1500 and k=366
   --mtu N                explicit rack MTU (k follows: (MTU-28-40)/4)
   --no-loopback          skip the loopback runs      --loopback-only   skip the rack
@@ -107,6 +112,7 @@ while [ $# -gt 0 ]; do
     --loss) LOSSES=$2; shift 2 ;;
     --sizes|--size) SIZES=$2; shift 2 ;;
     --systems) SYSTEMS=$2; shift 2 ;;
+    --host-warm-up-ms) HOST_WARMUP_MS=$2; shift 2 ;;
     --jumbo) JUMBO=1; shift ;;
     --no-jumbo) JUMBO=0; shift ;;
     --mtu) MTU=$2; shift 2 ;;
@@ -165,7 +171,8 @@ case "$MULTICAST" in on|off) ;; *) die "--multicast must be on or off" ;; esac
 case "$OFFLOAD" in auto|on|off) ;; *) die "--offload must be auto, on or off" ;; esac
 [[ "$REPEAT" =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer"
 [[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 2 ] && [ "$WORKERS" -le 200 ] || die "--workers must be 2..200"
-for s in ${SYSTEMS//,/ }; do case "$s" in switchml|gloo|mpi) ;; *) die "unknown system $s" ;; esac; done
+for s in ${SYSTEMS//,/ }; do case "$s" in switchml|gloo|mpi|switchml-host) ;; *) die "unknown system $s" ;; esac; done
+[[ "$HOST_WARMUP_MS" =~ ^[0-9]+$ ]] || die "--host-warm-up-ms must be a number of milliseconds"
 has_system() { [[ ",$SYSTEMS," == *",$1,"* ]]; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (it creates network namespaces)"
@@ -419,8 +426,8 @@ wait_all() {
 # The three systems
 
 run_switchml() {
-  local appliance_addr ctl_port data_port ap_pid r pids=() rc=0 lanes slots addr
-  begin_cell switchml
+  local appliance_addr ctl_port data_port ap_pid r pids=() rc=0 lanes slots addr system=${1:-switchml} host_cpu0
+  begin_cell "$system"
   if [ "$CUR_MODE" = rack ]; then
     appliance_addr=$RACK_APPLIANCE_ADDR ctl_port=7470 data_port=7471 lanes=$RACK_LANES slots=$(rack_slots_for "$CUR_RATE")
   else
@@ -455,6 +462,25 @@ run_switchml() {
   fi
   ctl_port=$(sed -n 's/.*control tcp [^ ]*:\([0-9]*\).*/\1/p' "$CELL/appliance.log" | head -1)
   start_sampler
+  if [ "$system" = switchml-host ]; then
+    echo "hostWarmUpMs=$HOST_WARMUP_MS" >> "$CELL/meta.txt"
+    host_cpu0=$(host_agent_cpu)
+    for ((r = 0; r < WORKERS; r++)); do
+      timeout -k 10 "$CELL_TIMEOUT" "$PY" "$HERE/cpuwrap.py" --out "$CELL/rank$r.cpu.json" -- \
+        "$PY" "$HERE/switchml_host_allreduce.py" --host-agent "$HOST_AGENT_SOCKET" --job "cell$CELL_SEQ" \
+        --token "rack-bench-$$-$CELL_SEQ" --world "$WORKERS" --rank "$r" --appliance "$appliance_addr:$ctl_port" \
+        --elements "$((CUR_BYTES / 4))" --iterations "$CUR_ITER" --warmups "$CUR_WARM" -k "$lanes" -s "$slots" \
+        --mac "$MAC" > "$CELL/rank$r.json" 2> "$CELL/rank$r.err" &
+      pids+=($!)
+    done
+    wait_all "${pids[@]}" || rc=$?
+    host_agent_cpu_since "$host_cpu0" > "$CELL/rankhost.cpu.json"
+    stop_sampler
+    kill -TERM "$ap_pid" 2>/dev/null || true
+    wait "$ap_pid" 2>/dev/null || true
+    end_cell "$rc"
+    return 0
+  fi
   for ((r = 0; r < WORKERS; r++)); do
     SWITCHML_JAVA_OPTS="-Xmx2g ${SWITCHML_BENCH_JAVA_OPTS:-}" in_ns "$(rack_ns_w "$r")" timeout -k 10 "$CELL_TIMEOUT" \
       "$PY" "$HERE/cpuwrap.py" --out "$CELL/rank$r.cpu.json" -- \
@@ -470,6 +496,52 @@ run_switchml() {
   kill -TERM "$ap_pid" 2>/dev/null || true
   wait "$ap_pid" 2>/dev/null || true
   end_cell "$rc"
+}
+
+# The ranks as Python processes of one long-lived host agent (loopback only: in the rack each worker namespace would
+# need its own agent, one per rank, which is what the switchml system measures already).
+run_switchml_host() {
+  if [ "$CUR_MODE" != loopback ]; then
+    log "switchml-host: loopback only, skipped in the rack"
+    return 0
+  fi
+  run_switchml switchml-host
+}
+
+# The host agent of the switchml-host system: started once, before the loopback rounds, and warmed up as a
+# systemd-started agent is at boot; its CPU time in a cell (the ranks' share of it) goes into the cell's worker CPU
+HOST_AGENT_PID=
+HOST_AGENT_SOCKET=
+host_agent_up() {
+  HOST_AGENT_SOCKET=$WORK/host-agent.sock
+  SWITCHML_JAVA_OPTS="-Xmx1g ${SWITCHML_BENCH_JAVA_OPTS:-}" "$SWITCHML" worker host --socket "$HOST_AGENT_SOCKET" \
+    --appliance 127.0.0.1 --mac "$MAC" -k "$LOOP_LANES" -s "$LOOP_SLOTS" --warm-up-ms "$HOST_WARMUP_MS" \
+    ${RTO_MS:+--rto-ms "$RTO_MS"} --fast-retransmit "$FAST_RETRANSMIT" > "$WORK/host-agent.log" 2>&1 &
+  HOST_AGENT_PID=$!
+  for _ in $(seq $((HOST_WARMUP_MS / 200 + 150))); do
+    grep -qs 'host ready' "$WORK/host-agent.log" && break
+    kill -0 "$HOST_AGENT_PID" 2>/dev/null || break
+    sleep 0.2
+  done
+  grep -qs 'host ready' "$WORK/host-agent.log" || die "the host agent did not start: $(tail -3 "$WORK/host-agent.log")"
+  log "host agent: $(grep 'host ready' "$WORK/host-agent.log")"
+}
+host_agent_down() {
+  [ -n "$HOST_AGENT_PID" ] || return 0
+  kill -TERM "$HOST_AGENT_PID" 2>/dev/null || true
+  wait "$HOST_AGENT_PID" 2>/dev/null || true
+  HOST_AGENT_PID=
+}
+# "utime stime" of the host agent's JVM in clock ticks (the launcher execs it, so it is $HOST_AGENT_PID)
+host_agent_cpu() { awk '{ print $14, $15 }' "/proc/$HOST_AGENT_PID/stat"; }
+# cpuwrap.py's JSON for the host agent's CPU since "utime stime" $1, with its peak RSS
+host_agent_cpu_since() {
+  local hz
+  hz=$(getconf CLK_TCK)
+  read -r u0 s0 <<< "$1"
+  read -r u1 s1 <<< "$(host_agent_cpu)"
+  awk -v u="$((u1 - u0))" -v s="$((s1 - s0))" -v hz="$hz" -v rss="$(awk '/^VmHWM/ { print $2 }' "/proc/$HOST_AGENT_PID/status")" \
+    'BEGIN { printf "{\"userSec\": %.2f, \"systemSec\": %.2f, \"exitCode\": 0, \"maxRssKiB\": %d, \"hostAgent\": true}\n", u / hz, s / hz, rss }'
 }
 
 run_gloo() {
@@ -573,7 +645,7 @@ run_systems() {
       for system in ${SYSTEMS//,/ }; do
         log "$system: $CUR_MODE, rate $CUR_RATE, loss $CUR_LOSS, $size, $CUR_WARM+$CUR_ITER all-reduces" \
           "$([ "$REPEAT" -gt 1 ] && echo "(run $CUR_REPEAT of $REPEAT)")"
-        "run_$system"
+        "run_${system//-/_}"
         summarise_cell
       done
     done
@@ -615,7 +687,9 @@ if [ "$LOOPBACK" = 1 ]; then
   CUR_MODE=loopback CUR_RATE=none CUR_APPLIANCE_RATE=none CUR_LOSS=0 CUR_MTU=65536 CUR_OFFLOAD=host
   log "loopback: no namespaces, $WORKERS workers"
   [ "$MULTICAST" = on ] && loopback_multicast_up
+  has_system switchml-host && host_agent_up
   run_systems
+  host_agent_down
   loopback_multicast_down
 fi
 

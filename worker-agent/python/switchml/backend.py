@@ -57,7 +57,14 @@ class ProcessGroupSwitchML(_BASE):
         self._closed = False
         config = self._config
         try:
-            if config.socket is None:
+            if config.host_agent:
+                config.agree(store)
+                socket_path = config.host_agent
+                self._client = Client(socket_path, timeout=config.join_timeout_s + 60, open_fields=config.open_fields())
+                if not config.tenant_where.startswith("default") and self._client.tenant != config.tenant:
+                    raise SwitchMLError("the host agent at %s serves tenant %s, but %s asks for tenant %s"
+                                        % (socket_path, self._client.tenant, config.tenant_where, config.tenant))
+            elif config.socket is None:
                 config.agree(store)
                 launcher = find_launcher(config.launcher)
                 self._agent = AgentProcess(launcher, config.serve_args(), {"SWITCHML_JOB_TOKEN": config.token},
@@ -65,7 +72,8 @@ class ProcessGroupSwitchML(_BASE):
                 socket_path = self._agent.socket_path
             else:
                 socket_path = config.socket
-            self._client = Client(socket_path, timeout=60)
+            if self._client is None:
+                self._client = Client(socket_path, timeout=60)
             if self._client.world_size != world_size or self._client.rank != rank:
                 raise SwitchMLError("the agent at %s serves rank %d of %d, but this process is rank %d of %d"
                                     % (socket_path, self._client.rank, self._client.world_size, rank, world_size))

@@ -1,4 +1,4 @@
-"""Client of a local SwitchML worker agent (``switchml worker serve``).
+"""Client of a local SwitchML worker agent (``switchml worker serve``, or a session of ``switchml worker host``).
 
 Protocol version 2 (one UTF-8 text line each way, fields ``key=value`` separated by spaces; only
 ``message`` may hold spaces and runs to the end of the line)::
@@ -8,6 +8,10 @@ Protocol version 2 (one UTF-8 text line each way, fields ``key=value`` separated
                     -> OK us=MICROS [id=ID] | ERR message=...
     STATS           -> OK requests=N allReduces=N packetsSent=N ...
     CLOSE           -> OK
+
+A host agent (``switchml worker host``, one warm agent for every rank of the host) first takes
+``OPEN job=NAME rank=R world=W token=T [appliance=HOST] [controlPort=P] [k=K] [s=S] ...``, joins the job and
+answers like ``INFO`` (or ``ERR message=...``); the connection is then this rank's session.
 
 Tensor data travels only through the shared-memory file named by ``INFO``. Requests are pipelined:
 the client writes a tensor (or a piece of it) into a free range of the file, sends the request and
@@ -70,13 +74,15 @@ class Client:
     ``agent_us`` (microseconds from each request's arrival at the agent to its result, summed).
 
     :param socket_path: the agent's ``--socket``; default ``$SWITCHML_SOCKET``.
-    :param timeout: seconds to wait for the connection and INFO; replies to all-reduces are awaited as
-        long as the agent takes (it fails a stalled all-reduce itself after its ``--progress-timeout-ms``).
+    :param timeout: seconds to wait for the connection and INFO (and OPEN's join); replies to all-reduces are
+        awaited as long as the agent takes (it fails a stalled all-reduce itself after its ``--progress-timeout-ms``).
+    :param open_fields: a dict of ``OPEN`` fields (job, rank, world, token, ...) when ``socket_path`` is a host
+        agent's socket: the session for this rank is opened (the job joined) first.
     :raises SwitchMLError: when the agent cannot be reached, is busy with another client, or
         speaks another protocol version.
     """
 
-    def __init__(self, socket_path=None, timeout=None):
+    def __init__(self, socket_path=None, timeout=None, open_fields=None):
         path = socket_path or os.environ.get("SWITCHML_SOCKET")
         if not path:
             raise ValueError("no agent socket: pass socket_path or set SWITCHML_SOCKET "
@@ -103,7 +109,19 @@ class Client:
         self._reader = self._sock.makefile("rb")
         self._mm = None
         self._shm = None
+        self._reserved = 0
         try:
+            if open_fields is not None:
+                for key, value in open_fields.items():
+                    if not str(value) or any(c.isspace() for c in str(value)):
+                        raise ValueError("OPEN field %s must be a non-empty value without spaces: %r" % (key, value))
+                self._sock.sendall(("OPEN " + " ".join("%s=%s" % item for item in open_fields.items()) + "\n")
+                                   .encode("utf-8"))
+                opened = self._read_reply()
+                if opened[""] != "OK":
+                    raise SwitchMLError("the switchml host agent at %s refused rank %s of job %s: %s"
+                                        % (self.socket_path, open_fields.get("rank"), open_fields.get("job"),
+                                           opened.get("message", "no reason given")))
             self._sock.sendall(b"INFO\n")
             info = self._read_reply()
             if info[""] != "OK":
@@ -120,6 +138,7 @@ class Client:
             self.world_size = int(info["world"])
             self.lanes = int(info["k"])
             self.job = info.get("job")
+            self.tenant = info.get("tenant")
             self.dtypes = tuple(info.get("dtypes", "float32").split(","))
             self.pipeline = int(info.get("pipeline", "1"))
             self.shm_path = info["shm"]
@@ -135,7 +154,14 @@ class Client:
             self.close()
             raise
         self._sock.settimeout(None)
-        self.capacity = self.shm_bytes // 4
+        self._size_ring(self.shm_bytes // 4)
+        self._ring_head = 0
+        self._reader_thread = threading.Thread(target=self._read_loop, name="switchml-replies-%d" % self.rank,
+                                               daemon=True)
+        self._reader_thread.start()
+
+    def _size_ring(self, capacity):
+        self.capacity = capacity
         # whole chunks of k per piece keep every piece's block-exponent chunks aligned with the tensor's, and
         # pieces of half the ring let a large tensor's next piece be written while the previous is on the wire
         half = self.capacity // 2
@@ -145,10 +171,33 @@ class Client:
             self.piece_elements = self.capacity - self.capacity % self.lanes
         else:
             self.piece_elements = self.capacity
-        self._ring_head = 0
-        self._reader_thread = threading.Thread(target=self._read_loop, name="switchml-replies-%d" % self.rank,
-                                               daemon=True)
-        self._reader_thread.start()
+
+    def shared_tensor(self, count, dtype=torch.float32):
+        """A tensor of ``count`` elements that lives in the agent's shared memory: all-reducing it (or a contiguous
+        slice of it) sends its range as it is, with no copy in or out (the agent writes the result in place).
+
+        It is carved from the end of the staging ring, which shrinks by as much, and stays until the client
+        closes. Use it for a buffer that is all-reduced often (a benchmark's tensor, a flat gradient buffer).
+
+        :param dtype: ``torch.float32`` or ``torch.int32`` (the wire types).
+        :raises ValueError: when less than one packet's worth of ring would be left, or requests are in flight.
+        """
+        wire = {torch.float32: "float32", torch.int32: "int32"}.get(dtype)
+        if wire is None or wire not in self.dtypes:
+            raise TypeError("shared tensors hold %s, not %s" % (" or ".join(self.dtypes), dtype))
+        count = int(count)
+        with self._submit_lock, self._cond:
+            self._raise_if_failed()
+            if self._inflight:
+                raise ValueError("shared_tensor() while requests are in flight; call synchronize() first")
+            left = self.capacity - count
+            if count < 1 or left < min(self.lanes, self.capacity):
+                raise ValueError("shared_tensor(%d) leaves %d elements of the %d-element staging ring; give the agent "
+                                 "more shared memory (shm_bytes)" % (count, left, self.capacity))
+            self._size_ring(left)
+            self._ring_head = 0
+            self._reserved += count
+            return self._shm[wire][left:left + count]
 
     # ---- submission side -------------------------------------------------------------------------------------
 
@@ -210,7 +259,9 @@ class Client:
         with torch.no_grad(), self._submit_lock:
             self._raise_if_failed()
             flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
-            piece = self.piece_elements
+            shared = self._shared_offset(flat, total)
+            # a shared tensor goes in place as one request, with no staging; any other in pieces through the ring
+            piece = total if shared is not None else self.piece_elements
             pieces = (total + piece - 1) // piece
             submission = Submission(tensor, flat, op, pieces, stream, result,
                                      threading.get_ident() if raise_in_caller else None)
@@ -218,9 +269,12 @@ class Client:
             shm = self._shm[wire]
             for flat_start in range(0, total, piece):
                 count = min(piece, total - flat_start)
-                ring_start = self._allocate(count)
-                region = shm[ring_start:ring_start + count]
-                region.copy_(flat[flat_start:flat_start + count])
+                if shared is not None:
+                    ring_start, region = shared, None
+                else:
+                    ring_start = self._allocate(count)
+                    region = shm[ring_start:ring_start + count]
+                    region.copy_(flat[flat_start:flat_start + count])
                 ident = next(self._ids)
                 request = Request(ident, submission, ring_start, count, flat_start, region)
                 with self._cond:
@@ -228,6 +282,17 @@ class Client:
                 self._send("ALLREDUCE offset=%d count=%d op=%s dtype=%s id=%d"
                            % (ring_start * 4, count, wire_op, wire, ident))
         return submission.future
+
+    def _shared_offset(self, flat, total):
+        """The element offset of ``flat`` in a :meth:`shared_tensor`, or None when it lies elsewhere."""
+        if not self._reserved or flat.is_cuda:
+            return None
+        base = self._shm["float32"].data_ptr()
+        start = (flat.data_ptr() - base) // 4
+        end = self.capacity + self._reserved
+        if flat.data_ptr() < base or (flat.data_ptr() - base) % 4 or start < self.capacity or start + total > end:
+            return None
+        return start
 
     def stats(self):
         """The agent's counters (``STATS``), answered after every request sent before: a dict of ints, and the
@@ -266,7 +331,7 @@ class Client:
             while True:
                 if self._failure is not None:
                     raise SwitchMLError(self._failure)
-                ranges = [r for r in self._inflight if r.submission is not None]
+                ranges = [r for r in self._inflight if r.region is not None]  # staged pieces only
                 if not ranges:
                     self._ring_head = 0
                     start = 0
@@ -346,7 +411,9 @@ class Client:
             self.agent_us += int(fields.get("us", "0"))
             with torch.no_grad():  # grad mode is per thread: this one's is on
                 part = submission.flat[request.flat_start:request.flat_start + request.count]
-                if submission.stream is not None:
+                if request.region is None:
+                    pass  # a shared tensor: the result is in place already
+                elif submission.stream is not None:
                     with torch.cuda.stream(submission.stream):
                         part.copy_(request.region)
                 else:

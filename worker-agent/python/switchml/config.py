@@ -27,6 +27,8 @@ OPTIONS = {
     "tls_ca": ("SWITCHML_TLS_CA", None, "PEM of the appliance's certificate: the control connection uses TLS"),
     "socket": ("SWITCHML_SOCKET", None, "socket of an agent already running for this rank ({rank}, {local_rank} "
                                         "expand); default: start one"),
+    "host_agent": ("SWITCHML_HOST_AGENT", None, "socket of a 'switchml worker host' agent serving this host's ranks "
+                                                "(one warm agent for all); default: start one agent per rank"),
     "launcher": ("SWITCHML_LAUNCHER", None, "the switchml launcher; default 'switchml' on PATH"),
     "agent_args": ("SWITCHML_AGENT_ARGS", "", "extra 'switchml worker serve' options, e.g. '-k 1024 --mac off'"),
     "shm_bytes": ("SWITCHML_SHM_BYTES", str(128 << 20), "size of each agent's shared memory (the staging ring)"),
@@ -82,7 +84,7 @@ class Config:
             raise ValueError("%s names no appliance host" % where)
         self.appliance_host = appliance
         self.control_port = _int(port, port_where, 1, 65535)
-        self.tenant, _ = _env_or(options, "tenant")
+        self.tenant, self.tenant_where = _env_or(options, "tenant")
         self.backend, where = _env_or(options, "backend")
         if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", self.backend or ""):
             raise ValueError("%s must be auto or a backend's name (software, xdp, tofino): %r" % (where, self.backend))
@@ -96,6 +98,15 @@ class Config:
             raise ValueError("%s: no such file: %s" % (where, self.tls_ca))
         socket_path, _ = _env_or(options, "socket")
         self.socket = socket_path.format(rank=rank, local_rank=self.local_rank) if socket_path else None
+        self.host_agent, host_where = _env_or(options, "host_agent")
+        if self.host_agent and self.socket:
+            raise ValueError("%s and a socket (SWITCHML_SOCKET / pg_options['socket']) exclude each other" % host_where)
+        if self.host_agent:
+            for key in ("credential_file", "tls_ca"):
+                value, where = _env_or(options, key)
+                if value:
+                    raise ValueError("%s is the host agent's own option (switchml worker host --%s), not a rank's; "
+                                     "unset it with %s" % (where, key.replace("_", "-"), host_where))
         self.launcher, _ = _env_or(options, "launcher")
         agent_args, where = _env_or(options, "agent_args")
         try:
@@ -105,12 +116,39 @@ class Config:
         for managed in ("--socket", "--shm", "--job", "--token", "--rank", "--world", "--once", "--backend"):
             if any(arg == managed or arg.startswith(managed + "=") for arg in self.agent_args):
                 raise ValueError("%s must not set %s: the process group sets it" % (where, managed))
+        self.open_extra = self._open_extra(where) if self.host_agent else {}
         shm_bytes, where = _env_or(options, "shm_bytes")
         self.shm_bytes = _int(shm_bytes, where, 4096, 1 << 40)
         if self.shm_bytes % 4:
             raise ValueError("%s must be a multiple of 4: %d" % (where, self.shm_bytes))
         timeout, where = _env_or(options, "join_timeout_s")
         self.join_timeout_s = _int(timeout, where, 1, 3600)
+
+    def _open_extra(self, where):
+        """The job options of agent_args that a host agent's OPEN carries (-k, -s, --mac); anything else is refused."""
+        fields = {"-k": "k", "--lanes": "k", "-s": "s", "--slots": "s", "--mac": "mac"}
+        extra = {}
+        args = list(self.agent_args)
+        while args:
+            arg = args.pop(0)
+            name, eq, value = arg.partition("=")
+            if name not in fields:
+                raise ValueError("%s: %s is not a job option a host agent takes (it takes -k, -s and --mac; the rest "
+                                 "are 'switchml worker host' options)" % (where, name))
+            if not eq:
+                if not args:
+                    raise ValueError("%s: %s needs a value" % (where, name))
+                value = args.pop(0)
+            extra[fields[name]] = value
+        return extra
+
+    def open_fields(self):
+        """The OPEN fields of this rank's session in a host agent (call :meth:`agree` first)."""
+        fields = {"job": self.job, "rank": self.rank, "world": self.world_size, "token": self.token,
+                  "appliance": self.appliance_host, "controlPort": self.control_port, "backend": self.backend,
+                  "shmBytes": self.shm_bytes, "joinTimeoutMs": self.join_timeout_s * 1000}
+        fields.update(self.open_extra)
+        return fields
 
     def agree(self, store):
         """Fill in the job name and token that every rank uses, through the process group's store.

@@ -46,6 +46,29 @@ class ConfigTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "must be a dict"):
             Config("appliance=x", 0, 1)
 
+    def test_host_agent_sessions_carry_the_job_options(self):
+        with mock.patch.dict(os.environ, {"SWITCHML_HOST_AGENT": "/run/switchml/host/agent.sock",
+                                          "SWITCHML_AGENT_ARGS": "-k 1024 --mac=off -s 16",
+                                          "SWITCHML_APPLIANCE": "10.0.0.7:9000"}):
+            os.environ.pop("SWITCHML_CREDENTIAL_FILE", None)
+            os.environ.pop("SWITCHML_SOCKET", None)
+            config = Config({"job": "j", "token": "tok-0123456789"}, 1, 4)
+        self.assertEqual(config.host_agent, "/run/switchml/host/agent.sock")
+        fields = config.open_fields()
+        self.assertEqual({key: fields[key] for key in ("job", "rank", "world", "token", "appliance", "controlPort",
+                                                       "k", "s", "mac")},
+                         {"job": "j", "rank": 1, "world": 4, "token": "tok-0123456789", "appliance": "10.0.0.7",
+                          "controlPort": 9000, "k": "1024", "s": "16", "mac": "off"})
+        with mock.patch.dict(os.environ, {"SWITCHML_HOST_AGENT": "/run/h.sock"}):
+            with self.assertRaisesRegex(ValueError, "exclude each other"):
+                Config({"socket": "/run/a.sock"}, 0, 1)
+            with self.assertRaisesRegex(ValueError, r"pg_options\['credential_file'\] is the host agent's own option"):
+                Config({"credential_file": __file__}, 0, 1)
+            with self.assertRaisesRegex(ValueError, "--transport is not a job option a host agent takes"):
+                Config({"agent_args": "--transport nio"}, 0, 1)
+            with self.assertRaisesRegex(ValueError, "-k needs a value"):
+                Config({"agent_args": "-k"}, 0, 1)
+
     def test_backend_choice_reaches_the_agent(self):
         with mock.patch.dict(os.environ):
             os.environ.pop("SWITCHML_BACKEND", None)

@@ -56,6 +56,10 @@ class FakeAgent:
     def _reply(self, line):
         request = _parse(line)
         verb = request[""]
+        if verb == "OPEN":
+            if request.get("token") == "refuse-me":
+                return "ERR message=join of job 'j' refused: token does not match"
+            verb = "INFO"  # a host agent answers OPEN as INFO once the job is joined
         if verb == "INFO":
             return ("OK version=2 shm=%s shmBytes=%d rank=0 world=2 job=test tenant=default k=%d s=4 "
                     "dtype=float32 byteOrder=LITTLE_ENDIAN dtypes=float32,int32 pipeline=8"
@@ -123,6 +127,45 @@ class ClientTest(unittest.TestCase):
             self.assertTrue(torch.equal(y, torch.arange(5, dtype=torch.float32) + 0.5))
         self.assertEqual(agent.requests[1:3], ["ALLREDUCE offset=0 count=12 op=sum dtype=float32 id=0",
                                                "ALLREDUCE offset=0 count=5 op=average dtype=float32 id=1"])
+
+    def test_shared_tensor_is_all_reduced_in_place_without_staging(self):
+        agent = self.agent(shm_bytes=64 * 4, lanes=8)
+        with switchml.Client(agent.socket_path) as client:
+            shared = client.shared_tensor(40)
+            self.assertEqual(client.capacity, 24, "carved from the end of the ring")
+            self.assertEqual(client.piece_elements, 8)
+            shared.copy_(torch.arange(40, dtype=torch.float32))
+            self.assertIs(client.all_reduce(shared), shared)
+            self.assertTrue(torch.equal(shared, torch.arange(40, dtype=torch.float32) * 2 + 1))
+            part = shared[10:20]
+            part.fill_(3)
+            client.all_reduce(part, op="average")
+            self.assertTrue(torch.equal(shared[10:20], torch.full((10,), 3.5)))
+            staged = torch.arange(30, dtype=torch.float32)
+            client.all_reduce(staged)
+            self.assertTrue(torch.equal(staged, torch.arange(30, dtype=torch.float32) * 2 + 1))
+            self.assertTrue(torch.equal(shared[:10], torch.arange(10, dtype=torch.float32) * 2 + 1),
+                            "the ring's pieces stay out of the shared tensor")
+            with self.assertRaisesRegex(ValueError, "leaves 4 elements of the 24-element staging ring"):
+                client.shared_tensor(20)
+        requests = [_parse(r) for r in agent.requests if r.startswith("ALLREDUCE")]
+        self.assertEqual([(r["offset"], r["count"]) for r in requests[:2]], [("96", "40"), ("136", "10")],
+                         "one request each, at the tensor's own place")
+        for r in requests[2:]:
+            self.assertLessEqual(int(r["offset"]) + 4 * int(r["count"]), 24 * 4, "staged inside the ring: %r" % r)
+
+    def test_open_joins_through_a_host_agent_first(self):
+        agent = self.agent()
+        fields = {"job": "j", "rank": 0, "world": 2, "token": "tok-0123456789", "k": 8}
+        with switchml.Client(agent.socket_path, open_fields=fields) as client:
+            self.assertEqual((client.rank, client.world_size, client.tenant), (0, 2, "default"))
+        self.assertEqual(agent.requests[:2], ["OPEN job=j rank=0 world=2 token=tok-0123456789 k=8", "INFO"])
+        refusing = self.agent()
+        with self.assertRaisesRegex(switchml.SwitchMLError, "host agent at .* refused rank 0 of job j: join of job 'j' "
+                                                            "refused: token does not match"):
+            switchml.Client(refusing.socket_path, open_fields=dict(fields, token="refuse-me"))
+        with self.assertRaisesRegex(ValueError, "OPEN field job must be a non-empty value without spaces"):
+            switchml.Client(self.agent().socket_path, open_fields=dict(fields, job="two words"))
 
     def test_large_tensor_goes_in_pieces_of_half_the_ring(self):
         agent = self.agent(shm_bytes=64 * 4, lanes=16)

@@ -72,6 +72,15 @@ final class DataPathWarmUp implements Runnable
     }
 
     /**
+     * Mark the process warm without starting a warm-up: a host agent warms itself up once, before any job
+     * ({@link HostWarmUp}), and its jobs' joins must not start another.
+     */
+    static void markStarted()
+    {
+        STARTED.set(true);
+    }
+
+    /**
      * The join has completed: let the warm-up run {@link #JOIN_GRACE_NS} more at most, and wait until it stops.
      */
     void finish() throws InterruptedException

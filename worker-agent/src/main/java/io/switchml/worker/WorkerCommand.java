@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
 @Command(name = "worker", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = "Worker agent: run a checked all-reduce job, benchmark, or serve the local bridge for PyTorch.",
     subcommands = {WorkerRunCommand.class, io.switchml.worker.bench.WorkerBenchCommand.class,
-        io.switchml.worker.bridge.WorkerServeCommand.class})
+        io.switchml.worker.bridge.WorkerServeCommand.class, io.switchml.worker.bridge.WorkerHostCommand.class})
 public final class WorkerCommand implements Runnable
 {
     public void run()

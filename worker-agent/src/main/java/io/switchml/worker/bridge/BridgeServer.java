@@ -33,12 +33,16 @@ import java.util.function.ToLongFunction;
  * <p>
  * A job that fails (a rank dies, the appliance goes away) makes every later request fail with the
  * {@link AllReduceException}'s message; the bridge keeps answering until it is closed.
+ * <p>
+ * A host agent ({@link HostAgent}) runs bridges {@link #hosted} in its own JVM: no socket of their own, one session
+ * on the connection that opened them, the shared memory group-accessible, and the job left when that session ends.
  */
 public final class BridgeServer implements AutoCloseable
 {
     private static final long SESSION_JOIN_TIMEOUT_MS = 2_000;
 
     private final BridgeContext context;
+    /** Null for a {@link #hosted} bridge, which serves the one connection it was opened on. */
     private final ServerSocketChannel acceptor;
     private final SharedMemoryRegion shm;
     private volatile WorkerClient client;
@@ -104,6 +108,21 @@ public final class BridgeServer implements AutoCloseable
             closeAcceptor(acceptor, context.socketPath());
             throw ex;
         }
+    }
+
+    /**
+     * Create the shared memory of a bridge that a host agent runs for one connection: no socket is bound (the session
+     * runs on the connection that asked for it, {@link #serveHosted}), and the file is group-accessible (mode 0660),
+     * for a training process that runs as another member of the agent's group. {@link BridgeContext#once()} is set:
+     * the bridge serves that session alone, and a client lost without {@code CLOSE} aborts the job naming its rank.
+     *
+     * @param context bridge configuration; {@link BridgeContext#conclude()} is called here.
+     * @throws IOException when the shared memory cannot be set up (the message names the path).
+     */
+    public static BridgeServer hosted(final BridgeContext context) throws IOException
+    {
+        context.once(true).conclude();
+        return new BridgeServer(context, null, SharedMemoryRegion.create(context.shmPath(), context.shmBytes(), true));
     }
 
     /**
@@ -209,6 +228,10 @@ public final class BridgeServer implements AutoCloseable
      */
     public void serve()
     {
+        if (acceptor == null)
+        {
+            throw new IllegalStateException("a hosted bridge serves the connection it was opened on: serveHosted()");
+        }
         if (client == null)
         {
             throw new IllegalStateException("join() the job before serve()");
@@ -254,6 +277,34 @@ public final class BridgeServer implements AutoCloseable
         catch (final IOException ignore)
         {
             // the client went away
+        }
+    }
+
+    /**
+     * Serve one session of a {@link #hosted} bridge on the calling thread, on the connection that opened it, until the
+     * client sends {@code CLOSE}, disconnects, or the bridge closes. The caller closes the bridge afterwards.
+     *
+     * @param channel the connection, after the host agent's {@code OPEN} exchange.
+     * @param reader  the connection's reader, which may hold bytes past the {@code OPEN} line.
+     */
+    void serveHosted(final SocketChannel channel, final BridgeSession.LineReader reader)
+    {
+        if (acceptor != null || client == null)
+        {
+            throw new IllegalStateException(acceptor != null ? "not a hosted bridge" : "join() the job before serving");
+        }
+        if (!activeSession.compareAndSet(null, channel))
+        {
+            throw new IllegalStateException("a hosted bridge serves one session");
+        }
+        sessionThread = Thread.currentThread();
+        try
+        {
+            new BridgeSession(this, channel, reader, context.pipelineDepth()).run();
+        }
+        finally
+        {
+            activeSession.set(null);
         }
     }
 
@@ -407,6 +458,11 @@ public final class BridgeServer implements AutoCloseable
 
     private static void closeAcceptor(final ServerSocketChannel acceptor, final Path socketPath)
     {
+        if (acceptor == null)
+        {
+            // a hosted bridge bound no socket, and the path is not its own
+            return;
+        }
         try
         {
             acceptor.close();

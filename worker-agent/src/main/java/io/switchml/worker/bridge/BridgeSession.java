@@ -41,10 +41,18 @@ final class BridgeSession
 
     BridgeSession(final BridgeServer server, final SocketChannel channel, final int pipelineDepth)
     {
+        this(server, channel, new LineReader(channel), pipelineDepth);
+    }
+
+    /**
+     * @param reader the channel's reader, which may hold bytes read past an earlier line (a host agent's OPEN).
+     */
+    BridgeSession(final BridgeServer server, final SocketChannel channel, final LineReader reader, final int pipelineDepth)
+    {
         this.server = server;
         this.channel = channel;
         this.replies = new ArrayBlockingQueue<>(pipelineDepth + 1);
-        this.reader = new LineReader(channel);
+        this.reader = reader;
     }
 
     /**
@@ -242,7 +250,7 @@ final class BridgeSession
     /**
      * Reads request lines of bounded length from a blocking channel.
      */
-    private static final class LineReader
+    static final class LineReader
     {
         private final SocketChannel channel;
         private final ByteBuffer buffer = ByteBuffer.allocate(BridgeProtocol.MAX_LINE_BYTES);

@@ -15,7 +15,8 @@ import java.nio.file.attribute.PosixFilePermissions;
 
 /**
  * The shared-memory file through which tensor data passes between the training process and the
- * bridge: created with mode 0600, mapped read-write, holding float32 elements in the platform's
+ * bridge: created with mode 0600 (0660 for a host agent's session, whose training process is a member of the agent's
+ * group), mapped read-write, holding float32 elements in the platform's
  * native byte order (the layout of a CPU {@code torch.float32} tensor). The file is deleted on
  * {@link #close()}.
  */
@@ -41,6 +42,14 @@ final class SharedMemoryRegion implements AutoCloseable
      */
     static SharedMemoryRegion create(final Path path, final long sizeBytes) throws IOException
     {
+        return create(path, sizeBytes, false);
+    }
+
+    /**
+     * @param groupAccess whether the file's group may read and write it too (mode 0660).
+     */
+    static SharedMemoryRegion create(final Path path, final long sizeBytes, final boolean groupAccess) throws IOException
+    {
         final Path dir = path.toAbsolutePath().getParent();
         if (dir == null || !Files.isDirectory(dir))
         {
@@ -54,10 +63,14 @@ final class SharedMemoryRegion implements AutoCloseable
         }
         Files.deleteIfExists(path);
         final Arena arena = Arena.ofShared();
-        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-            StandardOpenOption.WRITE))
+        final java.util.Set<java.nio.file.attribute.PosixFilePermission> mode =
+            PosixFilePermissions.fromString(groupAccess ? "rw-rw----" : "rw-------");
+        // created with the mode (never more open than asked, whatever the umask), then set to it (the umask may have
+        // taken the group's write away)
+        try (FileChannel channel = FileChannel.open(path, java.util.Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+            StandardOpenOption.WRITE), PosixFilePermissions.asFileAttribute(mode)))
         {
-            Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
+            Files.setPosixFilePermissions(path, mode);
             // mapping beyond the end grows the file (sparse on tmpfs); the mapping outlives the channel
             final MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, sizeBytes, arena);
             return new SharedMemoryRegion(path, sizeBytes, arena, segment);

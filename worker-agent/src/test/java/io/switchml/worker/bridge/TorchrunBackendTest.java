@@ -142,11 +142,18 @@ class TorchrunBackendTest
      */
     private ChildProcess torchrun(final String name, final int monitorSeconds, final List<String> scriptArgs) throws IOException
     {
+        return torchrun(name, monitorSeconds, scriptArgs, environment());
+    }
+
+    private ChildProcess torchrun(
+        final String name, final int monitorSeconds, final List<String> scriptArgs, final Map<String, String> environment)
+        throws IOException
+    {
         final List<String> command = new ArrayList<>(List.of(PYTHON, "-m", "torch.distributed.run", "--standalone",
             "--nproc_per_node=" + WORLD, "--monitor_interval", Integer.toString(monitorSeconds), "--redirects", "2", "--tee", "1",
             "--log_dir", tempDir.resolve("logs-" + name).toString(), "tests/torchrun_train.py"));
         command.addAll(scriptArgs);
-        final ChildProcess child = ChildProcess.start(name, command, pythonDir(), environment());
+        final ChildProcess child = ChildProcess.start(name, command, pythonDir(), environment);
         children.add(child);
         return child;
     }
@@ -216,6 +223,58 @@ class TorchrunBackendTest
             assertEquals("False", agent.get("alive"), "destroy_process_group stops the agent: " + agent);
         }
         System.out.printf("TORCHRUN TIMING gloo_s=%.1f switchml_s=%.1f%n", (glooNs - startNs) / 1e9, (switchmlNs - glooNs) / 1e9);
+    }
+
+    /**
+     * The ranks of two torchrun jobs, one after the other, open their sessions in one host agent
+     * ({@code switchml worker host}, a child JVM) instead of starting agents: the launcher named is missing, so a rank
+     * that tried to start one would fail. The host agent holds the tenant credential, which the ranks do not have.
+     */
+    @Test
+    void ranksOfSuccessiveJobsShareOneHostAgentAndStartNoAgent() throws Exception
+    {
+        final Path socket = tempDir.resolve("host.sock");
+        final ChildProcess host = ChildProcess.startJvm("host-agent", WorkerHostCommand.class, List.of(
+            "--socket", socket.toString(), "--shm-dir", tempDir.toString(), "--control-port",
+            Integer.toString(appliance.controlPort()), "--credential-file", credentials.toString(), "--warm-up-ms", "500",
+            "-k", "1024", "-s", "16"));
+        children.add(host);
+        host.awaitLine(line -> line.startsWith("switchml worker host ready: socket=" + socket), 60_000);
+        final Map<String, String> environment = environment();
+        environment.put("SWITCHML_HOST_AGENT", socket.toString());
+        environment.put("SWITCHML_CREDENTIAL_FILE", "");
+        environment.put("SWITCHML_AGENT_ARGS", "");
+        environment.put("SWITCHML_LAUNCHER", tempDir.resolve("no-such-launcher").toString());
+        for (final String run : List.of("host-first", "host-second"))
+        {
+            final ChildProcess job = torchrun(run, 1, List.of("--backend", "switchml"), environment);
+            assertEquals(0, job.awaitExit(150_000), "torchrun through the host agent failed:\n" + job.output() + logs(run) +
+                "\nthe host agent:\n" + host.output());
+            final List<Map<String, String>> results = lines(job.output(), "RESULT ");
+            assertEquals(WORLD, results.size(), job.output());
+            for (final Map<String, String> result : results)
+            {
+                assertEquals(results.getFirst().get("digest"), result.get("digest"), "every rank's parameters identical");
+                assertEquals("None", result.get("agent_pid"), "no rank started an agent: " + result);
+            }
+            assertTrue(Double.parseDouble(results.getFirst().get("acc")) > 80.0, "the model learned: " + results.getFirst());
+            for (final Map<String, String> stats : lines(job.output(), "STATS "))
+            {
+                assertTrue(Long.parseLong(stats.get("allReduces")) >= 4 * 32, stats.toString());
+                assertTrue(Long.parseLong(stats.getOrDefault("int32.allReduces", "0")) >= 3, stats.toString());
+            }
+        }
+        final long ended = host.lines().stream().filter(line -> line.contains("HostAgent: session of rank ") &&
+            line.contains(" ended after ")).count();
+        assertEquals(2 * WORLD, ended, "one session per rank and job, each ended by its process group: " + host.output());
+        host.terminate();
+        // Process.destroy() closes the pipe, so what the agent prints on the way out is not seen here; what it does is
+        assertEquals(143, host.awaitExit(15_000), "SIGTERM's status after an orderly stop: " + host.output());
+        assertFalse(Files.exists(socket), "the host agent removes its socket");
+        try (var left = Files.list(tempDir))
+        {
+            assertTrue(left.noneMatch(path -> path.getFileName().toString().endsWith(".shm")), "no shared memory left");
+        }
     }
 
     @Test

@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""One rank of a SwitchML all-reduce benchmark through a host agent (`switchml worker host`), as a training process
+uses it: the same float32 tensors, fill, barrier, timing and check as gloo_allreduce.py.
+
+The rank opens its session in the host agent (OPEN: the agent joins the job), keeps its tensor in the session's
+shared memory (Client.shared_tensor: all-reduced in place, no staging copy, as Gloo reduces the tensor in place), and
+each round: fills the tensor, meets the other ranks (a one-element all-reduce), times client.all_reduce(tensor) from
+the call to its return (TAT), then checks every element outside the timed region. Warm-up rounds are not timed.
+Prints one JSON object with the keys of `switchml worker bench --json` that bench/rack/aggregate.py reads, the
+packet counters from the session's STATS. Needs Debian's python3-torch: run it with /usr/bin/python3.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "worker-agent", "python"))
+from switchml.client import Client, SwitchMLError  # noqa: E402 - after the path
+
+
+def percentile(sorted_values, p):
+    """Nearest-rank percentile of a sorted list."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, min(len(sorted_values), int(-(-p * len(sorted_values) // 100))))
+    return sorted_values[rank - 1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--host-agent", required=True, help="the host agent's socket")
+    parser.add_argument("--job", required=True)
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--rank", type=int, required=True)
+    parser.add_argument("--world", type=int, required=True)
+    parser.add_argument("--appliance", required=True, help="HOST:PORT of the appliance's control endpoint")
+    parser.add_argument("--elements", type=int, required=True)
+    parser.add_argument("--warmups", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("-k", type=int, required=True)
+    parser.add_argument("-s", type=int, required=True)
+    parser.add_argument("--mac", choices=("on", "off"), default="on")
+    args = parser.parse_args()
+
+    shm_bytes = (args.elements + 2 * args.k) * 4
+    client = Client(args.host_agent, timeout=120,
+                    open_fields={"job": args.job, "rank": args.rank, "world": args.world, "token": args.token,
+                                 "appliance": args.appliance, "k": args.k, "s": args.s, "mac": args.mac,
+                                 "shmBytes": shm_bytes - shm_bytes % 4})
+    tensor = client.shared_tensor(args.elements)
+    meet = torch.zeros(1, dtype=torch.float32)
+    # Element i of rank r holds (r + 1) * (1 + i % 8): the sum, n(n+1)/2 * (1 + i % 8), is exact in float32 and
+    # in SwitchML's block floating point (small integers in every chunk).
+    pattern = (torch.arange(args.elements, dtype=torch.int64) % 8 + 1).to(torch.float32)
+    expected = pattern * float(args.world * (args.world + 1) // 2)
+    mine = pattern * float(args.rank + 1)
+    samples_ms = []
+    first_ms = None
+    error = None
+    before = None
+    try:
+        for round_ in range(args.warmups + args.iterations):
+            tensor.copy_(mine)
+            client.all_reduce(meet)
+            if round_ == args.warmups:
+                before = client.stats()
+            start = time.perf_counter_ns()
+            client.all_reduce(tensor)
+            elapsed = time.perf_counter_ns() - start
+            if first_ms is None:
+                first_ms = elapsed / 1e6
+            if error is None and not torch.equal(tensor, expected):
+                bad = int((tensor != expected).nonzero()[0])
+                error = (f"rank {args.rank} round {round_}: element {bad} is {float(tensor[bad])}, "
+                         f"expected {float(expected[bad])}")
+            if round_ >= args.warmups:
+                samples_ms.append(elapsed / 1e6)
+        after = client.stats()
+    except SwitchMLError as ex:
+        error = f"rank {args.rank}: {ex}"
+        after = before = None
+    finally:
+        client.close()
+    ordered = sorted(samples_ms)
+    timed = (after["retransmissions"] - before["retransmissions"]) if after and before else None
+    print(json.dumps({
+        "system": "switchml-host", "ok": error is None, "error": error, "samples": len(samples_ms),
+        "tat_p50_ms": percentile(ordered, 50), "tat_p99_ms": percentile(ordered, 99),
+        "tat_max_ms": ordered[-1] if ordered else float("nan"), "tat_ms": samples_ms,
+        "retransmissions": timed,
+        "retransmissions_total": after["retransmissions"] if after else None,
+        "probes_total": after["probes"] if after else None,
+        "spurious_probes_total": after["spuriousProbes"] if after else None,
+        "spurious_retransmissions_total": after["spuriousRetransmissions"] if after else None,
+        "pendings_total": after["pendings"] if after else None,
+        "packets_sent": after["packetsSent"] if after else None,
+        "ranks": [{"rank": args.rank, "first_tat_ms": first_ms,
+                   "smoothed_rtt_ms": after["smoothedRttNs"] / 1e6 if after else None}],
+        "torch": torch.__version__}), flush=True)
+    return 0 if error is None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

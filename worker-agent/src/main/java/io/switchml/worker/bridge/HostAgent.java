@@ -1,0 +1,529 @@
+package io.switchml.worker.bridge;
+
+import io.switchml.protocol.ControlProtocol;
+import io.switchml.protocol.ElementType;
+import io.switchml.worker.AllReduceException;
+import io.switchml.worker.WorkerContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+
+/**
+ * One long-lived worker agent for every training process of a host ({@code switchml worker host}): a process that
+ * joins each rank's job on request and serves it as a {@link BridgeServer#hosted hosted bridge}, so that the ranks
+ * and jobs of a host share one JVM whose data path was compiled once, at the agent's start, instead of starting a
+ * cold JVM per rank and job.
+ * <p>
+ * A training process connects to the host socket and sends one line
+ * <pre>
+ * OPEN job=NAME rank=R world=W token=TOKEN [appliance=HOST[:PORT]] [controlPort=PORT] [backend=NAME] [k=K] [s=S]
+ *      [mac=on|off] [shmBytes=N] [joinTimeoutMs=MS] [int32=on|off]
+ * </pre>
+ * The agent joins the job (blocking until every rank has joined, as {@code worker serve} does) and answers with the
+ * bridge's {@code INFO} reply ({@code OK version=2 shm=...}), or {@code ERR message=...} naming the bad field or the
+ * refusal, and closes the connection. After {@code OK} the connection is a {@link BridgeProtocol} session of that
+ * rank; when it ends the agent leaves the job and deletes the shared memory. A session lost without {@code CLOSE}
+ * aborts the job naming the rank, as a {@code worker serve --once} agent does. The tenant, credentials, TLS and packet
+ * I/O are the host agent's own options, never a client's.
+ * <p>
+ * Limits on what a client can make it do: {@code OPEN} within {@link #OPEN_TIMEOUT_MS}, a line of
+ * {@link BridgeProtocol#MAX_LINE_BYTES} at most, at most {@code maxSessions} sessions at once and
+ * {@code maxShmBytes} of shared memory each. The socket and the sessions' shared-memory files are mode 0660: the
+ * training processes are members of the agent's group.
+ */
+public final class HostAgent implements AutoCloseable
+{
+    /** The verb that opens a session. */
+    public static final String OPEN = "OPEN";
+    /** How long a new connection has to send its {@code OPEN} line. */
+    public static final long OPEN_TIMEOUT_MS = 10_000;
+    /** The fields {@code OPEN} may carry. */
+    static final Set<String> OPEN_FIELDS = Set.of("", "job", "rank", "world", "token", "appliance", "controlPort",
+        "backend", "k", "s", "mac", "shmBytes", "joinTimeoutMs", "int32");
+
+    private static final Logger LOG = LoggerFactory.getLogger(HostAgent.class);
+
+    private final Supplier<WorkerContext> hostOptions;
+    private final Path socketPath;
+    private final Path shmDir;
+    private final int maxSessions;
+    private final long maxShmBytes;
+    private final int pipelineDepth;
+    private final ServerSocketChannel acceptor;
+    private final ScheduledExecutorService openTimeouts;
+    private final Set<BridgeServer> sessions = ConcurrentHashMap.newKeySet();
+    private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
+    private final java.util.concurrent.atomic.AtomicInteger active = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicLong sequence = new AtomicLong();
+    private final AtomicLong opened = new AtomicLong();
+    private final AtomicLong refused = new AtomicLong();
+    private volatile boolean closed;
+
+    private HostAgent(final Supplier<WorkerContext> hostOptions, final Path socketPath, final Path shmDir,
+        final int maxSessions, final long maxShmBytes, final int pipelineDepth, final ServerSocketChannel acceptor)
+    {
+        this.hostOptions = hostOptions;
+        this.socketPath = socketPath;
+        this.shmDir = shmDir;
+        this.maxSessions = maxSessions;
+        this.maxShmBytes = maxShmBytes;
+        this.pipelineDepth = pipelineDepth;
+        this.acceptor = acceptor;
+        this.openTimeouts = Executors.newSingleThreadScheduledExecutor(
+            runnable -> Thread.ofPlatform().daemon().name("switchml-host-open-timeouts").unstarted(runnable));
+    }
+
+    /**
+     * Bind the host socket (mode 0660).
+     *
+     * @param hostOptions   a fresh context with the agent's own options (appliance, tenant, packet I/O, k, s ...)
+     *                      applied, one per session; a client's {@code OPEN} fields then set the job.
+     * @param socketPath    the host socket.
+     * @param shmDir        where the sessions' shared-memory files go.
+     * @param maxSessions   sessions served at once; one more is refused.
+     * @param maxShmBytes   the most shared memory one session may ask for.
+     * @param pipelineDepth requests a session's client may have outstanding.
+     * @throws IOException naming the path when the socket cannot be bound (or another agent serves it).
+     */
+    public static HostAgent bind(final Supplier<WorkerContext> hostOptions, final Path socketPath, final Path shmDir,
+        final int maxSessions, final long maxShmBytes, final int pipelineDepth) throws IOException
+    {
+        if (maxSessions < 1 || maxSessions > 4096)
+        {
+            throw new IllegalArgumentException("--max-sessions must be 1..4096: " + maxSessions);
+        }
+        if (maxShmBytes < BridgeContext.SHM_BYTES_MIN || maxShmBytes % Float.BYTES != 0)
+        {
+            throw new IllegalArgumentException("--max-shm-bytes must be a positive multiple of 4: " + maxShmBytes);
+        }
+        if (!Files.isDirectory(shmDir))
+        {
+            throw new IllegalArgumentException("--shm-dir " + shmDir + " is not a directory");
+        }
+        final Path socket = socketPath.toAbsolutePath();
+        if (socket.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length > BridgeContext.MAX_SOCKET_PATH_BYTES)
+        {
+            throw new IllegalArgumentException("--socket path is longer than " + BridgeContext.MAX_SOCKET_PATH_BYTES +
+                " bytes, the Unix-domain limit: " + socket);
+        }
+        return new HostAgent(hostOptions, socket, shmDir.toAbsolutePath(), maxSessions, maxShmBytes, pipelineDepth,
+            bind(socket));
+    }
+
+    private static ServerSocketChannel bind(final Path socketPath) throws IOException
+    {
+        if (Files.exists(socketPath, LinkOption.NOFOLLOW_LINKS))
+        {
+            if (!Files.readAttributes(socketPath, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).isOther())
+            {
+                throw new IOException("--socket " + socketPath + " exists and is not a socket; refusing to replace it");
+            }
+            boolean live;
+            try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(socketPath)))
+            {
+                live = probe.isConnected();
+            }
+            catch (final IOException stale)
+            {
+                live = false;
+            }
+            if (live)
+            {
+                throw new IOException("another agent already serves --socket " + socketPath);
+            }
+            Files.deleteIfExists(socketPath);
+        }
+        final ServerSocketChannel acceptor = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        try
+        {
+            acceptor.bind(UnixDomainSocketAddress.of(socketPath));
+            Files.setPosixFilePermissions(socketPath, PosixFilePermissions.fromString("rw-rw----"));
+            return acceptor;
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            acceptor.close();
+            throw new IOException("cannot bind --socket " + socketPath + ": " + ex.getMessage(), ex);
+        }
+    }
+
+    /**
+     * @return the host socket.
+     */
+    public Path socketPath()
+    {
+        return socketPath;
+    }
+
+    /**
+     * @return sessions open now.
+     */
+    public int sessions()
+    {
+        return active.get();
+    }
+
+    /**
+     * @return sessions opened (joined) since start.
+     */
+    public long opened()
+    {
+        return opened.get();
+    }
+
+    /**
+     * @return {@code OPEN}s refused since start (bad fields, a refused join, the session limit).
+     */
+    public long refused()
+    {
+        return refused.get();
+    }
+
+    /**
+     * Accept connections until {@link #close()}, each served on its own thread.
+     */
+    public void serve()
+    {
+        while (!closed)
+        {
+            final SocketChannel channel;
+            try
+            {
+                channel = acceptor.accept();
+            }
+            catch (final IOException ex)
+            {
+                break;
+            }
+            connections.add(channel);
+            Thread.ofPlatform().name("switchml-host-session-" + sequence.incrementAndGet()).start(() -> run(channel));
+        }
+    }
+
+    private void run(final SocketChannel channel)
+    {
+        final BridgeSession.LineReader reader = new BridgeSession.LineReader(channel);
+        BridgeServer server = null;
+        boolean reserved = false;
+        try (channel)
+        {
+            final String line = readOpen(channel, reader);
+            if (line == null)
+            {
+                return;
+            }
+            final Map<String, String> open;
+            final BridgeContext context;
+            try
+            {
+                open = ControlProtocol.parse(line);
+                context = context(open);
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                refuse(channel, ex.getMessage());
+                return;
+            }
+            if (active.incrementAndGet() > maxSessions)
+            {
+                active.decrementAndGet();
+                refuse(channel, "busy: this host agent serves " + maxSessions + " sessions already (--max-sessions)");
+                return;
+            }
+            reserved = true;
+            final WorkerContext worker = context.worker();
+            final String who = "rank " + worker.rank() + " of job " + worker.jobName();
+            try
+            {
+                server = BridgeServer.hosted(context);
+                sessions.add(server);
+                if (closed)
+                {
+                    refuse(channel, "the host agent is stopping");
+                    return;
+                }
+                LOG.info("joining {} (world {}) at {}:{} for a client", who, worker.worldSize(), worker.applianceHost(),
+                    worker.controlPort());
+                server.join();
+            }
+            catch (final IOException | IllegalArgumentException | AllReduceException ex)
+            {
+                refuse(channel, ex.getMessage());
+                LOG.warn("refused {}: {}", who, ex.getMessage());
+                return;
+            }
+            opened.incrementAndGet();
+            LOG.info("serving {}: {}; backend {}", who, server.transportDescription(), server.placementDescription());
+            BridgeSession.write(channel, server.info());
+            server.serveHosted(channel, reader);
+            LOG.info("session of {} ended after {} all-reduce requests", who, server.requests());
+        }
+        catch (final IOException ignore)
+        {
+            // the client went away; its session, if any, ends below
+        }
+        finally
+        {
+            if (server != null)
+            {
+                server.close();
+                sessions.remove(server);
+            }
+            if (reserved)
+            {
+                active.decrementAndGet();
+            }
+            connections.remove(channel);
+        }
+    }
+
+    private String readOpen(final SocketChannel channel, final BridgeSession.LineReader reader) throws IOException
+    {
+        final ScheduledFuture<?> timeout = openTimeouts.schedule(() -> closeQuietly(channel), OPEN_TIMEOUT_MS,
+            TimeUnit.MILLISECONDS);
+        try
+        {
+            return reader.readLine();
+        }
+        catch (final IOException ex)
+        {
+            // an over-long line: say so, then drop what the client still sends, so that it reads the refusal and not a
+            // reset (a Unix socket closed with unread data resets the peer); the timeout above bounds the wait
+            refuse(channel, ex.getMessage());
+            drain(channel);
+            return null;
+        }
+        finally
+        {
+            timeout.cancel(false);
+        }
+    }
+
+    /**
+     * The bridge configuration for one {@code OPEN}: the host's options, then the client's job fields.
+     *
+     * @throws IllegalArgumentException naming the first bad or unknown field.
+     */
+    BridgeContext context(final Map<String, String> open)
+    {
+        if (!OPEN.equals(open.get("")))
+        {
+            throw new IllegalArgumentException("expected OPEN job=... rank=... world=... token=..., got '" +
+                open.get("") + "'");
+        }
+        for (final String key : open.keySet())
+        {
+            if (!OPEN_FIELDS.contains(key))
+            {
+                throw new IllegalArgumentException("unknown OPEN field '" + key + "'; known: job, rank, world, token, " +
+                    "appliance, controlPort, backend, k, s, mac, shmBytes, joinTimeoutMs, int32");
+            }
+        }
+        final WorkerContext worker = hostOptions.get();
+        final String job = ControlProtocol.requiredField(open, "job");
+        worker.jobName(job).token(open.get("token")).worldSize(ControlProtocol.intField(open, "world"))
+            .rank(ControlProtocol.intField(open, "rank"));
+        final String appliance = open.get("appliance");
+        if (appliance != null)
+        {
+            final int colon = appliance.lastIndexOf(':');
+            worker.applianceHost(colon < 0 ? appliance : appliance.substring(0, colon));
+            if (colon >= 0)
+            {
+                worker.controlPort(port(appliance.substring(colon + 1), "appliance"));
+            }
+        }
+        if (open.containsKey("controlPort"))
+        {
+            worker.controlPort(port(open.get("controlPort"), "controlPort"));
+        }
+        if (open.containsKey("backend"))
+        {
+            worker.backend(open.get("backend"));
+        }
+        if (open.containsKey("k"))
+        {
+            worker.lanes(ControlProtocol.intField(open, "k"));
+        }
+        if (open.containsKey("s"))
+        {
+            worker.slots(ControlProtocol.intField(open, "s"));
+        }
+        if (open.containsKey("mac"))
+        {
+            worker.macEnabled(onOff(open, "mac"));
+        }
+        if (open.containsKey("joinTimeoutMs"))
+        {
+            final long joinTimeoutMs = longField(open, "joinTimeoutMs");
+            if (joinTimeoutMs < 1 || joinTimeoutMs > 3_600_000)
+            {
+                throw new IllegalArgumentException("joinTimeoutMs must be 1..3600000: " + joinTimeoutMs);
+            }
+            worker.joinTimeoutMs(joinTimeoutMs);
+        }
+        final long shmBytes = open.containsKey("shmBytes") ? longField(open, "shmBytes") :
+            Math.min(BridgeContext.SHM_BYTES_DEFAULT, maxShmBytes);
+        if (shmBytes > maxShmBytes)
+        {
+            throw new IllegalArgumentException("shmBytes " + shmBytes + " exceeds this host agent's --max-shm-bytes " +
+                maxShmBytes);
+        }
+        worker.conclude();
+        final WorkerContext int32Worker = open.containsKey("int32") && !onOff(open, "int32") ? null :
+            copyForInt32(worker);
+        final long id = sequence.incrementAndGet();
+        return new BridgeContext().worker(worker).int32Worker(int32Worker).pipelineDepth(pipelineDepth)
+            .shmPath(shmDir.resolve("switchml-host-" + ProcessHandle.current().pid() + "-" + id + ".shm"))
+            .shmBytes(shmBytes);
+    }
+
+    /**
+     * The int32 job beside a float job: the same options on a fresh context of the host's, named JOB-int32.
+     */
+    private WorkerContext copyForInt32(final WorkerContext worker)
+    {
+        return hostOptions.get().applianceHost(worker.applianceHost()).controlPort(worker.controlPort())
+            .backend(worker.backend()).lanes(worker.lanes()).slots(worker.slots()).macEnabled(worker.macEnabled())
+            .joinTimeoutMs(worker.joinTimeoutMs()).jobName(worker.jobName() + "-int32").token(worker.token())
+            .worldSize(worker.worldSize()).rank(worker.rank()).elementType(ElementType.INT32);
+    }
+
+    private static int port(final String value, final String field)
+    {
+        try
+        {
+            final int port = Integer.parseInt(value);
+            if (port >= 1 && port <= 65535)
+            {
+                return port;
+            }
+        }
+        catch (final NumberFormatException ignore)
+        {
+            // reported below
+        }
+        throw new IllegalArgumentException(field + " port must be 1..65535: '" + value + "'");
+    }
+
+    private static long longField(final Map<String, String> open, final String key)
+    {
+        try
+        {
+            return Long.parseLong(open.get(key));
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw new IllegalArgumentException("field '" + key + "' is not an integer: '" + open.get(key) + "'");
+        }
+    }
+
+    private static boolean onOff(final Map<String, String> open, final String key)
+    {
+        return switch (open.get(key))
+        {
+            case "on" -> true;
+            case "off" -> false;
+            default -> throw new IllegalArgumentException(key + " must be on or off: '" + open.get(key) + "'");
+        };
+    }
+
+    private void refuse(final SocketChannel channel, final String message)
+    {
+        refused.incrementAndGet();
+        try
+        {
+            BridgeSession.write(channel, BridgeProtocol.error(message));
+        }
+        catch (final IOException ignore)
+        {
+            // the client went away
+        }
+    }
+
+    private static void drain(final SocketChannel channel)
+    {
+        final java.nio.ByteBuffer sink = java.nio.ByteBuffer.allocate(BridgeProtocol.MAX_LINE_BYTES);
+        try
+        {
+            channel.shutdownOutput();
+            for (int dropped = 0; dropped < 16 * BridgeProtocol.MAX_LINE_BYTES; )
+            {
+                sink.clear();
+                final int read = channel.read(sink);
+                if (read < 0)
+                {
+                    return;
+                }
+                dropped += read;
+            }
+        }
+        catch (final IOException ignore)
+        {
+            // closed by the timeout or the client
+        }
+    }
+
+    private static void closeQuietly(final SocketChannel channel)
+    {
+        try
+        {
+            channel.close();
+        }
+        catch (final IOException ignore)
+        {
+            // closing anyway
+        }
+    }
+
+    /**
+     * Stop accepting, end every session (leaving its job), and delete the socket. Safe to call more than once and
+     * from a shutdown hook.
+     */
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        try
+        {
+            acceptor.close();
+        }
+        catch (final IOException ignore)
+        {
+            // closing anyway
+        }
+        try
+        {
+            Files.deleteIfExists(socketPath);
+        }
+        catch (final IOException ignore)
+        {
+            // nothing more to do on the way out
+        }
+        sessions.forEach(BridgeServer::close);
+        connections.forEach(HostAgent::closeQuietly);
+        openTimeouts.shutdownNow();
+    }
+}

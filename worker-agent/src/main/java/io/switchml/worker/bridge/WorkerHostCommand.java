@@ -1,0 +1,147 @@
+package io.switchml.worker.bridge;
+
+import io.switchml.protocol.logging.LogLevelOption;
+import io.switchml.protocol.logging.Logging;
+import io.switchml.service.SystemdNotifier;
+import io.switchml.worker.HostWarmUp;
+import io.switchml.worker.TransportOptions;
+import io.switchml.worker.WorkerContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code switchml worker host}: one long-lived worker agent for every training process of a host
+ * ({@link HostAgent}). It warms its data path up at start ({@link HostWarmUp}), then prints
+ * {@code switchml worker host ready: socket=...} (and sends {@code READY=1} under a {@code Type=notify} unit) and
+ * opens a session for each {@code OPEN} on its socket until SIGTERM (exit status 143, after leaving every session's job
+ * and deleting the socket and shared memory), 2 for bad arguments, 3 when the socket cannot be bound.
+ */
+@Command(name = "host", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
+    description = {"Serve every training process of this host from one long-lived, warmed-up agent.",
+        "Each process opens a session for its rank with 'OPEN job=... rank=... world=... token=...' on the socket " +
+            "(the Python package does: SWITCHML_HOST_AGENT=SOCKET); the session then speaks the 'worker serve' bridge " +
+            "protocol. The agent's own options (appliance, tenant, credentials, TLS, packet I/O, k, s) are every " +
+            "session's defaults; OPEN may set the job's appliance, backend, k, s and MAC."})
+public final class WorkerHostCommand implements Callable<Integer>
+{
+    private static final Logger LOG = LoggerFactory.getLogger(WorkerHostCommand.class);
+
+    @Mixin
+    private LogLevelOption logLevel;
+
+    @Mixin
+    private TransportOptions transport;
+
+    @Option(names = "--socket", description = "The host socket, mode 0660 (default: $TMPDIR/switchml-worker-host.sock).")
+    private Path socketPath;
+
+    @Option(names = "--shm-dir", description = "Directory of the sessions' shared-memory files, mode 0660 " +
+        "(default: /dev/shm when it exists, else $TMPDIR).")
+    private Path shmDir;
+
+    @Option(names = "--max-sessions", description = "Sessions (ranks of jobs) served at once (default ${DEFAULT-VALUE}).",
+        defaultValue = "64")
+    private int maxSessions;
+
+    @Option(names = "--max-shm-bytes", description = "Most shared memory one session may ask for (default ${DEFAULT-VALUE}).",
+        defaultValue = "1073741824")
+    private long maxShmBytes;
+
+    @Option(names = "--warm-up-ms", description = "How long to warm the data path up before taking jobs (default " +
+        "${DEFAULT-VALUE}; 0: not at all).", defaultValue = "8000")
+    private long warmUpMs;
+
+    @Option(names = "--pipeline-depth", description = "Requests a client may have outstanding at once (default ${DEFAULT-VALUE}).",
+        defaultValue = "" + BridgeContext.PIPELINE_DEPTH_DEFAULT)
+    private int pipelineDepth;
+
+    @Override
+    public Integer call()
+    {
+        Logging.logUncaughtExceptions();
+        final WorkerContext options;
+        try
+        {
+            if (warmUpMs < 0 || warmUpMs > 600_000)
+            {
+                throw new IllegalArgumentException("--warm-up-ms must be 0..600000: " + warmUpMs);
+            }
+            if (pipelineDepth < 1 || pipelineDepth > 4096)
+            {
+                throw new IllegalArgumentException("--pipeline-depth must be 1..4096: " + pipelineDepth);
+            }
+            options = transport.applyTo(new WorkerContext());
+            // the options every session starts from must be valid on their own (a job's fields aside)
+            transport.applyTo(new WorkerContext()).jobName("check").token("checkcheck").worldSize(1).rank(0).conclude();
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            LOG.error("{}", ex.getMessage());
+            return 2;
+        }
+        final Path socket = socketPath != null ? socketPath :
+            Path.of(System.getProperty("java.io.tmpdir"), "switchml-worker-host.sock");
+        final Path shm = shmDir != null ? shmDir : Files.isDirectory(Path.of(BridgeContext.SHM_DIR_DEFAULT)) ?
+            Path.of(BridgeContext.SHM_DIR_DEFAULT) : Path.of(System.getProperty("java.io.tmpdir"));
+        final SystemdNotifier notifier = SystemdNotifier.fromEnvironment();
+        final HostAgent agent;
+        try
+        {
+            agent = HostAgent.bind(() -> transport.applyTo(new WorkerContext()), socket, shm, maxSessions, maxShmBytes,
+                pipelineDepth);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            LOG.error("{}", ex.getMessage());
+            notifier.close();
+            return 2;
+        }
+        catch (final IOException ex)
+        {
+            System.out.println("ERROR " + ex.getMessage());
+            notifier.close();
+            return 3;
+        }
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+        {
+            notifier.stopping("stopping with " + agent.sessions() + " sessions open, " + agent.opened() + " opened");
+            agent.close();
+            notifier.close();
+            System.out.println("switchml worker host: stopped after " + agent.opened() + " sessions (" + agent.refused() +
+                " refused)");
+            System.out.flush();
+        }, "switchml-host-shutdown"));
+        System.out.println("switchml worker host: warming the data path up for " + warmUpMs + " ms (transport " +
+            options.transport() + ", k=" + options.lanes() + ") ...");
+        System.out.flush();
+        notifier.status("warming up");
+        final HostWarmUp.Result warm = HostWarmUp.run(options, warmUpMs);
+        System.out.println("switchml worker host ready: socket=" + agent.socketPath() + " shmDir=" + shm +
+            " maxSessions=" + maxSessions + " warmUp=" + warm.rehearsals() + " rehearsals, " + warm.allReduces() +
+            " all-reduces, " + warm.kernelRounds() + " kernel rounds in " + warm.elapsedMs() + " ms; appliance " +
+            options.applianceHost() + ":" + options.controlPort() + ", tenant " + options.tenant());
+        System.out.flush();
+        final String notifyError = notifier.ready("serving " + agent.socketPath());
+        if (notifyError != null)
+        {
+            System.err.println("switchml worker host: sd_notify READY=1 not sent: " + notifyError);
+        }
+        // until SIGTERM: the shutdown hook closes the agent and reports (exit status 143)
+        agent.serve();
+        return 0;
+    }
+
+    public static void main(final String[] args)
+    {
+        System.exit(new CommandLine(new WorkerHostCommand()).execute(args));
+    }
+}
