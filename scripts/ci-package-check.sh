@@ -20,6 +20,7 @@ PKG=switchml
 UNIT_DIR=/usr/lib/systemd/system
 APPLIANCE_UNIT=$UNIT_DIR/switchml-appliance.service
 WORKER_UNIT=$UNIT_DIR/switchml-worker@.service
+HOST_UNIT=$UNIT_DIR/switchml-worker-host.service
 CONFIG=/etc/switchml/appliance.properties
 STATE_DIR=/var/lib/switchml
 READY_TIMEOUT_S=60
@@ -193,7 +194,8 @@ check "distribution archive $(basename "$ARCHIVE") has bin/switchml, lib/switchm
   bash -c "tar tzf '$ARCHIVE' | grep -q '/bin/switchml\$' && tar tzf '$ARCHIVE' | grep -q '/lib/switchml.jar\$' &&
     tar tzf '$ARCHIVE' | grep -q '/etc/switchml/appliance.properties\$' &&
     tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-appliance.service\$' &&
-    tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-worker@.service\$'"
+    tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-worker@.service\$' &&
+    tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-worker-host.service\$'"
 check "distribution archive has the Python package: python/pyproject.toml, python/switchml/backend.py" \
   bash -c "tar tzf '$ARCHIVE' | grep -q '/python/pyproject.toml\$' && tar tzf '$ARCHIVE' | grep -q '/python/switchml/backend.py\$'"
 
@@ -337,7 +339,7 @@ step "systemd-analyze verify"
 # A template cannot be verified as such: verify an instance of it, linked next to the template's name.
 mkdir "$WORK/units"
 ln -s "$WORKER_UNIT" "$WORK/units/switchml-worker@ci.service"
-for unit in "$APPLIANCE_UNIT" "$WORK/units/switchml-worker@ci.service"; do
+for unit in "$APPLIANCE_UNIT" "$WORK/units/switchml-worker@ci.service" "$HOST_UNIT"; do
   if ! systemd-analyze verify "$unit" >"$WORK/verify.log" 2>&1; then
     cat "$WORK/verify.log" >&2
     fail "systemd-analyze verify $(basename "$unit")"
@@ -348,7 +350,7 @@ for unit in "$APPLIANCE_UNIT" "$WORK/units/switchml-worker@ci.service"; do
   fi
   ok "systemd-analyze verify $(basename "$unit"): clean"
 done
-for unit in "$APPLIANCE_UNIT" "$WORK/units/switchml-worker@ci.service"; do
+for unit in "$APPLIANCE_UNIT" "$WORK/units/switchml-worker@ci.service" "$HOST_UNIT"; do
   if systemd-analyze security --offline=true "$unit" >"$WORK/security.log" 2>&1 ||
     grep -q "Overall exposure level" "$WORK/security.log"; then
     exposure=$(sed -n 's/.*Overall exposure level for .*: \([0-9.]*\) \(.*\)$/\1 \2/p' "$WORK/security.log")

@@ -43,7 +43,8 @@ import java.util.function.Supplier;
  * refusal, and closes the connection. After {@code OK} the connection is a {@link BridgeProtocol} session of that
  * rank; when it ends the agent leaves the job and deletes the shared memory. A session lost without {@code CLOSE}
  * aborts the job naming the rank, as a {@code worker serve --once} agent does. The tenant, credentials, TLS and packet
- * I/O are the host agent's own options, never a client's.
+ * I/O are the host agent's own options, never a client's; and a client may name another appliance only when the agent
+ * holds no credential or verifies the appliance with TLS (the CREATE carries the credential).
  * <p>
  * Limits on what a client can make it do: {@code OPEN} within {@link #OPEN_TIMEOUT_MS}, a line of
  * {@link BridgeProtocol#MAX_LINE_BYTES} at most, at most {@code maxSessions} sessions at once and
@@ -355,6 +356,12 @@ public final class HostAgent implements AutoCloseable
         if (open.containsKey("controlPort"))
         {
             worker.controlPort(port(open.get("controlPort"), "controlPort"));
+        }
+        if ((appliance != null || open.containsKey("controlPort")) && worker.credential() != null && worker.tlsCa() == null)
+        {
+            // the CREATE carries the tenant's credential: only to the agent's own appliance, or to one its TLS verifies
+            throw new IllegalArgumentException("OPEN may not name another appliance: this host agent sends its " +
+                "tenant's credential with every job and has no --tls-ca to verify an appliance it did not choose");
         }
         if (open.containsKey("backend"))
         {

@@ -208,6 +208,19 @@ class HostAgentTest
         job.getFirst().request("CLOSE");
     }
 
+    @Test
+    void aClientCannotSendTheAgentsCredentialToAnApplianceOfItsChoosing() throws Exception
+    {
+        agent.close();
+        final int controlPort = appliance.controlPort();
+        agent = HostAgent.bind(() -> new WorkerContext().controlPort(controlPort).lanes(64).slots(8)
+                .credential("host-tenant-secret-0123456789"), tempDir.resolve("host.sock"), tempDir, 8, 1 << 20, 16);
+        executor.submit(agent::serve);
+        assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " appliance=203.0.113.9", "may not name another appliance");
+        assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " controlPort=" + (controlPort + 1),
+            "may not name another appliance");
+    }
+
     private void assertRefused(final String open, final String naming) throws IOException
     {
         final BridgeTestClient client = connect();
