@@ -98,7 +98,7 @@ public final class BridgeServer implements AutoCloseable
     public static BridgeServer open(final BridgeContext context) throws IOException
     {
         context.conclude();
-        final ServerSocketChannel acceptor = bind(context.socketPath());
+        final ServerSocketChannel acceptor = bind(context.socketPath(), "rw-------", "bridge");
         try
         {
             return new BridgeServer(context, acceptor, SharedMemoryRegion.create(context.shmPath(), context.shmBytes()));
@@ -168,7 +168,14 @@ public final class BridgeServer implements AutoCloseable
         return joined == null ? "" : joined.placementDescription();
     }
 
-    private static ServerSocketChannel bind(final Path socketPath) throws IOException
+    /**
+     * Bind a Unix-domain socket, replacing a stale socket file but never a live one or another kind of file.
+     *
+     * @param mode   the socket file's permissions, e.g. {@code rw-------}.
+     * @param server what serves it, for the message when another one already does.
+     * @throws IOException naming the path.
+     */
+    static ServerSocketChannel bind(final Path socketPath, final String mode, final String server) throws IOException
     {
         if (Files.exists(socketPath, LinkOption.NOFOLLOW_LINKS))
         {
@@ -187,7 +194,7 @@ public final class BridgeServer implements AutoCloseable
             }
             if (live)
             {
-                throw new IOException("another bridge already serves --socket " + socketPath);
+                throw new IOException("another " + server + " already serves --socket " + socketPath);
             }
             Files.deleteIfExists(socketPath);
         }
@@ -195,7 +202,7 @@ public final class BridgeServer implements AutoCloseable
         try
         {
             acceptor.bind(UnixDomainSocketAddress.of(socketPath));
-            Files.setPosixFilePermissions(socketPath, PosixFilePermissions.fromString("rw-------"));
+            Files.setPosixFilePermissions(socketPath, PosixFilePermissions.fromString(mode));
             return acceptor;
         }
         catch (final IOException | RuntimeException ex)

@@ -1,22 +1,16 @@
 package io.switchml.worker.bridge;
 
 import io.switchml.protocol.ControlProtocol;
-import io.switchml.protocol.ElementType;
 import io.switchml.worker.AllReduceException;
 import io.switchml.worker.WorkerContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -57,10 +51,6 @@ public final class HostAgent implements AutoCloseable
     public static final String OPEN = "OPEN";
     /** How long a new connection has to send its {@code OPEN} line. */
     public static final long OPEN_TIMEOUT_MS = 10_000;
-    /** The fields {@code OPEN} may carry. */
-    static final Set<String> OPEN_FIELDS = Set.of("", "job", "rank", "world", "token", "appliance", "controlPort",
-        "backend", "k", "s", "mac", "shmBytes", "joinTimeoutMs", "int32");
-
     private static final Logger LOG = LoggerFactory.getLogger(HostAgent.class);
 
     private final Supplier<WorkerContext> hostOptions;
@@ -127,44 +117,7 @@ public final class HostAgent implements AutoCloseable
                 " bytes, the Unix-domain limit: " + socket);
         }
         return new HostAgent(hostOptions, socket, shmDir.toAbsolutePath(), maxSessions, maxShmBytes, pipelineDepth,
-            bind(socket));
-    }
-
-    private static ServerSocketChannel bind(final Path socketPath) throws IOException
-    {
-        if (Files.exists(socketPath, LinkOption.NOFOLLOW_LINKS))
-        {
-            if (!Files.readAttributes(socketPath, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).isOther())
-            {
-                throw new IOException("--socket " + socketPath + " exists and is not a socket; refusing to replace it");
-            }
-            boolean live;
-            try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(socketPath)))
-            {
-                live = probe.isConnected();
-            }
-            catch (final IOException stale)
-            {
-                live = false;
-            }
-            if (live)
-            {
-                throw new IOException("another agent already serves --socket " + socketPath);
-            }
-            Files.deleteIfExists(socketPath);
-        }
-        final ServerSocketChannel acceptor = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-        try
-        {
-            acceptor.bind(UnixDomainSocketAddress.of(socketPath));
-            Files.setPosixFilePermissions(socketPath, PosixFilePermissions.fromString("rw-rw----"));
-            return acceptor;
-        }
-        catch (final IOException | RuntimeException ex)
-        {
-            acceptor.close();
-            throw new IOException("cannot bind --socket " + socketPath + ": " + ex.getMessage(), ex);
-        }
+            BridgeServer.bind(socket, "rw-rw----", "agent"));
     }
 
     /**
@@ -237,7 +190,8 @@ public final class HostAgent implements AutoCloseable
             try
             {
                 open = ControlProtocol.parse(line);
-                context = context(open);
+                context = OpenRequest.context(open, hostOptions, maxShmBytes, pipelineDepth,
+                    shmDir.resolve("switchml-host-" + ProcessHandle.current().pid() + "-" + sequence.incrementAndGet() + ".shm"));
             }
             catch (final IllegalArgumentException ex)
             {
@@ -317,141 +271,6 @@ public final class HostAgent implements AutoCloseable
         {
             timeout.cancel(false);
         }
-    }
-
-    /**
-     * The bridge configuration for one {@code OPEN}: the host's options, then the client's job fields.
-     *
-     * @throws IllegalArgumentException naming the first bad or unknown field.
-     */
-    BridgeContext context(final Map<String, String> open)
-    {
-        if (!OPEN.equals(open.get("")))
-        {
-            throw new IllegalArgumentException("expected OPEN job=... rank=... world=... token=..., got '" +
-                open.get("") + "'");
-        }
-        for (final String key : open.keySet())
-        {
-            if (!OPEN_FIELDS.contains(key))
-            {
-                throw new IllegalArgumentException("unknown OPEN field '" + key + "'; known: job, rank, world, token, " +
-                    "appliance, controlPort, backend, k, s, mac, shmBytes, joinTimeoutMs, int32");
-            }
-        }
-        final WorkerContext worker = hostOptions.get();
-        final String job = ControlProtocol.requiredField(open, "job");
-        worker.jobName(job).token(open.get("token")).worldSize(ControlProtocol.intField(open, "world"))
-            .rank(ControlProtocol.intField(open, "rank"));
-        final String appliance = open.get("appliance");
-        if (appliance != null)
-        {
-            final int colon = appliance.lastIndexOf(':');
-            worker.applianceHost(colon < 0 ? appliance : appliance.substring(0, colon));
-            if (colon >= 0)
-            {
-                worker.controlPort(port(appliance.substring(colon + 1), "appliance"));
-            }
-        }
-        if (open.containsKey("controlPort"))
-        {
-            worker.controlPort(port(open.get("controlPort"), "controlPort"));
-        }
-        if ((appliance != null || open.containsKey("controlPort")) && worker.credential() != null && worker.tlsCa() == null)
-        {
-            // the CREATE carries the tenant's credential: only to the agent's own appliance, or to one its TLS verifies
-            throw new IllegalArgumentException("OPEN may not name another appliance: this host agent sends its " +
-                "tenant's credential with every job and has no --tls-ca to verify an appliance it did not choose");
-        }
-        if (open.containsKey("backend"))
-        {
-            worker.backend(open.get("backend"));
-        }
-        if (open.containsKey("k"))
-        {
-            worker.lanes(ControlProtocol.intField(open, "k"));
-        }
-        if (open.containsKey("s"))
-        {
-            worker.slots(ControlProtocol.intField(open, "s"));
-        }
-        if (open.containsKey("mac"))
-        {
-            worker.macEnabled(onOff(open, "mac"));
-        }
-        if (open.containsKey("joinTimeoutMs"))
-        {
-            final long joinTimeoutMs = longField(open, "joinTimeoutMs");
-            if (joinTimeoutMs < 1 || joinTimeoutMs > 3_600_000)
-            {
-                throw new IllegalArgumentException("joinTimeoutMs must be 1..3600000: " + joinTimeoutMs);
-            }
-            worker.joinTimeoutMs(joinTimeoutMs);
-        }
-        final long shmBytes = open.containsKey("shmBytes") ? longField(open, "shmBytes") :
-            Math.min(BridgeContext.SHM_BYTES_DEFAULT, maxShmBytes);
-        if (shmBytes > maxShmBytes)
-        {
-            throw new IllegalArgumentException("shmBytes " + shmBytes + " exceeds this host agent's --max-shm-bytes " +
-                maxShmBytes);
-        }
-        worker.conclude();
-        final WorkerContext int32Worker = open.containsKey("int32") && !onOff(open, "int32") ? null :
-            copyForInt32(worker);
-        final long id = sequence.incrementAndGet();
-        return new BridgeContext().worker(worker).int32Worker(int32Worker).pipelineDepth(pipelineDepth)
-            .shmPath(shmDir.resolve("switchml-host-" + ProcessHandle.current().pid() + "-" + id + ".shm"))
-            .shmBytes(shmBytes);
-    }
-
-    /**
-     * The int32 job beside a float job: the same options on a fresh context of the host's, named JOB-int32.
-     */
-    private WorkerContext copyForInt32(final WorkerContext worker)
-    {
-        return hostOptions.get().applianceHost(worker.applianceHost()).controlPort(worker.controlPort())
-            .backend(worker.backend()).lanes(worker.lanes()).slots(worker.slots()).macEnabled(worker.macEnabled())
-            .joinTimeoutMs(worker.joinTimeoutMs()).jobName(worker.jobName() + "-int32").token(worker.token())
-            .worldSize(worker.worldSize()).rank(worker.rank()).elementType(ElementType.INT32);
-    }
-
-    private static int port(final String value, final String field)
-    {
-        try
-        {
-            final int port = Integer.parseInt(value);
-            if (port >= 1 && port <= 65535)
-            {
-                return port;
-            }
-        }
-        catch (final NumberFormatException ignore)
-        {
-            // reported below
-        }
-        throw new IllegalArgumentException(field + " port must be 1..65535: '" + value + "'");
-    }
-
-    private static long longField(final Map<String, String> open, final String key)
-    {
-        try
-        {
-            return Long.parseLong(open.get(key));
-        }
-        catch (final NumberFormatException ex)
-        {
-            throw new IllegalArgumentException("field '" + key + "' is not an integer: '" + open.get(key) + "'");
-        }
-    }
-
-    private static boolean onOff(final Map<String, String> open, final String key)
-    {
-        return switch (open.get(key))
-        {
-            case "on" -> true;
-            case "off" -> false;
-            default -> throw new IllegalArgumentException(key + " must be on or off: '" + open.get(key) + "'");
-        };
     }
 
     private void refuse(final SocketChannel channel, final String message)

@@ -1,0 +1,164 @@
+package io.switchml.worker.bridge;
+
+import io.switchml.protocol.ControlProtocol;
+import io.switchml.protocol.ElementType;
+import io.switchml.worker.WorkerContext;
+
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Supplier;
+
+/**
+ * A host agent's {@code OPEN} line ({@link HostAgent}) turned into the configuration of the session's bridge: the host
+ * agent's own options first, then the job's fields the client may set, each checked and named when bad.
+ */
+final class OpenRequest
+{
+    /** The fields {@code OPEN} may carry. */
+    static final Set<String> OPEN_FIELDS = Set.of("", "job", "rank", "world", "token", "appliance", "controlPort",
+        "backend", "k", "s", "mac", "shmBytes", "joinTimeoutMs", "int32");
+
+    /**
+     * The bridge configuration for one {@code OPEN}: the host's options, then the client's job fields.
+     *
+     * @param open        the parsed line.
+     * @param hostOptions a fresh context with the host agent's options, per call.
+     * @param maxShmBytes the most shared memory a session may ask for.
+     * @param pipelineDepth requests the client may have outstanding.
+     * @param shmPath     the session's shared-memory file.
+     * @throws IllegalArgumentException naming the first bad or unknown field.
+     */
+    static BridgeContext context(final Map<String, String> open, final Supplier<WorkerContext> hostOptions,
+        final long maxShmBytes, final int pipelineDepth, final Path shmPath)
+    {
+        if (!HostAgent.OPEN.equals(open.get("")))
+        {
+            throw new IllegalArgumentException("expected OPEN job=... rank=... world=... token=..., got '" +
+                open.get("") + "'");
+        }
+        for (final String key : open.keySet())
+        {
+            if (!OPEN_FIELDS.contains(key))
+            {
+                throw new IllegalArgumentException("unknown OPEN field '" + key + "'; known: job, rank, world, token, " +
+                    "appliance, controlPort, backend, k, s, mac, shmBytes, joinTimeoutMs, int32");
+            }
+        }
+        final WorkerContext worker = hostOptions.get();
+        final String job = ControlProtocol.requiredField(open, "job");
+        worker.jobName(job).token(open.get("token")).worldSize(ControlProtocol.intField(open, "world"))
+            .rank(ControlProtocol.intField(open, "rank"));
+        final String appliance = open.get("appliance");
+        if (appliance != null)
+        {
+            final int colon = appliance.lastIndexOf(':');
+            worker.applianceHost(colon < 0 ? appliance : appliance.substring(0, colon));
+            if (colon >= 0)
+            {
+                worker.controlPort(port(appliance.substring(colon + 1), "appliance"));
+            }
+        }
+        if (open.containsKey("controlPort"))
+        {
+            worker.controlPort(port(open.get("controlPort"), "controlPort"));
+        }
+        if ((appliance != null || open.containsKey("controlPort")) && worker.credential() != null && worker.tlsCa() == null)
+        {
+            // the CREATE carries the tenant's credential: only to the agent's own appliance, or to one its TLS verifies
+            throw new IllegalArgumentException("OPEN may not name another appliance: this host agent sends its " +
+                "tenant's credential with every job and has no --tls-ca to verify an appliance it did not choose");
+        }
+        if (open.containsKey("backend"))
+        {
+            worker.backend(open.get("backend"));
+        }
+        if (open.containsKey("k"))
+        {
+            worker.lanes(ControlProtocol.intField(open, "k"));
+        }
+        if (open.containsKey("s"))
+        {
+            worker.slots(ControlProtocol.intField(open, "s"));
+        }
+        if (open.containsKey("mac"))
+        {
+            worker.macEnabled(onOff(open, "mac"));
+        }
+        if (open.containsKey("joinTimeoutMs"))
+        {
+            final long joinTimeoutMs = longField(open, "joinTimeoutMs");
+            if (joinTimeoutMs < 1 || joinTimeoutMs > 3_600_000)
+            {
+                throw new IllegalArgumentException("joinTimeoutMs must be 1..3600000: " + joinTimeoutMs);
+            }
+            worker.joinTimeoutMs(joinTimeoutMs);
+        }
+        final long shmBytes = open.containsKey("shmBytes") ? longField(open, "shmBytes") :
+            Math.min(BridgeContext.SHM_BYTES_DEFAULT, maxShmBytes);
+        if (shmBytes > maxShmBytes)
+        {
+            throw new IllegalArgumentException("shmBytes " + shmBytes + " exceeds this host agent's --max-shm-bytes " +
+                maxShmBytes);
+        }
+        worker.conclude();
+        final WorkerContext int32Worker = open.containsKey("int32") && !onOff(open, "int32") ? null :
+            copyForInt32(hostOptions.get(), worker);
+        return new BridgeContext().worker(worker).int32Worker(int32Worker).pipelineDepth(pipelineDepth)
+            .shmPath(shmPath).shmBytes(shmBytes);
+    }
+
+    /**
+     * The int32 job beside a float job: the same options on a fresh context of the host's, named JOB-int32.
+     */
+    private static WorkerContext copyForInt32(final WorkerContext fresh, final WorkerContext worker)
+    {
+        return fresh.applianceHost(worker.applianceHost()).controlPort(worker.controlPort())
+            .backend(worker.backend()).lanes(worker.lanes()).slots(worker.slots()).macEnabled(worker.macEnabled())
+            .joinTimeoutMs(worker.joinTimeoutMs()).jobName(worker.jobName() + "-int32").token(worker.token())
+            .worldSize(worker.worldSize()).rank(worker.rank()).elementType(ElementType.INT32);
+    }
+
+    private static int port(final String value, final String field)
+    {
+        try
+        {
+            final int port = Integer.parseInt(value);
+            if (port >= 1 && port <= 65535)
+            {
+                return port;
+            }
+        }
+        catch (final NumberFormatException ignore)
+        {
+            // reported below
+        }
+        throw new IllegalArgumentException(field + " port must be 1..65535: '" + value + "'");
+    }
+
+    private static long longField(final Map<String, String> open, final String key)
+    {
+        try
+        {
+            return Long.parseLong(open.get(key));
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw new IllegalArgumentException("field '" + key + "' is not an integer: '" + open.get(key) + "'");
+        }
+    }
+
+    private static boolean onOff(final Map<String, String> open, final String key)
+    {
+        return switch (open.get(key))
+        {
+            case "on" -> true;
+            case "off" -> false;
+            default -> throw new IllegalArgumentException(key + " must be on or off: '" + open.get(key) + "'");
+        };
+    }
+
+    private OpenRequest()
+    {
+    }
+}
