@@ -77,6 +77,8 @@ class Config:
         self.local_rank = _int(os.environ.get("LOCAL_RANK", rank), "$LOCAL_RANK", 0, 1 << 20)
         appliance, where = _env_or(options, "appliance")
         port, port_where = _env_or(options, "control_port")
+        # what a host agent's OPEN names only when set: else the agent's own appliance (and backend) stand
+        self.appliance_set = not (where.startswith("default") and port_where.startswith("default"))
         if ":" in appliance:
             appliance, _, port = appliance.rpartition(":")
             port_where = where
@@ -86,6 +88,7 @@ class Config:
         self.control_port = _int(port, port_where, 1, 65535)
         self.tenant, self.tenant_where = _env_or(options, "tenant")
         self.backend, where = _env_or(options, "backend")
+        self.backend_set = not where.startswith("default")
         if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", self.backend or ""):
             raise ValueError("%s must be auto or a backend's name (software, xdp, tofino): %r" % (where, self.backend))
         self.job, self.job_where = _env_or(options, "job")
@@ -143,10 +146,14 @@ class Config:
         return extra
 
     def open_fields(self):
-        """The OPEN fields of this rank's session in a host agent (call :meth:`agree` first)."""
+        """The OPEN fields of this rank's session in a host agent (call :meth:`agree` first): the appliance and the
+        backend only where configured, else the agent's own stand."""
         fields = {"job": self.job, "rank": self.rank, "world": self.world_size, "token": self.token,
-                  "appliance": self.appliance_host, "controlPort": self.control_port, "backend": self.backend,
                   "shmBytes": self.shm_bytes, "joinTimeoutMs": self.join_timeout_s * 1000}
+        if self.appliance_set:
+            fields.update(appliance=self.appliance_host, controlPort=self.control_port)
+        if self.backend_set:
+            fields["backend"] = self.backend
         fields.update(self.open_extra)
         return fields
 

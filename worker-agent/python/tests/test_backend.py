@@ -60,6 +60,11 @@ class ConfigTest(unittest.TestCase):
                          {"job": "j", "rank": 1, "world": 4, "token": "tok-0123456789", "appliance": "10.0.0.7",
                           "controlPort": 9000, "k": "1024", "s": "16", "mac": "off"})
         with mock.patch.dict(os.environ, {"SWITCHML_HOST_AGENT": "/run/h.sock"}):
+            for name in ("SWITCHML_APPLIANCE", "SWITCHML_CONTROL_PORT", "SWITCHML_BACKEND", "SWITCHML_AGENT_ARGS"):
+                os.environ.pop(name, None)
+            fields = Config({"job": "j", "token": "tok-0123456789"}, 0, 2).open_fields()
+            self.assertFalse({"appliance", "controlPort", "backend", "k"} & set(fields),
+                             "what the rank does not set, the host agent's own options decide: %r" % fields)
             with self.assertRaisesRegex(ValueError, "exclude each other"):
                 Config({"socket": "/run/a.sock"}, 0, 1)
             with self.assertRaisesRegex(ValueError, r"pg_options\['credential_file'\] is the host agent's own option"):

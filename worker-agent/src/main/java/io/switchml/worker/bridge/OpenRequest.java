@@ -63,7 +63,9 @@ final class OpenRequest
         {
             worker.controlPort(port(open.get("controlPort"), "controlPort"));
         }
-        if ((appliance != null || open.containsKey("controlPort")) && worker.credential() != null && worker.tlsCa() == null)
+        final WorkerContext own = hostOptions.get();
+        final boolean elsewhere = !worker.applianceHost().equals(own.applianceHost()) || worker.controlPort() != own.controlPort();
+        if (elsewhere && worker.credential() != null && worker.tlsCa() == null)
         {
             // the CREATE carries the tenant's credential: only to the agent's own appliance, or to one its TLS verifies
             throw new IllegalArgumentException("OPEN may not name another appliance: this host agent sends its " +

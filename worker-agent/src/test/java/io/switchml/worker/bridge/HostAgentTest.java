@@ -219,6 +219,8 @@ class HostAgentTest
         assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " appliance=203.0.113.9", "may not name another appliance");
         assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " controlPort=" + (controlPort + 1),
             "may not name another appliance");
+        // naming its own appliance is no change
+        allReduceAndCheck(openJob("own", 1, " appliance=127.0.0.1:" + controlPort), 10);
     }
 
     private void assertRefused(final String open, final String naming) throws IOException
