@@ -366,8 +366,8 @@ def targets(cells, workers):
             if gloo_loop.get("cpuSecPerRankPerGB") and host_loop.get("cpuSecPerRankPerGB"):
                 ratio = host_loop["cpuSecPerRankPerGB"] / gloo_loop["cpuSecPerRankPerGB"]
                 target("loopback worker CPU vs Gloo, host agent", "<= 1.00x", f"{ratio:.2f}x", ratio <= 1.0,
-                       f"{where}: CPU seconds per rank per GB, the Python ranks plus a quarter of the host agent's "
-                       f"CPU in the cell: {host_loop['cpuSecPerRankPerGB']:.2f} against Gloo's "
+                       f"{where}: CPU seconds per rank per GB, the Python ranks plus the host agent's CPU in the cell "
+                       f"shared among them: {host_loop['cpuSecPerRankPerGB']:.2f} against Gloo's "
                        f"{gloo_loop['cpuSecPerRankPerGB']:.2f}")
         if host_loop.get("firstCallVsSteady") is not None:
             target("loopback first all-reduce vs steady TAT, host agent", "<= 2.0x",

@@ -177,19 +177,25 @@ class Client:
         slice of it) sends its range as it is, with no copy in or out (the agent writes the result in place).
 
         It is carved from the end of the staging ring, which shrinks by as much, and stays until the client
-        closes. Use it for a buffer that is all-reduced often (a benchmark's tensor, a flat gradient buffer).
+        closes. Use it for a buffer that is all-reduced often (a benchmark's tensor, a flat gradient buffer). As with
+        any tensor, do not touch it, nor start another all-reduce of an overlapping part of it, until the future
+        completes: the agent reads and writes it in place meanwhile.
 
         :param dtype: ``torch.float32`` or ``torch.int32`` (the wire types).
-        :raises ValueError: when less than one packet's worth of ring would be left, or requests are in flight.
+        :raises ValueError: when less than one packet's worth of ring would be left. Requests in flight are waited
+            for first.
         """
         wire = {torch.float32: "float32", torch.int32: "int32"}.get(dtype)
         if wire is None or wire not in self.dtypes:
             raise TypeError("shared tensors hold %s, not %s" % (" or ".join(self.dtypes), dtype))
         count = int(count)
-        with self._submit_lock, self._cond:
+        with self._submit_lock:
+            self.synchronize()  # the ring is re-sized below: nothing of it may be in flight
             self._raise_if_failed()
-            if self._inflight:
-                raise ValueError("shared_tensor() while requests are in flight; call synchronize() first")
+            return self._carve(count, wire)
+
+    def _carve(self, count, wire):
+        with self._cond:
             left = self.capacity - count
             if count < 1 or left < min(self.lanes, self.capacity):
                 raise ValueError("shared_tensor(%d) leaves %d elements of the %d-element staging ring; give the agent "
@@ -285,8 +291,8 @@ class Client:
 
     def _shared_offset(self, flat, total):
         """The element offset of ``flat`` in a :meth:`shared_tensor`, or None when it lies elsewhere."""
-        if not self._reserved or flat.is_cuda:
-            return None
+        if not self._reserved or flat.is_cuda or flat.dtype not in (torch.float32, torch.int32):
+            return None  # a 16-bit view of it is widened through the ring like any 16-bit tensor
         base = self._shm["float32"].data_ptr()
         start = (flat.data_ptr() - base) // 4
         end = self.capacity + self._reserved

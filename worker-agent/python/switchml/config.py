@@ -77,13 +77,14 @@ class Config:
         self.local_rank = _int(os.environ.get("LOCAL_RANK", rank), "$LOCAL_RANK", 0, 1 << 20)
         appliance, where = _env_or(options, "appliance")
         port, port_where = _env_or(options, "control_port")
-        # what a host agent's OPEN names only when set: else the agent's own appliance (and backend) stand
-        self.appliance_set = not (where.startswith("default") and port_where.startswith("default"))
+        # what a host agent's OPEN names only when set: else the agent's own appliance, port (and backend) stand
+        self.appliance_set = not where.startswith("default")
         if ":" in appliance:
             appliance, _, port = appliance.rpartition(":")
             port_where = where
         if not appliance:
             raise ValueError("%s names no appliance host" % where)
+        self.port_set = not port_where.startswith("default")
         self.appliance_host = appliance
         self.control_port = _int(port, port_where, 1, 65535)
         self.tenant, self.tenant_where = _env_or(options, "tenant")
@@ -151,7 +152,9 @@ class Config:
         fields = {"job": self.job, "rank": self.rank, "world": self.world_size, "token": self.token,
                   "shmBytes": self.shm_bytes, "joinTimeoutMs": self.join_timeout_s * 1000}
         if self.appliance_set:
-            fields.update(appliance=self.appliance_host, controlPort=self.control_port)
+            fields["appliance"] = self.appliance_host
+        if self.port_set:
+            fields["controlPort"] = self.control_port
         if self.backend_set:
             fields["backend"] = self.backend
         fields.update(self.open_extra)

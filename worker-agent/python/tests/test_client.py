@@ -146,6 +146,11 @@ class ClientTest(unittest.TestCase):
             self.assertTrue(torch.equal(staged, torch.arange(30, dtype=torch.float32) * 2 + 1))
             self.assertTrue(torch.equal(shared[:10], torch.arange(10, dtype=torch.float32) * 2 + 1),
                             "the ring's pieces stay out of the shared tensor")
+            halves = shared.view(torch.float16)[:8]
+            halves.fill_(2)
+            client.all_reduce(halves)
+            self.assertTrue(torch.equal(halves, torch.full((8,), 5, dtype=torch.float16)),
+                            "a 16-bit view of it is widened through the ring, not sent as float32")
             with self.assertRaisesRegex(ValueError, "leaves 4 elements of the 24-element staging ring"):
                 client.shared_tensor(20)
         requests = [_parse(r) for r in agent.requests if r.startswith("ALLREDUCE")]
@@ -153,6 +158,7 @@ class ClientTest(unittest.TestCase):
                          "one request each, at the tensor's own place")
         for r in requests[2:]:
             self.assertLessEqual(int(r["offset"]) + 4 * int(r["count"]), 24 * 4, "staged inside the ring: %r" % r)
+        self.assertEqual(requests[-1]["count"], "8")
 
     def test_open_joins_through_a_host_agent_first(self):
         agent = self.agent()

@@ -70,13 +70,8 @@ public final class BridgeContext
                 Path.of(SHM_DIR_DEFAULT) : Path.of(System.getProperty("java.io.tmpdir"));
             shmPath = shmDir.resolve(stem + ".shm");
         }
-        socketPath = socketPath.toAbsolutePath();
+        socketPath = requireSocketPath(socketPath);
         shmPath = shmPath.toAbsolutePath();
-        if (socketPath.toString().getBytes(StandardCharsets.UTF_8).length > MAX_SOCKET_PATH_BYTES)
-        {
-            throw new IllegalArgumentException("--socket path is longer than " + MAX_SOCKET_PATH_BYTES +
-                " bytes, the Unix-domain limit: " + socketPath);
-        }
         requireNoWhitespace("--socket", socketPath);
         requireNoWhitespace("--shm", shmPath);
         if (socketPath.equals(shmPath))
@@ -84,6 +79,21 @@ public final class BridgeContext
             throw new IllegalArgumentException("--socket and --shm must differ: " + socketPath);
         }
         return this;
+    }
+
+    /**
+     * @return the path made absolute.
+     * @throws IllegalArgumentException when it is longer than a Unix-domain socket's path may be.
+     */
+    static Path requireSocketPath(final Path socketPath)
+    {
+        final Path absolute = socketPath.toAbsolutePath();
+        if (absolute.toString().getBytes(StandardCharsets.UTF_8).length > MAX_SOCKET_PATH_BYTES)
+        {
+            throw new IllegalArgumentException("--socket path is longer than " + MAX_SOCKET_PATH_BYTES +
+                " bytes, the Unix-domain limit: " + absolute);
+        }
+        return absolute;
     }
 
     private static void requireNoWhitespace(final String option, final Path path)

@@ -492,37 +492,42 @@ public final class BridgeServer implements AutoCloseable
      * Stop accepting, end the session, leave the job, and delete the socket and shared-memory files.
      * Safe to call more than once and from a shutdown hook.
      */
-    public synchronized void close()
+    public void close()
     {
-        if (closed)
+        final Thread thread;
+        synchronized (this)
         {
-            return;
-        }
-        closed = true;
-        closeAcceptor(acceptor, context.socketPath());
-        final SocketChannel session = activeSession.get();
-        if (session != null)
-        {
-            try
+            if (closed)
             {
-                session.close();
+                return;
             }
-            catch (final IOException ignore)
+            closed = true;
+            closeAcceptor(acceptor, context.socketPath());
+            final SocketChannel session = activeSession.get();
+            if (session != null)
             {
-                // closing anyway
+                try
+                {
+                    session.close();
+                }
+                catch (final IOException ignore)
+                {
+                    // closing anyway
+                }
             }
+            final WorkerClient joined = client;
+            if (joined != null)
+            {
+                joined.close();
+            }
+            final WorkerClient joinedInt32 = int32Client;
+            if (joinedInt32 != null)
+            {
+                joinedInt32.close();
+            }
+            thread = sessionThread;
         }
-        final WorkerClient joined = client;
-        if (joined != null)
-        {
-            joined.close();
-        }
-        final WorkerClient joinedInt32 = int32Client;
-        if (joinedInt32 != null)
-        {
-            joinedInt32.close();
-        }
-        final Thread thread = sessionThread;
+        // outside the lock: the session's thread may be on its way into close() itself (a host agent's is)
         if (thread != null && thread != Thread.currentThread())
         {
             try

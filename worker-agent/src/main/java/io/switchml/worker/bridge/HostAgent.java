@@ -65,6 +65,7 @@ public final class HostAgent implements AutoCloseable
     private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
     private final java.util.concurrent.atomic.AtomicInteger active = new java.util.concurrent.atomic.AtomicInteger();
     private final AtomicLong sequence = new AtomicLong();
+    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
     private final AtomicLong opened = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
     private volatile boolean closed;
@@ -110,12 +111,7 @@ public final class HostAgent implements AutoCloseable
         {
             throw new IllegalArgumentException("--shm-dir " + shmDir + " is not a directory");
         }
-        final Path socket = socketPath.toAbsolutePath();
-        if (socket.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length > BridgeContext.MAX_SOCKET_PATH_BYTES)
-        {
-            throw new IllegalArgumentException("--socket path is longer than " + BridgeContext.MAX_SOCKET_PATH_BYTES +
-                " bytes, the Unix-domain limit: " + socket);
-        }
+        final Path socket = BridgeContext.requireSocketPath(socketPath);
         return new HostAgent(hostOptions, socket, shmDir.toAbsolutePath(), maxSessions, maxShmBytes, pipelineDepth,
             BridgeServer.bind(socket, "rw-rw----", "agent"));
     }
@@ -153,9 +149,12 @@ public final class HostAgent implements AutoCloseable
     }
 
     /**
-     * Accept connections until {@link #close()}, each served on its own thread.
+     * Accept connections until {@link #close()}, each served on its own thread; at most {@link #maxConnections()} at
+     * once (sessions and connections still to send their {@code OPEN}), one more is refused at once.
+     *
+     * @return true when it ended because of {@link #close()}, false when the socket failed.
      */
-    public void serve()
+    public boolean serve()
     {
         while (!closed)
         {
@@ -166,11 +165,43 @@ public final class HostAgent implements AutoCloseable
             }
             catch (final IOException ex)
             {
-                break;
+                if (closed)
+                {
+                    break;
+                }
+                LOG.error("host socket {} failed: {}", socketPath, ex.toString());
+                return false;
+            }
+            if (connections.size() >= maxConnections())
+            {
+                refuse(channel, "busy: this host agent has " + maxConnections() + " connections open (--max-sessions " +
+                    maxSessions + ", twice as many connections)");
+                closeQuietly(channel);
+                continue;
             }
             connections.add(channel);
-            Thread.ofPlatform().name("switchml-host-session-" + sequence.incrementAndGet()).start(() -> run(channel));
+            try
+            {
+                Thread.ofPlatform().name("switchml-host-session-" + sequence.incrementAndGet()).start(() -> run(channel));
+            }
+            catch (final OutOfMemoryError ex)
+            {
+                // no thread for it (the unit's task limit): refuse this one, go on serving the others
+                connections.remove(channel);
+                refuse(channel, "busy: this host agent cannot start a thread for another session");
+                closeQuietly(channel);
+            }
         }
+        return true;
+    }
+
+    /**
+     * @return connections served at once: twice {@code maxSessions}, so that clients still sending their OPEN or
+     * refused ones cannot crowd out sessions, and idle connections cannot take the process's descriptors or threads.
+     */
+    public int maxConnections()
+    {
+        return 2 * maxSessions;
     }
 
     private void run(final SocketChannel channel)
@@ -178,7 +209,7 @@ public final class HostAgent implements AutoCloseable
         final BridgeSession.LineReader reader = new BridgeSession.LineReader(channel);
         BridgeServer server = null;
         boolean reserved = false;
-        try (channel)
+        try
         {
             final String line = readOpen(channel, reader);
             if (line == null)
@@ -190,8 +221,9 @@ public final class HostAgent implements AutoCloseable
             try
             {
                 open = ControlProtocol.parse(line);
-                context = OpenRequest.context(open, hostOptions, maxShmBytes, pipelineDepth,
-                    shmDir.resolve("switchml-host-" + ProcessHandle.current().pid() + "-" + sequence.incrementAndGet() + ".shm"));
+                // an unguessable name: /dev/shm is everyone's, and a file planted under the next name would refuse it
+                context = OpenRequest.context(open, hostOptions, maxShmBytes, pipelineDepth, shmDir.resolve(
+                    "switchml-host-" + ProcessHandle.current().pid() + "-" + Long.toHexString(RANDOM.nextLong()) + ".shm"));
             }
             catch (final IllegalArgumentException ex)
             {
@@ -220,7 +252,7 @@ public final class HostAgent implements AutoCloseable
                     worker.controlPort());
                 server.join();
             }
-            catch (final IOException | IllegalArgumentException | AllReduceException ex)
+            catch (final IOException | RuntimeException ex)
             {
                 refuse(channel, ex.getMessage());
                 LOG.warn("refused {}: {}", who, ex.getMessage());
@@ -228,7 +260,16 @@ public final class HostAgent implements AutoCloseable
             }
             opened.incrementAndGet();
             LOG.info("serving {}: {}; backend {}", who, server.transportDescription(), server.placementDescription());
-            BridgeSession.write(channel, server.info());
+            try
+            {
+                BridgeSession.write(channel, server.info());
+            }
+            catch (final IOException ex)
+            {
+                // gone while the job was joined (it gave up waiting, or died): its peers learn which rank
+                server.onClientLost();
+                return;
+            }
             server.serveHosted(channel, reader);
             LOG.info("session of {} ended after {} all-reduce requests", who, server.requests());
         }
@@ -238,6 +279,7 @@ public final class HostAgent implements AutoCloseable
         }
         finally
         {
+            // the job is left before the client sees the connection close, so that it may join the same name again
             if (server != null)
             {
                 server.close();
@@ -247,6 +289,7 @@ public final class HostAgent implements AutoCloseable
             {
                 active.decrementAndGet();
             }
+            closeQuietly(channel);
             connections.remove(channel);
         }
     }

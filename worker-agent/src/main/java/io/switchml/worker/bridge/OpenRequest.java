@@ -46,6 +46,7 @@ final class OpenRequest
             }
         }
         final WorkerContext worker = hostOptions.get();
+        final WorkerContext own = hostOptions.get();
         final String job = ControlProtocol.requiredField(open, "job");
         worker.jobName(job).token(open.get("token")).worldSize(ControlProtocol.intField(open, "world"))
             .rank(ControlProtocol.intField(open, "rank"));
@@ -63,7 +64,6 @@ final class OpenRequest
         {
             worker.controlPort(port(open.get("controlPort"), "controlPort"));
         }
-        final WorkerContext own = hostOptions.get();
         final boolean elsewhere = !worker.applianceHost().equals(own.applianceHost()) || worker.controlPort() != own.controlPort();
         if (elsewhere && worker.credential() != null && worker.tlsCa() == null)
         {
@@ -75,13 +75,15 @@ final class OpenRequest
         {
             worker.backend(open.get("backend"));
         }
+        // the agent's k, s and join timeout are the most a session may ask: a session's packet buffers (k x s) and
+        // the time it holds a session slot while its job waits for peers are what one client can make the agent spend
         if (open.containsKey("k"))
         {
-            worker.lanes(ControlProtocol.intField(open, "k"));
+            worker.lanes(atMost(ControlProtocol.intField(open, "k"), own.lanes(), "k", "-k"));
         }
         if (open.containsKey("s"))
         {
-            worker.slots(ControlProtocol.intField(open, "s"));
+            worker.slots(atMost(ControlProtocol.intField(open, "s"), own.slots(), "s", "-s"));
         }
         if (open.containsKey("mac"))
         {
@@ -94,7 +96,7 @@ final class OpenRequest
             {
                 throw new IllegalArgumentException("joinTimeoutMs must be 1..3600000: " + joinTimeoutMs);
             }
-            worker.joinTimeoutMs(joinTimeoutMs);
+            worker.joinTimeoutMs(atMost(joinTimeoutMs, own.joinTimeoutMs(), "joinTimeoutMs", "--join-timeout-ms"));
         }
         final long shmBytes = open.containsKey("shmBytes") ? longField(open, "shmBytes") :
             Math.min(BridgeContext.SHM_BYTES_DEFAULT, maxShmBytes);
@@ -119,6 +121,15 @@ final class OpenRequest
             .backend(worker.backend()).lanes(worker.lanes()).slots(worker.slots()).macEnabled(worker.macEnabled())
             .joinTimeoutMs(worker.joinTimeoutMs()).jobName(worker.jobName() + "-int32").token(worker.token())
             .worldSize(worker.worldSize()).rank(worker.rank()).elementType(ElementType.INT32);
+    }
+
+    private static int atMost(final long value, final long limit, final String field, final String option)
+    {
+        if (value > limit)
+        {
+            throw new IllegalArgumentException(field + " " + value + " exceeds this host agent's " + option + " " + limit);
+        }
+        return (int)Math.min(Integer.MAX_VALUE, value);
     }
 
     private static int port(final String value, final String field)

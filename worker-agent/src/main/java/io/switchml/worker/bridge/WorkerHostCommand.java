@@ -29,8 +29,9 @@ import java.util.concurrent.Callable;
     description = {"Serve every training process of this host from one long-lived, warmed-up agent.",
         "Each process opens a session for its rank with 'OPEN job=... rank=... world=... token=...' on the socket " +
             "(the Python package does: SWITCHML_HOST_AGENT=SOCKET); the session then speaks the 'worker serve' bridge " +
-            "protocol. The agent's own options (appliance, tenant, credentials, TLS, packet I/O, k, s) are every " +
-            "session's defaults; OPEN may set the job's appliance, backend, k, s and MAC."})
+            "protocol. The agent's own options (appliance, tenant, credentials, TLS, packet I/O, k, s, join timeout) are " +
+            "every session's defaults and limits; OPEN may set the job's appliance and control port, backend, k and s " +
+            "(up to the agent's), MAC, shared memory (up to --max-shm-bytes), join timeout (up to the agent's) and int32."})
 public final class WorkerHostCommand implements Callable<Integer>
 {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerHostCommand.class);
@@ -60,6 +61,10 @@ public final class WorkerHostCommand implements Callable<Integer>
         "${DEFAULT-VALUE}; 0: not at all).", defaultValue = "8000")
     private long warmUpMs;
 
+    @Option(names = "--join-timeout-ms", description = "How long a session's join waits for the job's other ranks, and " +
+        "the most an OPEN may ask for (default ${DEFAULT-VALUE}).", defaultValue = "60000")
+    private long joinTimeoutMs;
+
     @Option(names = "--pipeline-depth", description = "Requests a client may have outstanding at once (default ${DEFAULT-VALUE}).",
         defaultValue = "" + BridgeContext.PIPELINE_DEPTH_DEFAULT)
     private int pipelineDepth;
@@ -79,7 +84,11 @@ public final class WorkerHostCommand implements Callable<Integer>
             {
                 throw new IllegalArgumentException("--pipeline-depth must be 1..4096: " + pipelineDepth);
             }
-            options = transport.applyTo(new WorkerContext());
+            if (joinTimeoutMs < 1 || joinTimeoutMs > 3_600_000)
+            {
+                throw new IllegalArgumentException("--join-timeout-ms must be 1..3600000: " + joinTimeoutMs);
+            }
+            options = transport.applyTo(new WorkerContext()).joinTimeoutMs(joinTimeoutMs);
             // the options every session starts from must be valid on their own (a job's fields aside)
             transport.applyTo(new WorkerContext()).jobName("check").token("checkcheck").worldSize(1).rank(0).conclude();
         }
@@ -96,7 +105,7 @@ public final class WorkerHostCommand implements Callable<Integer>
         final HostAgent agent;
         try
         {
-            agent = HostAgent.bind(() -> transport.applyTo(new WorkerContext()), socket, shm, maxSessions, maxShmBytes,
+            agent = HostAgent.bind(() -> transport.applyTo(new WorkerContext()).joinTimeoutMs(joinTimeoutMs), socket, shm, maxSessions, maxShmBytes,
                 pipelineDepth);
         }
         catch (final IllegalArgumentException ex)
@@ -135,9 +144,14 @@ public final class WorkerHostCommand implements Callable<Integer>
         {
             System.err.println("switchml worker host: sd_notify READY=1 not sent: " + notifyError);
         }
-        // until SIGTERM: the shutdown hook closes the agent and reports (exit status 143)
-        agent.serve();
-        return 0;
+        // until SIGTERM: the shutdown hook closes the agent and reports (exit status 143); a failed socket is an error
+        // (exit 3), which Restart=on-failure restarts
+        if (agent.serve())
+        {
+            return 0;
+        }
+        agent.close();
+        return 3;
     }
 
     public static void main(final String[] args)

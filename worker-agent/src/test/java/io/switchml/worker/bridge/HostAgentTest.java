@@ -202,10 +202,73 @@ class HostAgentTest
         assertRefused("OPEN " + "x".repeat(BridgeProtocol.MAX_LINE_BYTES), "longer than");
         assertEquals(9, agent.refused());
         assertEquals(0, agent.sessions());
-        // a wrong token for an existing job: the appliance's refusal, passed on
+        assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " k=65", "k 65 exceeds this host agent's -k 64");
+        assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " joinTimeoutMs=20001",
+            "joinTimeoutMs 20001 exceeds this host agent's --join-timeout-ms 20000");
+        // a wrong token for an existing job: the appliance's refusal, passed on, and its shared memory gone
         final List<BridgeTestClient> job = openJob("taken", 1, "");
         assertRefused("OPEN job=taken rank=0 world=1 token=another-token-1", "token");
         job.getFirst().request("CLOSE");
+        assertNull(job.getFirst().readLine());
+        awaitNoSharedMemory();
+    }
+
+    private void awaitNoSharedMemory() throws Exception
+    {
+        List<Path> left = List.of();
+        for (int i = 0; i < 100; i++)
+        {
+            try (var files = Files.list(tempDir))
+            {
+                left = files.filter(path -> path.getFileName().toString().endsWith(".shm")).toList();
+            }
+            if (left.isEmpty())
+            {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("shared memory left: " + left);
+    }
+
+    @Test
+    void connectionsThatSendNoOpenAreBoundedAndTimedOut() throws Exception
+    {
+        startAgent(1);
+        assertEquals(2, agent.maxConnections());
+        final BridgeTestClient idle1 = connect();
+        final BridgeTestClient idle2 = connect();
+        for (int i = 0; i < 100 && agent.refused() == 0; i++)
+        {
+            final BridgeTestClient extra = connect();
+            final String reply = extra.readLine();
+            if (reply != null)
+            {
+                assertTrue(reply.startsWith("ERR message=busy: this host agent has 2 connections open"), reply);
+                break;
+            }
+        }
+        assertEquals(1, agent.refused(), "the third connection is refused at once");
+        // the idle ones are closed after the OPEN timeout
+        final long startNs = System.nanoTime();
+        assertNull(idle1.readLine());
+        assertNull(idle2.readLine());
+        assertTrue(System.nanoTime() - startNs >= TimeUnit.MILLISECONDS.toNanos(HostAgent.OPEN_TIMEOUT_MS / 2),
+            "closed by the OPEN timeout, not at once");
+    }
+
+    @Test
+    void closingTheAgentEndsOpenSessionsAndDeletesTheirSharedMemory() throws Exception
+    {
+        final List<BridgeTestClient> ranks = openJob("closing", 2, "");
+        allReduceAndCheck(ranks, 16);
+        agent.close();
+        for (final BridgeTestClient client : ranks)
+        {
+            assertNull(client.readLine(), "the session ends with the agent");
+        }
+        awaitNoSharedMemory();
+        assertFalse(Files.exists(tempDir.resolve("host.sock")));
     }
 
     @Test
@@ -262,6 +325,6 @@ class HostAgentTest
         final HostWarmUp.Result warm = HostWarmUp.run(new WorkerContext().lanes(64), 400);
         assertTrue(warm.rehearsals() >= 1, warm.toString());
         assertTrue(warm.allReduces() > 0, warm.toString());
-        assertTrue(warm.elapsedMs() >= 400 && warm.elapsedMs() < 5_000, warm.toString());
+        assertTrue(warm.elapsedMs() >= 400, "it goes on for its budget: " + warm);
     }
 }
