@@ -307,7 +307,15 @@ class BridgeServerTest
         do
         {
             final BridgeTestClient third = connect(server);
-            reply = third.request("INFO");
+            try
+            {
+                reply = third.request("INFO");
+            }
+            catch (final IOException turnedAway)
+            {
+                // told "busy" and closed before the request was written (a broken pipe): still the first session's
+                reply = "ERR message=" + turnedAway.getMessage();
+            }
         }
         while (!reply.startsWith("OK") && System.currentTimeMillis() < deadline);
         assertTrue(reply.startsWith("OK version=2"), reply);
