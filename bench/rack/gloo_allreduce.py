@@ -16,13 +16,7 @@ import time
 import torch
 import torch.distributed as dist
 
-
-def percentile(sorted_values, p):
-    """Nearest-rank percentile of a sorted list."""
-    if not sorted_values:
-        return float("nan")
-    rank = max(1, min(len(sorted_values), int(-(-p * len(sorted_values) // 100))))
-    return sorted_values[rank - 1]
+from tat import percentile
 
 
 def main() -> int:

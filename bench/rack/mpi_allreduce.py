@@ -14,13 +14,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-
-def percentile(sorted_values, p):
-    """Nearest-rank percentile of a sorted list."""
-    if not sorted_values:
-        return float("nan")
-    rank = max(1, min(len(sorted_values), int(-(-p * len(sorted_values) // 100))))
-    return sorted_values[rank - 1]
+from tat import percentile
 
 
 def main() -> int:

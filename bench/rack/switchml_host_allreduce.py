@@ -19,14 +19,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "worker-agent", "python"))
 from switchml.client import Client, SwitchMLError  # noqa: E402 - after the path
-
-
-def percentile(sorted_values, p):
-    """Nearest-rank percentile of a sorted list."""
-    if not sorted_values:
-        return float("nan")
-    rank = max(1, min(len(sorted_values), int(-(-p * len(sorted_values) // 100))))
-    return sorted_values[rank - 1]
+from tat import percentile  # noqa: E402 - beside this script
 
 
 def main() -> int:

@@ -463,7 +463,10 @@ public final class BridgeServer implements AutoCloseable
         return requests.get();
     }
 
-    private static void closeAcceptor(final ServerSocketChannel acceptor, final Path socketPath)
+    /**
+     * Close a bound socket and delete its file (nothing for a hosted bridge, which bound none).
+     */
+    static void closeAcceptor(final ServerSocketChannel acceptor, final Path socketPath)
     {
         if (acceptor == null)
         {

@@ -375,22 +375,7 @@ public final class HostAgent implements AutoCloseable
             return;
         }
         closed = true;
-        try
-        {
-            acceptor.close();
-        }
-        catch (final IOException ignore)
-        {
-            // closing anyway
-        }
-        try
-        {
-            Files.deleteIfExists(socketPath);
-        }
-        catch (final IOException ignore)
-        {
-            // nothing more to do on the way out
-        }
+        BridgeServer.closeAcceptor(acceptor, socketPath);
         sessions.forEach(BridgeServer::close);
         connections.forEach(HostAgent::closeQuietly);
         openTimeouts.shutdownNow();
