@@ -61,9 +61,6 @@ class ProcessGroupSwitchML(_BASE):
                 config.agree(store)
                 socket_path = config.host_agent
                 self._client = Client(socket_path, timeout=config.join_timeout_s + 60, open_fields=config.open_fields())
-                if not config.tenant_where.startswith("default") and self._client.tenant != config.tenant:
-                    raise SwitchMLError("the host agent at %s serves tenant %s, but %s asks for tenant %s"
-                                        % (socket_path, self._client.tenant, config.tenant_where, config.tenant))
             elif config.socket is None:
                 config.agree(store)
                 launcher = find_launcher(config.launcher)

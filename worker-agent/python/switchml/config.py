@@ -157,6 +157,8 @@ class Config:
             fields["controlPort"] = self.control_port
         if self.backend_set:
             fields["backend"] = self.backend
+        if not self.tenant_where.startswith("default"):
+            fields["tenant"] = self.tenant  # checked against the agent's before it joins anything
         fields.update(self.open_extra)
         return fields
 

@@ -65,6 +65,8 @@ class ConfigTest(unittest.TestCase):
             fields = Config({"job": "j", "token": "tok-0123456789"}, 0, 2).open_fields()
             self.assertFalse({"appliance", "controlPort", "backend", "k"} & set(fields),
                              "what the rank does not set, the host agent's own options decide: %r" % fields)
+            fields = Config({"job": "j", "token": "tok-0123456789", "tenant": "team-a"}, 0, 2).open_fields()
+            self.assertEqual(fields["tenant"], "team-a", "a tenant set is sent, for the agent to check")
             fields = Config({"job": "j", "token": "tok-0123456789", "control_port": 7000}, 0, 2).open_fields()
             self.assertEqual((fields.get("appliance"), fields["controlPort"]), (None, 7000), "the port alone")
             with self.assertRaisesRegex(ValueError, "exclude each other"):

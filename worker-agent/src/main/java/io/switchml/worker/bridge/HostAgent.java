@@ -30,15 +30,16 @@ import java.util.function.Supplier;
  * A training process connects to the host socket and sends one line
  * <pre>
  * OPEN job=NAME rank=R world=W token=TOKEN [appliance=HOST[:PORT]] [controlPort=PORT] [backend=NAME] [k=K] [s=S]
- *      [mac=on|off] [shmBytes=N] [joinTimeoutMs=MS] [int32=on|off]
+ *      [mac=on|off] [shmBytes=N] [joinTimeoutMs=MS] [int32=on|off] [tenant=NAME]
  * </pre>
  * The agent joins the job (blocking until every rank has joined, as {@code worker serve} does) and answers with the
  * bridge's {@code INFO} reply ({@code OK version=2 shm=...}), or {@code ERR message=...} naming the bad field or the
  * refusal, and closes the connection. After {@code OK} the connection is a {@link BridgeProtocol} session of that
  * rank; when it ends the agent leaves the job and deletes the shared memory. A session lost without {@code CLOSE}
  * aborts the job naming the rank, as a {@code worker serve --once} agent does. The tenant, credentials, TLS and packet
- * I/O are the host agent's own options, never a client's; and a client may name another appliance only when the agent
- * holds no credential or verifies the appliance with TLS (the CREATE carries the credential).
+ * I/O are the host agent's own options, never a client's ({@code tenant=} is checked against the agent's, not
+ * chosen); and a client may name another appliance only when the agent holds no credential or verifies the appliance
+ * with TLS (the CREATE carries the credential).
  * <p>
  * Limits on what a client can make it do: {@code OPEN} within {@link #OPEN_TIMEOUT_MS}, a line of
  * {@link BridgeProtocol#MAX_LINE_BYTES} at most, at most {@code maxSessions} sessions at once and

@@ -17,7 +17,7 @@ final class OpenRequest
 {
     /** The fields {@code OPEN} may carry. */
     static final Set<String> OPEN_FIELDS = Set.of("", "job", "rank", "world", "token", "appliance", "controlPort",
-        "backend", "k", "s", "mac", "shmBytes", "joinTimeoutMs", "int32");
+        "backend", "k", "s", "mac", "shmBytes", "joinTimeoutMs", "int32", "tenant");
 
     /**
      * The bridge configuration for one {@code OPEN}: the host's options, then the client's job fields.
@@ -42,11 +42,18 @@ final class OpenRequest
             if (!OPEN_FIELDS.contains(key))
             {
                 throw new IllegalArgumentException("unknown OPEN field '" + key + "'; known: job, rank, world, token, " +
-                    "appliance, controlPort, backend, k, s, mac, shmBytes, joinTimeoutMs, int32");
+                    "appliance, controlPort, backend, k, s, mac, shmBytes, joinTimeoutMs, int32, tenant");
             }
         }
         final WorkerContext worker = hostOptions.get();
         final WorkerContext own = hostOptions.get();
+        final String tenant = open.get("tenant");
+        if (tenant != null && !tenant.equals(own.tenant()))
+        {
+            // a check, not a choice: the tenant (and its credential) is the agent's
+            throw new IllegalArgumentException("this host agent serves tenant " + own.tenant() + ", not " + tenant +
+                " (its --tenant)");
+        }
         final String job = ControlProtocol.requiredField(open, "job");
         worker.jobName(job).token(open.get("token")).worldSize(ControlProtocol.intField(open, "world"))
             .rank(ControlProtocol.intField(open, "rank"));

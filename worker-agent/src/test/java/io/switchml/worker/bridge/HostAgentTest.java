@@ -192,7 +192,8 @@ class HostAgentTest
     void badOpensAreRefusedNamingTheField() throws Exception
     {
         assertRefused("INFO", "expected OPEN");
-        assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " tenant=other", "unknown OPEN field 'tenant'");
+        assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " transport=nio", "unknown OPEN field 'transport'");
+        assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " tenant=other", "serves tenant default, not other");
         assertRefused("OPEN job=j world=1 token=" + TOKEN, "missing field 'rank'");
         assertRefused("OPEN job=j rank=2 world=2 token=" + TOKEN, "rank must be within 0..1");
         assertRefused("OPEN job=j rank=0 world=1", "job token is required");
@@ -200,7 +201,7 @@ class HostAgentTest
         assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " mac=maybe", "mac must be on or off");
         assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " appliance=127.0.0.1:99999", "port must be 1..65535");
         assertRefused("OPEN " + "x".repeat(BridgeProtocol.MAX_LINE_BYTES), "longer than");
-        assertEquals(9, agent.refused());
+        assertEquals(10, agent.refused());
         assertEquals(0, agent.sessions());
         assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " k=65", "k 65 exceeds this host agent's -k 64");
         assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " joinTimeoutMs=20001",
@@ -283,7 +284,7 @@ class HostAgentTest
         assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " controlPort=" + (controlPort + 1),
             "may not name another appliance");
         // naming its own appliance is no change
-        allReduceAndCheck(openJob("own", 1, " appliance=127.0.0.1:" + controlPort), 10);
+        allReduceAndCheck(openJob("own", 1, " appliance=127.0.0.1:" + controlPort + " tenant=default"), 10);
     }
 
     private void assertRefused(final String open, final String naming) throws IOException
