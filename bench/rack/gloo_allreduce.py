@@ -16,7 +16,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from tat import percentile
+from tat import peer_tensors, percentile
 
 
 def main() -> int:
@@ -38,10 +38,7 @@ def main() -> int:
                             rank=args.rank, world_size=args.world,
                             timeout=datetime.timedelta(seconds=args.timeout_sec))
     tensor = torch.empty(args.elements, dtype=torch.float32)
-    # Element i of rank r holds (r + 1) * (1 + i % 8): the sum, n(n+1)/2 * (1 + i % 8), is exact in float32.
-    pattern = (torch.arange(args.elements, dtype=torch.int64) % 8 + 1).to(torch.float32)
-    expected = pattern * float(args.world * (args.world + 1) // 2)
-    mine = pattern * float(args.rank + 1)
+    mine, expected = peer_tensors(args.elements, args.rank, args.world)
     samples_ms = []
     first_ms = None
     error = None

@@ -19,7 +19,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "worker-agent", "python"))
 from switchml.client import Client, SwitchMLError  # noqa: E402 - after the path
-from tat import percentile  # noqa: E402 - beside this script
+from tat import peer_tensors, percentile  # noqa: E402 - beside this script
 
 
 def main() -> int:
@@ -45,11 +45,7 @@ def main() -> int:
                                  "shmBytes": shm_bytes - shm_bytes % 4})
     tensor = client.shared_tensor(args.elements)
     meet = torch.zeros(1, dtype=torch.float32)
-    # Element i of rank r holds (r + 1) * (1 + i % 8): the sum, n(n+1)/2 * (1 + i % 8), is exact in float32 and
-    # in SwitchML's block floating point (small integers in every chunk).
-    pattern = (torch.arange(args.elements, dtype=torch.int64) % 8 + 1).to(torch.float32)
-    expected = pattern * float(args.world * (args.world + 1) // 2)
-    mine = pattern * float(args.rank + 1)
+    mine, expected = peer_tensors(args.elements, args.rank, args.world)
     samples_ms = []
     first_ms = None
     error = None

@@ -155,7 +155,11 @@ public final class TransportOptions
             .credential(credential()).tlsCa(tlsCa).tlsClientCertificate(tlsKeystore, tlsPasswordFile);
     }
 
-    private static boolean onOff(final String option, final String value)
+    /**
+     * @return true for "on", false for "off".
+     * @throws IllegalArgumentException naming the option for anything else.
+     */
+    public static boolean onOff(final String option, final String value)
     {
         return switch (value)
         {

@@ -96,6 +96,22 @@ public final class BridgeContext
         return absolute;
     }
 
+    /**
+     * The int32 job a bridge joins beside its float job (on the first int32 request): the same appliance, job
+     * geometry, token, rank and world, named JOB-int32.
+     *
+     * @param floatJob the float job.
+     * @param fresh    a context with the agent's other options (packet I/O, credentials, TLS) to fill in.
+     * @return {@code fresh}, for a fluent API.
+     */
+    static WorkerContext int32JobOf(final WorkerContext floatJob, final WorkerContext fresh)
+    {
+        return fresh.applianceHost(floatJob.applianceHost()).controlPort(floatJob.controlPort())
+            .backend(floatJob.backend()).lanes(floatJob.lanes()).slots(floatJob.slots()).macEnabled(floatJob.macEnabled())
+            .joinTimeoutMs(floatJob.joinTimeoutMs()).jobName(floatJob.jobName() + "-int32").token(floatJob.token())
+            .worldSize(floatJob.worldSize()).rank(floatJob.rank()).elementType(io.switchml.protocol.ElementType.INT32);
+    }
+
     private static void requireNoWhitespace(final String option, final Path path)
     {
         if (path.toString().chars().anyMatch(Character::isWhitespace))

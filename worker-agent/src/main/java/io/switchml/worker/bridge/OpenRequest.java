@@ -1,7 +1,7 @@
 package io.switchml.worker.bridge;
 
 import io.switchml.protocol.ControlProtocol;
-import io.switchml.protocol.ElementType;
+import io.switchml.worker.TransportOptions;
 import io.switchml.worker.WorkerContext;
 
 import java.nio.file.Path;
@@ -94,7 +94,7 @@ final class OpenRequest
         }
         if (open.containsKey("mac"))
         {
-            worker.macEnabled(onOff(open, "mac"));
+            worker.macEnabled(TransportOptions.onOff("mac", open.get("mac")));
         }
         if (open.containsKey("joinTimeoutMs"))
         {
@@ -113,21 +113,10 @@ final class OpenRequest
                 maxShmBytes);
         }
         worker.conclude();
-        final WorkerContext int32Worker = open.containsKey("int32") && !onOff(open, "int32") ? null :
-            copyForInt32(hostOptions.get(), worker);
+        final boolean int32 = !open.containsKey("int32") || TransportOptions.onOff("int32", open.get("int32"));
+        final WorkerContext int32Worker = int32 ? BridgeContext.int32JobOf(worker, hostOptions.get()) : null;
         return new BridgeContext().worker(worker).int32Worker(int32Worker).pipelineDepth(pipelineDepth)
             .shmPath(shmPath).shmBytes(shmBytes);
-    }
-
-    /**
-     * The int32 job beside a float job: the same options on a fresh context of the host's, named JOB-int32.
-     */
-    private static WorkerContext copyForInt32(final WorkerContext fresh, final WorkerContext worker)
-    {
-        return fresh.applianceHost(worker.applianceHost()).controlPort(worker.controlPort())
-            .backend(worker.backend()).lanes(worker.lanes()).slots(worker.slots()).macEnabled(worker.macEnabled())
-            .joinTimeoutMs(worker.joinTimeoutMs()).jobName(worker.jobName() + "-int32").token(worker.token())
-            .worldSize(worker.worldSize()).rank(worker.rank()).elementType(ElementType.INT32);
     }
 
     private static int atMost(final long value, final long limit, final String field, final String option)
@@ -166,16 +155,6 @@ final class OpenRequest
         {
             throw new IllegalArgumentException("field '" + key + "' is not an integer: '" + open.get(key) + "'");
         }
-    }
-
-    private static boolean onOff(final Map<String, String> open, final String key)
-    {
-        return switch (open.get(key))
-        {
-            case "on" -> true;
-            case "off" -> false;
-            default -> throw new IllegalArgumentException(key + " must be on or off: '" + open.get(key) + "'");
-        };
     }
 
     private OpenRequest()

@@ -88,9 +88,9 @@ public final class WorkerHostCommand implements Callable<Integer>
             {
                 throw new IllegalArgumentException("--join-timeout-ms must be 1..3600000: " + joinTimeoutMs);
             }
-            options = transport.applyTo(new WorkerContext()).joinTimeoutMs(joinTimeoutMs);
+            options = hostOptions();
             // the options every session starts from must be valid on their own (a job's fields aside)
-            transport.applyTo(new WorkerContext()).jobName("check").token("checkcheck").worldSize(1).rank(0).conclude();
+            hostOptions().jobName("check").token("checkcheck").worldSize(1).rank(0).conclude();
         }
         catch (final IllegalArgumentException ex)
         {
@@ -105,8 +105,7 @@ public final class WorkerHostCommand implements Callable<Integer>
         final HostAgent agent;
         try
         {
-            agent = HostAgent.bind(() -> transport.applyTo(new WorkerContext()).joinTimeoutMs(joinTimeoutMs), socket, shm, maxSessions, maxShmBytes,
-                pipelineDepth);
+            agent = HostAgent.bind(this::hostOptions, socket, shm, maxSessions, maxShmBytes, pipelineDepth);
         }
         catch (final IllegalArgumentException ex)
         {
@@ -152,6 +151,14 @@ public final class WorkerHostCommand implements Callable<Integer>
         }
         agent.close();
         return 3;
+    }
+
+    /**
+     * @return a fresh context with this agent's options, which every session starts from.
+     */
+    private WorkerContext hostOptions()
+    {
+        return transport.applyTo(new WorkerContext()).joinTimeoutMs(joinTimeoutMs);
     }
 
     public static void main(final String[] args)

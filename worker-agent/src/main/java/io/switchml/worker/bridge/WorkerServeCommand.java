@@ -1,6 +1,5 @@
 package io.switchml.worker.bridge;
 
-import io.switchml.protocol.ElementType;
 import io.switchml.protocol.logging.LogLevelOption;
 import io.switchml.protocol.logging.Logging;
 import io.switchml.service.SystemdNotifier;
@@ -93,8 +92,7 @@ public final class WorkerServeCommand implements Callable<Integer>
                 .worldSize(worldSize).rank(rank).joinTimeoutMs(joinTimeoutMs);
             final WorkerContext int32Worker = switch (int32)
             {
-                case "on" -> transport.applyTo(new WorkerContext()).jobName(jobName + "-int32").token(token)
-                    .worldSize(worldSize).rank(rank).joinTimeoutMs(joinTimeoutMs).elementType(ElementType.INT32);
+                case "on" -> BridgeContext.int32JobOf(worker, transport.applyTo(new WorkerContext()));
                 case "off" -> null;
                 default -> throw new IllegalArgumentException("--int32 must be on or off: " + int32);
             };
