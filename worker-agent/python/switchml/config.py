@@ -29,6 +29,9 @@ OPTIONS = {
                                         "expand); default: start one"),
     "host_agent": ("SWITCHML_HOST_AGENT", None, "socket of a 'switchml worker host' agent serving this host's ranks "
                                                 "(one warm agent for all); default: start one agent per rank"),
+    "local_reduce": ("SWITCHML_LOCAL_REDUCE", "auto", "with a host agent: sum this host's ranks of the job in the "
+                                                      "agent and send them to the appliance as one worker (on, off, or "
+                                                      "auto: on when torchrun's $LOCAL_WORLD_SIZE is above 1)"),
     "launcher": ("SWITCHML_LAUNCHER", None, "the switchml launcher; default 'switchml' on PATH"),
     "agent_args": ("SWITCHML_AGENT_ARGS", "", "extra 'switchml worker serve' options, e.g. '-k 1024 --mac off'"),
     "shm_bytes": ("SWITCHML_SHM_BYTES", str(128 << 20), "size of each agent's shared memory (the staging ring)"),
@@ -111,6 +114,7 @@ class Config:
                 if value:
                     raise ValueError("%s is the host agent's own option (switchml worker host --%s), not a rank's; "
                                      "unset it with %s" % (where, key.replace("_", "-"), host_where))
+        self.local_world = self._local_world(options) if self.host_agent else 1
         self.launcher, _ = _env_or(options, "launcher")
         agent_args, where = _env_or(options, "agent_args")
         try:
@@ -127,6 +131,26 @@ class Config:
             raise ValueError("%s must be a multiple of 4: %d" % (where, self.shm_bytes))
         timeout, where = _env_or(options, "join_timeout_s")
         self.join_timeout_s = _int(timeout, where, 1, 3600)
+
+    def _local_world(self, options):
+        """How many of the job's ranks this host runs, when the host agent sums them (else 1): torchrun's
+        $LOCAL_WORLD_SIZE, which must divide the world; rank R is then local rank R % $LOCAL_WORLD_SIZE."""
+        mode, where = _env_or(options, "local_reduce")
+        if mode not in ("on", "off", "auto"):
+            raise ValueError("%s must be on, off or auto: %r" % (where, mode))
+        size = os.environ.get("LOCAL_WORLD_SIZE")
+        if mode == "off" or (mode == "auto" and not size):
+            return 1
+        if not size:
+            raise ValueError("%s is on, but $LOCAL_WORLD_SIZE (set by torchrun) says nothing of this host's ranks"
+                             % where)
+        local_world = _int(size, "$LOCAL_WORLD_SIZE", 1, 1 << 20)
+        if self.world_size % local_world or self.rank % local_world != self.local_rank:
+            if mode == "auto":
+                return 1  # not torchrun's numbering: one worker per rank
+            raise ValueError("%s: rank %d of %d is not local rank %d of nodes of $LOCAL_WORLD_SIZE=%d ranks"
+                             % (where, self.rank, self.world_size, self.local_rank, local_world))
+        return local_world
 
     def _open_extra(self, where):
         """The job options of agent_args that a host agent's OPEN carries (-k, -s, --mac); anything else is refused."""
@@ -159,6 +183,9 @@ class Config:
             fields["backend"] = self.backend
         if not self.tenant_where.startswith("default"):
             fields["tenant"] = self.tenant  # checked against the agent's before it joins anything
+        if self.local_world > 1:
+            fields["localRank"] = self.local_rank
+            fields["localWorld"] = self.local_world
         fields.update(self.open_extra)
         return fields
 

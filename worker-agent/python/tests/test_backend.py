@@ -52,6 +52,7 @@ class ConfigTest(unittest.TestCase):
                                           "SWITCHML_APPLIANCE": "10.0.0.7:9000"}):
             os.environ.pop("SWITCHML_CREDENTIAL_FILE", None)
             os.environ.pop("SWITCHML_SOCKET", None)
+            os.environ.pop("LOCAL_WORLD_SIZE", None)
             config = Config({"job": "j", "token": "tok-0123456789"}, 1, 4)
         self.assertEqual(config.host_agent, "/run/switchml/host/agent.sock")
         fields = config.open_fields()
@@ -77,6 +78,28 @@ class ConfigTest(unittest.TestCase):
                 Config({"agent_args": "--transport nio"}, 0, 1)
             with self.assertRaisesRegex(ValueError, "-k needs a value"):
                 Config({"agent_args": "-k"}, 0, 1)
+
+    def test_a_hosts_ranks_are_summed_in_the_host_agent_under_torchrun(self):
+        torchrun = {"SWITCHML_HOST_AGENT": "/run/h.sock", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4"}
+        with mock.patch.dict(os.environ, torchrun):
+            os.environ.pop("SWITCHML_LOCAL_REDUCE", None)
+            fields = Config({"job": "j", "token": "tok-0123456789"}, 5, 8).open_fields()
+            self.assertEqual((fields["localRank"], fields["localWorld"]), (1, 4))
+            fields = Config({"job": "j", "token": "tok-0123456789", "local_reduce": "off"}, 5, 8).open_fields()
+            self.assertFalse({"localRank", "localWorld"} & set(fields), "off: one worker per rank")
+            fields = Config({"job": "j", "token": "tok-0123456789"}, 5, 6).open_fields()
+            self.assertNotIn("localWorld", fields, "auto, and 4 does not divide 6: one worker per rank")
+            with self.assertRaisesRegex(ValueError, "rank 5 of 6 is not local rank 1 of nodes of"):
+                Config({"job": "j", "token": "tok-0123456789", "local_reduce": "on"}, 5, 6)
+            with self.assertRaisesRegex(ValueError, "must be on, off or auto"):
+                Config({"local_reduce": "yes"}, 5, 8)
+        with mock.patch.dict(os.environ, {"SWITCHML_HOST_AGENT": "/run/h.sock", "SWITCHML_LOCAL_REDUCE": "on"}):
+            os.environ.pop("LOCAL_WORLD_SIZE", None)
+            with self.assertRaisesRegex(ValueError, r"\$LOCAL_WORLD_SIZE \(set by torchrun\) says nothing"):
+                Config(None, 0, 2)
+        with mock.patch.dict(os.environ, {"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4"}):
+            os.environ.pop("SWITCHML_HOST_AGENT", None)
+            self.assertEqual(Config(None, 5, 8).local_world, 1, "per-rank agents never sum locally")
 
     def test_backend_choice_reaches_the_agent(self):
         with mock.patch.dict(os.environ):

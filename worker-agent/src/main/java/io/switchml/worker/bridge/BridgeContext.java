@@ -33,6 +33,8 @@ public final class BridgeContext
     private boolean once;
     private WorkerContext int32Worker;
     private int pipelineDepth = PIPELINE_DEPTH_DEFAULT;
+    private int localRank;
+    private int localWorld = 1;
 
     /**
      * Validate every option and derive the default paths from the job's tenant, name and rank.
@@ -50,6 +52,16 @@ public final class BridgeContext
             {
                 throw new IllegalArgumentException("the int32 job's context must have element type int32");
             }
+        }
+        if (localWorld < 1 || worker.worldSize() % localWorld != 0)
+        {
+            throw new IllegalArgumentException("localWorld must be 1 or more and divide the world size " +
+                worker.worldSize() + ": " + localWorld);
+        }
+        if (localRank < 0 || localRank >= localWorld || worker.rank() % localWorld != localRank)
+        {
+            throw new IllegalArgumentException("localRank " + localRank + " does not fit rank " + worker.rank() +
+                " with localWorld " + localWorld + " (rank R of a node of L ranks is local rank R % L)");
         }
         if (pipelineDepth < 1 || pipelineDepth > 4096)
         {
@@ -106,10 +118,31 @@ public final class BridgeContext
      */
     static WorkerContext int32JobOf(final WorkerContext floatJob, final WorkerContext fresh)
     {
-        return fresh.applianceHost(floatJob.applianceHost()).controlPort(floatJob.controlPort())
-            .backend(floatJob.backend()).lanes(floatJob.lanes()).slots(floatJob.slots()).macEnabled(floatJob.macEnabled())
-            .joinTimeoutMs(floatJob.joinTimeoutMs()).jobName(floatJob.jobName() + "-int32").token(floatJob.token())
-            .worldSize(floatJob.worldSize()).rank(floatJob.rank()).elementType(io.switchml.protocol.ElementType.INT32);
+        return sameJob(floatJob, fresh).jobName(floatJob.jobName() + "-int32")
+            .elementType(io.switchml.protocol.ElementType.INT32);
+    }
+
+    /**
+     * The job a host's {@link LocalGroup} joins for its ranks: the same job, with one worker per node. Rank R of a
+     * job whose nodes each run {@code localWorld} ranks is local rank {@code R % localWorld} of node
+     * {@code R / localWorld} (torchrun's numbering).
+     *
+     * @param rankJob    a rank's job.
+     * @param fresh      a context with the agent's other options to fill in.
+     * @param localWorld ranks per node, dividing the world.
+     * @return {@code fresh}, for a fluent API.
+     */
+    static WorkerContext nodeJobOf(final WorkerContext rankJob, final WorkerContext fresh, final int localWorld)
+    {
+        return sameJob(rankJob, fresh).jobName(rankJob.jobName()).worldSize(rankJob.worldSize() / localWorld)
+            .rank(rankJob.rank() / localWorld);
+    }
+
+    private static WorkerContext sameJob(final WorkerContext job, final WorkerContext fresh)
+    {
+        return fresh.applianceHost(job.applianceHost()).controlPort(job.controlPort())
+            .backend(job.backend()).lanes(job.lanes()).slots(job.slots()).macEnabled(job.macEnabled())
+            .joinTimeoutMs(job.joinTimeoutMs()).token(job.token()).worldSize(job.worldSize()).rank(job.rank());
     }
 
     private static void requireNoWhitespace(final String option, final Path path)
@@ -230,6 +263,28 @@ public final class BridgeContext
     public BridgeContext pipelineDepth(final int pipelineDepth)
     {
         this.pipelineDepth = pipelineDepth;
+        return this;
+    }
+
+    public int localRank()
+    {
+        return localRank;
+    }
+
+    public int localWorld()
+    {
+        return localWorld;
+    }
+
+    /**
+     * @param localRank  this rank's place among the ranks of its job on this host.
+     * @param localWorld ranks of the job on this host; more than 1 makes a host agent sum them here and send the sum
+     *                   to the appliance once ({@link LocalGroup}).
+     */
+    public BridgeContext local(final int localRank, final int localWorld)
+    {
+        this.localRank = localRank;
+        this.localWorld = localWorld;
         return this;
     }
 }

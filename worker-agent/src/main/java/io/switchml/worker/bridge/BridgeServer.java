@@ -1,9 +1,9 @@
 package io.switchml.worker.bridge;
 
 import io.switchml.worker.AllReduceException;
+import io.switchml.worker.ReduceOp;
 import io.switchml.worker.WorkerClient;
 import io.switchml.worker.WorkerContext;
-import io.switchml.worker.WorkerCounters;
 
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
@@ -16,11 +16,9 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.LinkedHashMap;
-import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.ToLongFunction;
 
 /**
  * The worker agent as a local service for one training process (one rank): it joins the job at
@@ -45,19 +43,21 @@ public final class BridgeServer implements AutoCloseable
     /** Null for a {@link #hosted} bridge, which serves the one connection it was opened on. */
     private final ServerSocketChannel acceptor;
     private final SharedMemoryRegion shm;
-    private volatile WorkerClient client;
+    private final JobLink link;
+    private volatile boolean joined;
     private final String infoReply;
     private final AtomicReference<SocketChannel> activeSession = new AtomicReference<>();
     private volatile Thread sessionThread;
     private volatile boolean closed;
     private final AtomicLong requests = new AtomicLong();
-    private volatile WorkerClient int32Client;
 
-    private BridgeServer(final BridgeContext context, final ServerSocketChannel acceptor, final SharedMemoryRegion shm)
+    private BridgeServer(final BridgeContext context, final ServerSocketChannel acceptor, final SharedMemoryRegion shm,
+        final JobLink link)
     {
         this.context = context;
         this.acceptor = acceptor;
         this.shm = shm;
+        this.link = link;
         final WorkerContext worker = context.worker();
         this.infoReply = BridgeProtocol.OK + " version=" + BridgeProtocol.VERSION + " shm=" + shm.path() +
             " shmBytes=" + shm.sizeBytes() + " rank=" + worker.rank() + " world=" + worker.worldSize() +
@@ -101,7 +101,8 @@ public final class BridgeServer implements AutoCloseable
         final ServerSocketChannel acceptor = bind(context.socketPath(), "rw-------", "bridge");
         try
         {
-            return new BridgeServer(context, acceptor, SharedMemoryRegion.create(context.shmPath(), context.shmBytes()));
+            return new BridgeServer(context, acceptor, SharedMemoryRegion.create(context.shmPath(), context.shmBytes()),
+                new DirectLink(context.worker(), context.int32Worker()));
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -121,8 +122,19 @@ public final class BridgeServer implements AutoCloseable
      */
     public static BridgeServer hosted(final BridgeContext context) throws IOException
     {
+        return hosted(context, new DirectLink(context.worker(), context.int32Worker()));
+    }
+
+    /**
+     * As {@link #hosted(BridgeContext)}, reaching the job through a given link (a rank of a {@link LocalGroup}).
+     *
+     * @param link the job; closed with the bridge.
+     */
+    static BridgeServer hosted(final BridgeContext context, final JobLink link) throws IOException
+    {
         context.once(true).conclude();
-        return new BridgeServer(context, null, SharedMemoryRegion.create(context.shmPath(), context.shmBytes(), true));
+        return new BridgeServer(context, null, SharedMemoryRegion.create(context.shmPath(), context.shmBytes(), true),
+            link);
     }
 
     /**
@@ -133,20 +145,12 @@ public final class BridgeServer implements AutoCloseable
      */
     public BridgeServer join()
     {
-        if (client != null)
+        if (closed)
         {
-            return this;
+            throw new AllReduceException("bridge closed while joining job '" + context.worker().jobName() + "'");
         }
-        final WorkerClient joined = WorkerClient.connect(context.worker());
-        synchronized (this)
-        {
-            if (closed)
-            {
-                joined.close();
-                throw new AllReduceException("bridge closed while joining job '" + context.worker().jobName() + "'");
-            }
-            client = joined;
-        }
+        link.join();
+        joined = true;
         return this;
     }
 
@@ -155,8 +159,7 @@ public final class BridgeServer implements AutoCloseable
      */
     public String transportDescription()
     {
-        final WorkerClient joined = client;
-        return joined == null ? "" : joined.transportDescription();
+        return link.transportDescription();
     }
 
     /**
@@ -164,8 +167,7 @@ public final class BridgeServer implements AutoCloseable
      */
     public String placementDescription()
     {
-        final WorkerClient joined = client;
-        return joined == null ? "" : joined.placementDescription();
+        return link.placementDescription();
     }
 
     /**
@@ -239,7 +241,7 @@ public final class BridgeServer implements AutoCloseable
         {
             throw new IllegalStateException("a hosted bridge serves the connection it was opened on: serveHosted()");
         }
-        if (client == null)
+        if (!joined)
         {
             throw new IllegalStateException("join() the job before serve()");
         }
@@ -296,7 +298,7 @@ public final class BridgeServer implements AutoCloseable
      */
     void serveHosted(final SocketChannel channel, final BridgeSession.LineReader reader)
     {
-        if (acceptor != null || client == null)
+        if (acceptor != null || !joined)
         {
             throw new IllegalStateException(acceptor != null ? "not a hosted bridge" : "join() the job before serving");
         }
@@ -345,39 +347,28 @@ public final class BridgeServer implements AutoCloseable
         return shm;
     }
 
-    WorkerClient floatClient()
-    {
-        return client;
-    }
-
     /**
-     * @return the int32 job's client, joining it on first use (every rank's first int32 request joins it).
-     * @throws IllegalArgumentException when this bridge was started without an int32 job.
-     * @throws AllReduceException       when the join is refused or times out.
+     * All-reduce a range of the shared memory in place through the job's link.
+     *
+     * @param dtype float32 or int32 (sum only).
+     * @throws IllegalArgumentException naming a bad range, dtype or op.
      */
-    WorkerClient int32Client()
+    CompletableFuture<Void> allReduce(final long offsetBytes, final long count, final String dtype, final ReduceOp op)
     {
-        WorkerClient joined = int32Client;
-        if (joined != null)
+        return switch (dtype)
         {
-            return joined;
-        }
-        final WorkerContext int32Context = context.int32Worker();
-        if (int32Context == null)
-        {
-            throw new IllegalArgumentException("this bridge serves no int32 job (started without one)");
-        }
-        joined = WorkerClient.connect(int32Context);
-        synchronized (this)
-        {
-            if (closed)
+            case "float32" -> link.allReduceFloats(shm.segment(offsetBytes, count, dtype), op);
+            case "int32" ->
             {
-                joined.close();
-                throw new AllReduceException("bridge closed while joining job '" + int32Context.jobName() + "'");
+                if (op != ReduceOp.SUM)
+                {
+                    throw new IllegalArgumentException(
+                        "int32 all-reduce takes op=sum only (the client divides for an average)");
+                }
+                yield link.allReduceInts(shm.segment(offsetBytes, count, dtype));
             }
-            int32Client = joined;
-        }
-        return joined;
+            default -> throw new IllegalArgumentException("dtype must be float32 or int32: " + dtype);
+        };
     }
 
     /**
@@ -393,12 +384,7 @@ public final class BridgeServer implements AutoCloseable
         }
         final String reason = "rank " + context.worker().rank() + "'s training process disconnected from its agent " +
             "without CLOSE (it died or exited mid-job)";
-        client.abort(reason);
-        final WorkerClient joinedInt32 = int32Client;
-        if (joinedInt32 != null)
-        {
-            joinedInt32.abort(reason);
-        }
+        link.abort(reason);
     }
 
     void onRequestCompleted()
@@ -413,46 +399,8 @@ public final class BridgeServer implements AutoCloseable
     String stats()
     {
         final StringBuilder reply = new StringBuilder(BridgeProtocol.OK).append(" requests=").append(requests.get());
-        appendCounters(reply, "", client);
-        appendCounters(reply, "int32.", int32Client);
+        link.appendStats(reply);
         return reply.toString();
-    }
-
-    /** The worker counters {@code STATS} reports, by the name it gives them. */
-    private static final Map<String, ToLongFunction<WorkerCounters>> COUNTERS = counters();
-
-    private static Map<String, ToLongFunction<WorkerCounters>> counters()
-    {
-        final Map<String, ToLongFunction<WorkerCounters>> counters = new LinkedHashMap<>();
-        counters.put("allReduces", WorkerCounters::allReduces);
-        counters.put("packetsSent", WorkerCounters::packetsSent);
-        counters.put("packetsReceived", WorkerCounters::packetsReceived);
-        counters.put("retransmissions", WorkerCounters::retransmissions);
-        counters.put("fastRetransmissions", WorkerCounters::fastRetransmissions);
-        counters.put("spuriousRetransmissions", WorkerCounters::spuriousRetransmissions);
-        counters.put("probes", WorkerCounters::probesSent);
-        counters.put("spuriousProbes", WorkerCounters::spuriousProbes);
-        counters.put("nacks", WorkerCounters::nacksReceived);
-        counters.put("pendings", WorkerCounters::pendingsReceived);
-        counters.put("staleResults", WorkerCounters::staleResults);
-        counters.put("pausesNs", WorkerCounters::pausesNs);
-        counters.put("exponentOnlyPackets", WorkerCounters::exponentOnlyPackets);
-        counters.put("lookaheadMisses", WorkerCounters::lookaheadMisses);
-        counters.put("sendFailures", WorkerCounters::sendFailures);
-        return java.util.Collections.unmodifiableMap(counters);
-    }
-
-    private static void appendCounters(final StringBuilder reply, final String prefix, final WorkerClient worker)
-    {
-        if (worker == null)
-        {
-            return;
-        }
-        final WorkerCounters counters = worker.counters();
-        COUNTERS.forEach((name, counter) -> reply.append(' ').append(prefix).append(name).append('=')
-            .append(counter.applyAsLong(counters)));
-        reply.append(' ').append(prefix).append("smoothedRttNs=").append(worker.smoothedRttNs());
-        reply.append(' ').append(prefix).append("backend=").append(worker.backend());
     }
 
     /**
@@ -518,16 +466,7 @@ public final class BridgeServer implements AutoCloseable
                     // closing anyway
                 }
             }
-            final WorkerClient joined = client;
-            if (joined != null)
-            {
-                joined.close();
-            }
-            final WorkerClient joinedInt32 = int32Client;
-            if (joinedInt32 != null)
-            {
-                joinedInt32.close();
-            }
+            link.close();
             thread = sessionThread;
         }
         // outside the lock: the session's thread may be on its way into close() itself (a host agent's is)

@@ -3,12 +3,9 @@ package io.switchml.worker.bridge;
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.worker.AllReduceException;
 import io.switchml.worker.ReduceOp;
-import io.switchml.worker.WorkerClient;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.FloatBuffer;
-import java.nio.IntBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -183,25 +180,7 @@ final class BridgeSession
         final String id = request.get("id");
         final String suffix = id == null ? "" : " id=" + id;
         final long startNs = System.nanoTime();
-        final CompletableFuture<Void> done;
-        switch (dtype)
-        {
-            case "float32" ->
-            {
-                final FloatBuffer range = server.shm().floats(offsetBytes, count);
-                done = server.floatClient().allReduceAsync(range, range, op);
-            }
-            case "int32" ->
-            {
-                if (op != ReduceOp.SUM)
-                {
-                    throw new IllegalArgumentException("int32 all-reduce takes op=sum only (the client divides for an average)");
-                }
-                final IntBuffer range = server.shm().ints(offsetBytes, count);
-                done = server.int32Client().allReduceAsync(range, range);
-            }
-            default -> throw new IllegalArgumentException("dtype must be float32 or int32: " + dtype);
-        }
+        final CompletableFuture<Void> done = server.allReduce(offsetBytes, count, dtype, op);
         return done.thenApply(ignore ->
         {
             server.onRequestCompleted();

@@ -30,7 +30,7 @@ import java.util.function.Supplier;
  * A training process connects to the host socket and sends one line
  * <pre>
  * OPEN job=NAME rank=R world=W token=TOKEN [appliance=HOST[:PORT]] [controlPort=PORT] [backend=NAME] [k=K] [s=S]
- *      [mac=on|off] [shmBytes=N] [joinTimeoutMs=MS] [int32=on|off] [tenant=NAME]
+ *      [mac=on|off] [shmBytes=N] [joinTimeoutMs=MS] [int32=on|off] [tenant=NAME] [localRank=L localWorld=N]
  * </pre>
  * The agent joins the job (blocking until every rank has joined, as {@code worker serve} does) and answers with the
  * bridge's {@code INFO} reply ({@code OK version=2 shm=...}), or {@code ERR message=...} naming the bad field or the
@@ -40,6 +40,10 @@ import java.util.function.Supplier;
  * I/O are the host agent's own options, never a client's ({@code tenant=} is checked against the agent's, not
  * chosen); and a client may name another appliance only when the agent holds no credential or verifies the appliance
  * with TLS (the CREATE carries the credential).
+ * <p>
+ * With {@code localWorld} above 1 the rank is one of N ranks of its job on this host (torchrun's
+ * {@code LOCAL_RANK} and {@code LOCAL_WORLD_SIZE}): the agent waits for all N, sums their tensors here and sends the sum
+ * to the appliance as one worker of the job ({@link LocalGroup}), so the host's link carries one copy instead of N.
  * <p>
  * Limits on what a client can make it do: {@code OPEN} within {@link #OPEN_TIMEOUT_MS}, a line of
  * {@link BridgeProtocol#MAX_LINE_BYTES} at most, at most {@code maxSessions} sessions at once and
@@ -64,12 +68,15 @@ public final class HostAgent implements AutoCloseable
     private final ScheduledExecutorService openTimeouts;
     private final Set<BridgeServer> sessions = ConcurrentHashMap.newKeySet();
     private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
+    /** Groups of a job's ranks on this host still forming, by job name; guarded by itself. */
+    private final Map<String, LocalGroup> groups = new java.util.HashMap<>();
     private final java.util.concurrent.atomic.AtomicInteger active = new java.util.concurrent.atomic.AtomicInteger();
     private final AtomicLong sequence = new AtomicLong();
     private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
     private final AtomicLong opened = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
     private volatile boolean closed;
+    private volatile long localChunkBytes = LocalGroup.CHUNK_BYTES;
 
     private HostAgent(final Supplier<WorkerContext> hostOptions, final Path socketPath, final Path shmDir,
         final int maxSessions, final long maxShmBytes, final int pipelineDepth, final ServerSocketChannel acceptor)
@@ -123,6 +130,14 @@ public final class HostAgent implements AutoCloseable
     public Path socketPath()
     {
         return socketPath;
+    }
+
+    /**
+     * @param chunkBytes bytes of a local group's sum submitted at a time (tests make several chunks of small tensors).
+     */
+    void localChunkBytes(final long chunkBytes)
+    {
+        this.localChunkBytes = chunkBytes;
     }
 
     /**
@@ -224,7 +239,8 @@ public final class HostAgent implements AutoCloseable
                 open = ControlProtocol.parse(line);
                 // an unguessable name: /dev/shm is everyone's, and a file planted under the next name would refuse it
                 context = OpenRequest.context(open, hostOptions, maxShmBytes, pipelineDepth, shmDir.resolve(
-                    "switchml-host-" + ProcessHandle.current().pid() + "-" + Long.toHexString(RANDOM.nextLong()) + ".shm"));
+                    "switchml-host-" + ProcessHandle.current().pid() + "-" + Long.toHexString(RANDOM.nextLong()) + ".shm"),
+                    maxSessions);
             }
             catch (final IllegalArgumentException ex)
             {
@@ -240,9 +256,11 @@ public final class HostAgent implements AutoCloseable
             reserved = true;
             final WorkerContext worker = context.worker();
             final String who = "rank " + worker.rank() + " of job " + worker.jobName();
+            JobLink link = null;
             try
             {
-                server = BridgeServer.hosted(context);
+                link = linkOf(context);
+                server = BridgeServer.hosted(context, link);
                 sessions.add(server);
                 if (closed)
                 {
@@ -255,6 +273,10 @@ public final class HostAgent implements AutoCloseable
             }
             catch (final IOException | RuntimeException ex)
             {
+                if (server == null && link != null)
+                {
+                    link.close();
+                }
                 refuse(channel, ex.getMessage());
                 LOG.warn("refused {}: {}", who, ex.getMessage());
                 return;
@@ -292,6 +314,37 @@ public final class HostAgent implements AutoCloseable
             }
             closeQuietly(channel);
             connections.remove(channel);
+        }
+    }
+
+    /**
+     * A rank's way to its job: its own client, or, with {@code localWorld} above 1, a member of the group of its
+     * job's ranks on this host (the group is started by the first of them).
+     *
+     * @throws IllegalArgumentException when the group refuses the rank (taken, disagreeing, or failed).
+     */
+    private JobLink linkOf(final BridgeContext context)
+    {
+        final WorkerContext worker = context.worker();
+        if (context.localWorld() == 1)
+        {
+            return new DirectLink(worker, context.int32Worker());
+        }
+        synchronized (groups)
+        {
+            // groups that formed (or failed to) are forgotten: a later rank of that name starts a new one
+            groups.values().removeIf(LocalGroup::settled);
+            LocalGroup group = groups.get(worker.jobName());
+            if (group == null)
+            {
+                final WorkerContext nodeJob = BridgeContext.nodeJobOf(worker, hostOptions.get(), context.localWorld())
+                    .conclude();
+                final WorkerContext int32NodeJob = context.int32Worker() == null ? null :
+                    BridgeContext.int32JobOf(nodeJob, hostOptions.get()).conclude();
+                group = new LocalGroup(context, new DirectLink(nodeJob, int32NodeJob), localChunkBytes);
+                groups.put(worker.jobName(), group);
+            }
+            return group.add(context);
         }
     }
 

@@ -17,7 +17,7 @@ final class OpenRequest
 {
     /** The fields {@code OPEN} may carry. */
     static final Set<String> OPEN_FIELDS = Set.of("", "job", "rank", "world", "token", "appliance", "controlPort",
-        "backend", "k", "s", "mac", "shmBytes", "joinTimeoutMs", "int32", "tenant");
+        "backend", "k", "s", "mac", "shmBytes", "joinTimeoutMs", "int32", "tenant", "localRank", "localWorld");
 
     /**
      * The bridge configuration for one {@code OPEN}: the host's options, then the client's job fields.
@@ -27,10 +27,11 @@ final class OpenRequest
      * @param maxShmBytes the most shared memory a session may ask for.
      * @param pipelineDepth requests the client may have outstanding.
      * @param shmPath     the session's shared-memory file.
+     * @param maxLocalWorld the most ranks of a job a group may sum on this host (the agent's session limit).
      * @throws IllegalArgumentException naming the first bad or unknown field.
      */
     static BridgeContext context(final Map<String, String> open, final Supplier<WorkerContext> hostOptions,
-        final long maxShmBytes, final int pipelineDepth, final Path shmPath)
+        final long maxShmBytes, final int pipelineDepth, final Path shmPath, final int maxLocalWorld)
     {
         if (!HostAgent.OPEN.equals(open.get("")))
         {
@@ -42,7 +43,7 @@ final class OpenRequest
             if (!OPEN_FIELDS.contains(key))
             {
                 throw new IllegalArgumentException("unknown OPEN field '" + key + "'; known: job, rank, world, token, " +
-                    "appliance, controlPort, backend, k, s, mac, shmBytes, joinTimeoutMs, int32, tenant");
+                    "appliance, controlPort, backend, k, s, mac, shmBytes, joinTimeoutMs, int32, tenant, localRank, localWorld");
             }
         }
         final WorkerContext worker = hostOptions.get();
@@ -115,8 +116,19 @@ final class OpenRequest
         worker.conclude();
         final boolean int32 = !open.containsKey("int32") || TransportOptions.onOff("int32", open.get("int32"));
         final WorkerContext int32Worker = int32 ? BridgeContext.int32JobOf(worker, hostOptions.get()) : null;
+        if (open.containsKey("localRank") != open.containsKey("localWorld"))
+        {
+            throw new IllegalArgumentException("OPEN needs localRank and localWorld together (or neither)");
+        }
+        final int localWorld = open.containsKey("localWorld") ? ControlProtocol.intField(open, "localWorld") : 1;
+        final int localRank = open.containsKey("localRank") ? ControlProtocol.intField(open, "localRank") : 0;
+        if (localWorld < 1 || localWorld > maxLocalWorld)
+        {
+            throw new IllegalArgumentException("localWorld must be 1.." + maxLocalWorld + " (this host agent's " +
+                "--max-sessions): " + localWorld);
+        }
         return new BridgeContext().worker(worker).int32Worker(int32Worker).pipelineDepth(pipelineDepth)
-            .shmPath(shmPath).shmBytes(shmBytes);
+            .shmPath(shmPath).shmBytes(shmBytes).local(localRank, localWorld).conclude();
     }
 
     private static int atMost(final long value, final long limit, final String field, final String option)

@@ -115,6 +115,16 @@ final class SharedMemoryRegion implements AutoCloseable
 
     private ByteBuffer bytes(final long offsetBytes, final long count, final String typeName)
     {
+        return segment(offsetBytes, count, typeName).asByteBuffer().order(ByteOrder.nativeOrder());
+    }
+
+    /**
+     * Part of the region, of {@code count} 4-byte elements, under the same rules as {@link #floats}.
+     *
+     * @param typeName the element type, for the message.
+     */
+    MemorySegment segment(final long offsetBytes, final long count, final String typeName)
+    {
         if (offsetBytes < 0 || offsetBytes % Float.BYTES != 0)
         {
             throw new IllegalArgumentException("offset must be a non-negative multiple of 4 bytes: " + offsetBytes);
@@ -134,7 +144,7 @@ final class SharedMemoryRegion implements AutoCloseable
             throw new IllegalArgumentException(count + " elements exceed the largest single request of " +
                 (Integer.MAX_VALUE - 8) / Float.BYTES + " elements; send it in pieces");
         }
-        return segment.asSlice(offsetBytes, lengthBytes).asByteBuffer().order(ByteOrder.nativeOrder());
+        return segment.asSlice(offsetBytes, lengthBytes);
     }
 
     /**

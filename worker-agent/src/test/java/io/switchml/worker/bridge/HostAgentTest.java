@@ -320,6 +320,212 @@ class HostAgentTest
         assertTrue(reply.startsWith("ERR") && reply.contains("rank 1"), reply);
     }
 
+    /** A second agent on the same appliance: another node's. */
+    private HostAgent secondAgent() throws IOException
+    {
+        final int controlPort = appliance.controlPort();
+        final HostAgent other = HostAgent.bind(() -> new WorkerContext().controlPort(controlPort).lanes(64).slots(8)
+            .joinTimeoutMs(20_000), tempDir.resolve("node1.sock"), tempDir, 8, 1 << 20, 16);
+        executor.submit(other::serve);
+        return other;
+    }
+
+    /** OPEN ranks first..first+n-1 of a job of nodes of n ranks on one agent, at once; the clients with shm mapped. */
+    private List<BridgeTestClient> openNode(final HostAgent on, final String job, final int world, final int first,
+        final int localWorld, final String extra, final List<Future<String>> replies) throws IOException
+    {
+        final List<BridgeTestClient> ranks = new ArrayList<>();
+        for (int local = 0; local < localWorld; local++)
+        {
+            final BridgeTestClient client = new BridgeTestClient(on.socketPath());
+            clients.add(client);
+            ranks.add(client);
+            final String open = "OPEN job=" + job + " rank=" + (first + local) + " world=" + world + " token=" + TOKEN +
+                " localRank=" + local + " localWorld=" + localWorld + extra;
+            replies.add(executor.submit(() -> client.request(open)));
+        }
+        return ranks;
+    }
+
+    private static void requireOpened(final List<BridgeTestClient> ranks, final List<Future<String>> replies)
+        throws Exception
+    {
+        for (int i = 0; i < ranks.size(); i++)
+        {
+            final String reply = replies.get(i).get(30, TimeUnit.SECONDS);
+            assertTrue(reply.startsWith("OK "), reply);
+            ranks.get(i).mapShm();
+        }
+    }
+
+    private static List<String> requestAll(final List<BridgeTestClient> ranks, final java.util.function.IntFunction<String> line)
+        throws Exception
+    {
+        final List<Future<String>> replies = new ArrayList<>();
+        try (ExecutorService requests = Executors.newCachedThreadPool())
+        {
+            for (int i = 0; i < ranks.size(); i++)
+            {
+                final BridgeTestClient client = ranks.get(i);
+                final String request = line.apply(i);
+                replies.add(requests.submit(() -> client.request(request)));
+            }
+            final List<String> answers = new ArrayList<>();
+            for (final Future<String> reply : replies)
+            {
+                answers.add(reply.get(30, TimeUnit.SECONDS));
+            }
+            return answers;
+        }
+    }
+
+    @Test
+    void theRanksOfANodeAreSummedInTheAgentAndSentAsOneWorker() throws Exception
+    {
+        final HostAgent node1 = secondAgent();
+        try
+        {
+            // 4 ranks, 2 per node; chunks of 1 KiB make several per request, so the sum, the submission and the copy
+            // back overlap as they do for a large tensor
+            agent.localChunkBytes(1024);
+            node1.localChunkBytes(1024);
+            final List<Future<String>> replies = new ArrayList<>();
+            final List<BridgeTestClient> ranks = new ArrayList<>(openNode(agent, "grouped", 4, 0, 2, "", replies));
+            ranks.addAll(openNode(node1, "grouped", 4, 2, 2, "", replies));
+            requireOpened(ranks, replies);
+            final io.switchml.appliance.control.Job job = appliance.registry().activeJobs().values().stream()
+                .filter(candidate -> candidate.name().equals("grouped")).findFirst().orElseThrow();
+            assertEquals(2, job.worldSize(), "the appliance sees one worker per node");
+
+            final int count = 1000; // 4000 bytes: 4 chunks, the last one short
+            for (int round = 0; round < 3; round++)
+            {
+                for (int rank = 0; rank < 4; rank++)
+                {
+                    final FloatBuffer shm = ranks.get(rank).shm();
+                    for (int i = 0; i < count; i++)
+                    {
+                        shm.put(i, (rank + 1) * (1 + (i + round) % 8));
+                    }
+                }
+                final boolean average = round == 2;
+                for (final String reply : requestAll(ranks, rank -> "ALLREDUCE offset=0 count=" + count + " op=" +
+                    (average ? "average" : "sum")))
+                {
+                    assertTrue(reply.startsWith("OK us="), reply);
+                }
+                for (int rank = 0; rank < 4; rank++)
+                {
+                    for (int i = 0; i < count; i++)
+                    {
+                        final float sum = 10 * (1 + (i + round) % 8);
+                        assertEquals(average ? sum / 4 : sum, ranks.get(rank).shm().get(i), "rank " + rank + " element " + i);
+                    }
+                }
+            }
+            // int32 goes through the node's int32 job, summed here as well (wrapping)
+            for (int rank = 0; rank < 4; rank++)
+            {
+                for (int i = 0; i < 600; i++)
+                {
+                    ranks.get(rank).shm().put(i, Float.intBitsToFloat(i == 0 ? Integer.MAX_VALUE : rank * 1000 + i));
+                }
+            }
+            for (final String reply : requestAll(ranks, rank -> "ALLREDUCE offset=0 count=600 dtype=int32"))
+            {
+                assertTrue(reply.startsWith("OK us="), reply);
+            }
+            for (int rank = 0; rank < 4; rank++)
+            {
+                assertEquals(4 * Integer.MAX_VALUE, Float.floatToRawIntBits(ranks.get(rank).shm().get(0)),
+                    "a wrapping int32 sum");
+                for (int i = 1; i < 600; i++)
+                {
+                    assertEquals(6000 + 4 * i, Float.floatToRawIntBits(ranks.get(rank).shm().get(i)), "element " + i);
+                }
+            }
+            final Map<String, String> stats = ControlProtocol.parse(ranks.get(1).request("STATS"));
+            assertEquals("4", stats.get("requests"), "this rank's requests");
+            assertEquals("12", stats.get("allReduces"), "the node's job: 3 float requests of 4 chunks each");
+            assertEquals(stats.get("packetsSent"), ControlProtocol.parse(ranks.get(0).request("STATS")).get("packetsSent"),
+                "the node's ranks share one worker");
+            for (final BridgeTestClient rank : ranks)
+            {
+                assertEquals("OK", rank.request("CLOSE"));
+            }
+        }
+        finally
+        {
+            node1.close();
+        }
+    }
+
+    @Test
+    void aNodeWhoseRanksDisagreeOrGoAwayFailsNamingThem() throws Exception
+    {
+        final HostAgent node1 = secondAgent();
+        try
+        {
+            final List<Future<String>> replies = new ArrayList<>();
+            final List<BridgeTestClient> ranks = new ArrayList<>(openNode(agent, "split", 4, 0, 2, "", replies));
+            ranks.addAll(openNode(node1, "split", 4, 2, 2, "", replies));
+            requireOpened(ranks, replies);
+            final List<String> answers = requestAll(ranks, rank -> "ALLREDUCE offset=0 count=" + (rank == 1 ? 20 : 10));
+            assertTrue(answers.get(0).contains("different all-reduces") && answers.get(0).contains("rank 1: 20 float32"),
+                answers.get(0));
+            assertTrue(answers.get(1).contains("different all-reduces"), answers.get(1));
+            // the other node's ranks are told, not left waiting for chunks that will not come
+            assertTrue(answers.get(2).startsWith("ERR") && answers.get(2).contains("different all-reduces"), answers.get(2));
+        }
+        finally
+        {
+            node1.close();
+        }
+
+        // a lost rank aborts the job naming it, for its node's other rank too
+        final List<Future<String>> replies = new ArrayList<>();
+        final List<BridgeTestClient> ranks = openNode(agent, "lostone", 2, 0, 2, "", replies);
+        requireOpened(ranks, replies);
+        ranks.get(1).close();
+        final String reply = ranks.get(0).request("ALLREDUCE offset=0 count=64 op=sum");
+        assertTrue(reply.startsWith("ERR") && reply.contains("rank 1"), reply);
+    }
+
+    @Test
+    void aNodesRanksMustAllOpenAndFitTheirPlaces() throws Exception
+    {
+        final List<Future<String>> replies = new ArrayList<>();
+        final BridgeTestClient alone = openNode(agent, "half", 2, 0, 1, " joinTimeoutMs=1500", replies).getFirst();
+        // local world 1 of a world of 2 is a plain rank: it waits for rank 1 at the appliance, not here; so ask for
+        // a node of 2 with only local rank 0 present instead
+        alone.close();
+        final BridgeTestClient only = new BridgeTestClient(agent.socketPath());
+        clients.add(only);
+        final String reply = only.request("OPEN job=half2 rank=0 world=2 token=" + TOKEN +
+            " localRank=0 localWorld=2 joinTimeoutMs=1500");
+        assertTrue(reply.startsWith("ERR") && reply.contains("rank(s) 1 of job half2 opened no session"), reply);
+        assertRefused("OPEN job=x rank=1 world=4 token=" + TOKEN + " localRank=0 localWorld=2", "localRank 0 does not fit rank 1");
+        assertRefused("OPEN job=x rank=1 world=3 token=" + TOKEN + " localRank=1 localWorld=2", "divide the world size 3");
+        assertRefused("OPEN job=x rank=1 world=4 token=" + TOKEN + " localRank=1", "localRank and localWorld together");
+        assertRefused("OPEN job=x rank=1 world=64 token=" + TOKEN + " localRank=1 localWorld=16", "localWorld must be 1..8");
+        // a taken place and a disagreeing rank are refused while the group forms
+        final BridgeTestClient first = new BridgeTestClient(agent.socketPath());
+        clients.add(first);
+        final Future<String> firstReply = executor.submit(() -> first.request("OPEN job=taken rank=0 world=2 token=" +
+            TOKEN + " localRank=0 localWorld=2 joinTimeoutMs=5000"));
+        for (int i = 0; i < 200 && agent.sessions() == 0; i++)
+        {
+            Thread.sleep(10);
+        }
+        Thread.sleep(200);
+        assertRefused("OPEN job=taken rank=0 world=2 token=" + TOKEN + " localRank=0 localWorld=2",
+            "local rank 0 (rank 0) of job taken has a session on this host agent already");
+        assertRefused("OPEN job=taken rank=1 world=2 token=" + TOKEN + " localRank=1 localWorld=2 k=32",
+            "the ranks already on this host agent for");
+        assertRefused("OPEN job=taken rank=1 world=2 token=other-token localRank=1 localWorld=2", "token differs");
+        assertTrue(firstReply.get(30, TimeUnit.SECONDS).contains("opened no session"));
+    }
+
     @Test
     void warmUpRunsTheDataPathForItsBudget()
     {

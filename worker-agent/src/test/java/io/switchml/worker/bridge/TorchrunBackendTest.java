@@ -245,8 +245,12 @@ class TorchrunBackendTest
         environment.put("SWITCHML_CREDENTIAL_FILE", "");
         environment.put("SWITCHML_AGENT_ARGS", "");
         environment.put("SWITCHML_LAUNCHER", tempDir.resolve("no-such-launcher").toString());
-        for (final String run : List.of("host-first", "host-second"))
+        // the first job's ranks are one worker each (local reduction off); the second's, under torchrun's
+        // LOCAL_WORLD_SIZE=4, are summed in the agent and sent to the appliance as one worker (the default)
+        for (final String run : List.of("host-flat", "host-local"))
         {
+            environment.put("SWITCHML_LOCAL_REDUCE", run.equals("host-flat") ? "off" : "auto");
+            final int linesBefore = host.lines().size();
             final ChildProcess job = torchrun(run, 1, List.of("--backend", "switchml"), environment);
             assertEquals(0, job.awaitExit(150_000), "torchrun through the host agent failed:\n" + job.output() + logs(run) +
                 "\nthe host agent:\n" + host.output());
@@ -262,6 +266,15 @@ class TorchrunBackendTest
             {
                 assertTrue(Long.parseLong(stats.get("allReduces")) >= 4 * 32, stats.toString());
                 assertTrue(Long.parseLong(stats.getOrDefault("int32.allReduces", "0")) >= 3, stats.toString());
+            }
+            final List<String> hostLines = host.lines();
+            final List<String> served = hostLines.subList(linesBefore, hostLines.size()).stream()
+                .filter(line -> line.contains("HostAgent: serving rank ")).toList();
+            assertEquals(WORLD, served.size(), host.output());
+            for (final String line : served)
+            {
+                assertEquals(run.equals("host-local"), line.contains("ranks 0..3 summed on this host and sent as one " +
+                    "worker (node 0 of 1)"), line);
             }
         }
         final long ended = host.lines().stream().filter(line -> line.contains("HostAgent: session of rank ") &&
