@@ -60,10 +60,12 @@ Matrix
                          ToR port), same (= the worker rate) or a tc rate such as 4gbit
   --loss LIST            random loss per bridge port and direction, fractions (default 0,0.0001,0.001,0.01)
   --sizes LIST           float32 tensor sizes, MB = 10^6 bytes (default 100MB,1MB)
-  --systems LIST         subset of switchml,gloo,mpi,switchml-host (default the first three). switchml-host: the
-                         ranks are Python processes (as a training job's are) served by one long-lived host
-                         agent ('switchml worker host'), started and warmed up once before the loopback
-                         rounds, as systemd starts it at boot; loopback only (skipped in the rack)
+  --systems LIST         subset of switchml,gloo,mpi,switchml-host,switchml-node (default the first three).
+                         switchml-host: the ranks are Python processes (as a training job's are) served by one
+                         long-lived host agent ('switchml worker host'), started and warmed up once before the
+                         loopback rounds, as systemd starts it at boot, one worker of the job per rank;
+                         switchml-node: the same ranks as the ranks of one node (torchrun's LOCAL_WORLD_SIZE),
+                         summed in the agent and sent to the appliance as one worker; both loopback only
   --host-warm-up-ms N    the host agent's warm-up before it takes jobs (default 8000)
   --jumbo / --no-jumbo   MTU 9000 and k=2233 (default) / MTU 1500 and k=366
   --mtu N                explicit rack MTU (k follows: (MTU-28-40)/4)
@@ -171,7 +173,7 @@ case "$MULTICAST" in on|off) ;; *) die "--multicast must be on or off" ;; esac
 case "$OFFLOAD" in auto|on|off) ;; *) die "--offload must be auto, on or off" ;; esac
 [[ "$REPEAT" =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer"
 [[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 2 ] && [ "$WORKERS" -le 200 ] || die "--workers must be 2..200"
-for s in ${SYSTEMS//,/ }; do case "$s" in switchml|gloo|mpi|switchml-host) ;; *) die "unknown system $s" ;; esac; done
+for s in ${SYSTEMS//,/ }; do case "$s" in switchml|gloo|mpi|switchml-host|switchml-node) ;; *) die "unknown system $s" ;; esac; done
 [[ "$HOST_WARMUP_MS" =~ ^[0-9]+$ ]] || die "--host-warm-up-ms must be a number of milliseconds"
 has_system() { [[ ",$SYSTEMS," == *",$1,"* ]]; }
 
@@ -462,7 +464,7 @@ run_switchml() {
   fi
   ctl_port=$(sed -n 's/.*control tcp [^ ]*:\([0-9]*\).*/\1/p' "$CELL/appliance.log" | head -1)
   start_sampler
-  if [ "$system" = switchml-host ]; then
+  if [ "$system" = switchml-host ] || [ "$system" = switchml-node ]; then
     echo "hostWarmUpMs=$HOST_WARMUP_MS" >> "$CELL/meta.txt"
     host_cpu0=$(host_agent_cpu)
     for ((r = 0; r < WORKERS; r++)); do
@@ -470,7 +472,8 @@ run_switchml() {
         "$PY" "$HERE/switchml_host_allreduce.py" --host-agent "$HOST_AGENT_SOCKET" --job "cell$CELL_SEQ" \
         --token "rack-bench-$$-$CELL_SEQ" --world "$WORKERS" --rank "$r" --appliance "$appliance_addr:$ctl_port" \
         --elements "$((CUR_BYTES / 4))" --iterations "$CUR_ITER" --warmups "$CUR_WARM" -k "$lanes" -s "$slots" \
-        --mac "$MAC" > "$CELL/rank$r.json" 2> "$CELL/rank$r.err" &
+        --mac "$MAC" --system "$system" --local-world "$([ "$system" = switchml-node ] && echo "$WORKERS" || echo 1)" \
+        > "$CELL/rank$r.json" 2> "$CELL/rank$r.err" &
       pids+=($!)
     done
     wait_all "${pids[@]}" || rc=$?
@@ -506,6 +509,16 @@ run_switchml_host() {
     return 0
   fi
   run_switchml switchml-host
+}
+
+# The same ranks as one node's: summed in the host agent, one worker of the job at the appliance (loopback only, as
+# switchml-host; a rack of several-rank nodes would need several agents per namespace)
+run_switchml_node() {
+  if [ "$CUR_MODE" != loopback ]; then
+    log "switchml-node: loopback only, skipped in the rack"
+    return 0
+  fi
+  run_switchml switchml-node
 }
 
 # The host agent of the switchml-host system: started once, before the loopback rounds, and warmed up as a
@@ -687,7 +700,7 @@ if [ "$LOOPBACK" = 1 ]; then
   CUR_MODE=loopback CUR_RATE=none CUR_APPLIANCE_RATE=none CUR_LOSS=0 CUR_MTU=65536 CUR_OFFLOAD=host
   log "loopback: no namespaces, $WORKERS workers"
   [ "$MULTICAST" = on ] && loopback_multicast_up
-  has_system switchml-host && host_agent_up
+  if has_system switchml-host || has_system switchml-node; then host_agent_up; fi
   run_systems
   host_agent_down
   loopback_multicast_down

@@ -7,7 +7,11 @@ shared memory (Client.shared_tensor: all-reduced in place, no staging copy, as G
 each round: fills the tensor, meets the other ranks (a one-element all-reduce), times client.all_reduce(tensor) from
 the call to its return (TAT), then checks every element outside the timed region. Warm-up rounds are not timed.
 Prints one JSON object with the keys of `switchml worker bench --json` that bench/rack/aggregate.py reads, the
-packet counters from the session's STATS. Needs Debian's python3-torch: run it with /usr/bin/python3.
+packet counters from the session's STATS.
+
+With --local-world N the ranks are N ranks of one node (torchrun's LOCAL_WORLD_SIZE): the agent sums them and sends the
+sum to the appliance as one worker, so their sessions share one worker's packet counters, which local rank 0 alone
+reports (the others report none, so that the cell's totals count each packet once). Needs Debian's python3-torch: run it with /usr/bin/python3.
 """
 import argparse
 import json
@@ -36,13 +40,18 @@ def main() -> int:
     parser.add_argument("-k", type=int, required=True)
     parser.add_argument("-s", type=int, required=True)
     parser.add_argument("--mac", choices=("on", "off"), default="on")
+    parser.add_argument("--local-world", type=int, default=1,
+                        help="ranks of the job on this host, summed in the agent (1: one worker per rank)")
+    parser.add_argument("--system", default="switchml-host", help="the system name the JSON reports")
     args = parser.parse_args()
 
     shm_bytes = (args.elements + 2 * args.k) * 4
     client = Client(args.host_agent, timeout=120,
                     open_fields={"job": args.job, "rank": args.rank, "world": args.world, "token": args.token,
                                  "appliance": args.appliance, "k": args.k, "s": args.s, "mac": args.mac,
-                                 "shmBytes": shm_bytes - shm_bytes % 4})
+                                 "shmBytes": shm_bytes - shm_bytes % 4,
+                                 **({"localRank": args.rank % args.local_world, "localWorld": args.local_world}
+                                    if args.local_world > 1 else {})})
     tensor = client.shared_tensor(args.elements)
     meet = torch.zeros(1, dtype=torch.float32)
     mine, expected = peer_tensors(args.elements, args.rank, args.world)
@@ -68,6 +77,8 @@ def main() -> int:
             if round_ >= args.warmups:
                 samples_ms.append(elapsed / 1e6)
         after = client.stats()
+        if args.rank % args.local_world:
+            after = before = None  # the node's counters are local rank 0's to report
     except SwitchMLError as ex:
         error = f"rank {args.rank}: {ex}"
         after = before = None
@@ -76,7 +87,7 @@ def main() -> int:
     ordered = sorted(samples_ms)
     timed = (after["retransmissions"] - before["retransmissions"]) if after and before else None
     print(json.dumps({
-        "system": "switchml-host", "ok": error is None, "error": error, "samples": len(samples_ms),
+        "system": args.system, "ok": error is None, "error": error, "samples": len(samples_ms),
         "tat_p50_ms": percentile(ordered, 50), "tat_p99_ms": percentile(ordered, 99),
         "tat_max_ms": ordered[-1] if ordered else float("nan"), "tat_ms": samples_ms,
         "retransmissions": timed,
