@@ -66,6 +66,8 @@ cp "$ROOT/switchml" "$WORK/snap/switchml"
 cp -a "$ROOT/packaging/bin/switchml" "$WORK/snap/packaging/bin/"
 cp -a "$ROOT/dist/target/switchml.jar" "$ROOT/dist/target/lib" "$ROOT/dist/target/package-lib" "$WORK/snap/dist/target/"
 export SWITCHML_LAUNCHER="$WORK/snap/switchml" OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+# an agent per rank (what this bench measures), even where the packaged host agent serves
+export SWITCHML_HOST_AGENT="${SWITCHML_HOST_AGENT:-off}"
 APPLIANCE_PID=
 cleanup() {
   [ -n "$APPLIANCE_PID" ] && kill "$APPLIANCE_PID" 2>/dev/null && wait "$APPLIANCE_PID" 2>/dev/null || true

@@ -9,6 +9,7 @@ group's store.
 import os
 import re
 import shlex
+import stat
 
 from .client import SwitchMLError
 
@@ -27,8 +28,11 @@ OPTIONS = {
     "tls_ca": ("SWITCHML_TLS_CA", None, "PEM of the appliance's certificate: the control connection uses TLS"),
     "socket": ("SWITCHML_SOCKET", None, "socket of an agent already running for this rank ({rank}, {local_rank} "
                                         "expand); default: start one"),
-    "host_agent": ("SWITCHML_HOST_AGENT", None, "socket of a 'switchml worker host' agent serving this host's ranks "
-                                                "(one warm agent for all); default: start one agent per rank"),
+    "host_agent": ("SWITCHML_HOST_AGENT", "auto", "socket of a 'switchml worker host' agent serving this host's ranks "
+                                                  "(one warm agent for all); auto: the packaged agent's socket "
+                                                  "(switchml-worker-host.service) where it exists and this rank sets "
+                                                  "no socket, credentials or TLS of its own; off, or where there is "
+                                                  "none: start one agent per rank"),
     "local_reduce": ("SWITCHML_LOCAL_REDUCE", "auto", "with a host agent: sum this host's ranks of the job in the "
                                                       "agent and send them to the appliance as one worker (on, off, or "
                                                       "auto: on when torchrun's $LOCAL_WORLD_SIZE is above 1)"),
@@ -37,6 +41,17 @@ OPTIONS = {
     "shm_bytes": ("SWITCHML_SHM_BYTES", str(128 << 20), "size of each agent's shared memory (the staging ring)"),
     "join_timeout_s": ("SWITCHML_JOIN_TIMEOUT_S", "60", "how long agents wait for every rank to join"),
 }
+
+
+# where switchml-worker-host.service (the .deb) serves this host's ranks
+HOST_AGENT_SOCKET = "/run/switchml/host/agent.sock"
+
+
+def _is_socket(path):
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode) and os.access(path, os.R_OK | os.W_OK)
+    except OSError:
+        return False
 
 
 def _env_or(options, key):
@@ -106,6 +121,11 @@ class Config:
         socket_path, _ = _env_or(options, "socket")
         self.socket = socket_path.format(rank=rank, local_rank=self.local_rank) if socket_path else None
         self.host_agent, host_where = _env_or(options, "host_agent")
+        if self.host_agent == "off":
+            self.host_agent = None
+        elif self.host_agent == "auto":
+            own = self.socket or self.credential_file or self.tls_ca
+            self.host_agent = HOST_AGENT_SOCKET if not own and _is_socket(HOST_AGENT_SOCKET) else None
         if self.host_agent and self.socket:
             raise ValueError("%s and a socket (SWITCHML_SOCKET / pg_options['socket']) exclude each other" % host_where)
         if self.host_agent:

@@ -101,6 +101,26 @@ class ConfigTest(unittest.TestCase):
             os.environ.pop("SWITCHML_HOST_AGENT", None)
             self.assertEqual(Config(None, 5, 8).local_world, 1, "per-rank agents never sum locally")
 
+    def test_the_packaged_host_agent_is_used_where_it_serves(self):
+        import socket
+        import tempfile
+        from switchml import config as config_module
+        with tempfile.TemporaryDirectory() as tmp, socket.socket(socket.AF_UNIX) as listening:
+            path = os.path.join(tmp, "agent.sock")
+            listening.bind(path)
+            with mock.patch.object(config_module, "HOST_AGENT_SOCKET", path), mock.patch.dict(os.environ, {}):
+                for name in ("SWITCHML_HOST_AGENT", "SWITCHML_SOCKET", "SWITCHML_CREDENTIAL_FILE", "SWITCHML_TLS_CA"):
+                    os.environ.pop(name, None)
+                self.assertEqual(Config(None, 0, 2).host_agent, path, "auto: the packaged agent where it serves")
+                self.assertIsNone(Config({"host_agent": "off"}, 0, 2).host_agent, "off: an agent per rank")
+                self.assertIsNone(Config({"socket": "/run/a.sock"}, 0, 2).host_agent, "a rank's own socket wins")
+                self.assertIsNone(Config({"credential_file": __file__}, 0, 2).host_agent,
+                                  "a rank with credentials of its own starts its own agent")
+            with mock.patch.object(config_module, "HOST_AGENT_SOCKET", os.path.join(tmp, "none.sock")), \
+                    mock.patch.dict(os.environ, {}):
+                os.environ.pop("SWITCHML_HOST_AGENT", None)
+                self.assertIsNone(Config(None, 0, 2).host_agent, "no packaged agent: an agent per rank")
+
     def test_backend_choice_reaches_the_agent(self):
         with mock.patch.dict(os.environ):
             os.environ.pop("SWITCHML_BACKEND", None)

@@ -120,7 +120,7 @@ class TorchrunBackendTest
         final Map<String, String> environment = new HashMap<>();
         // a caller's own settings must not leak in (the package reads an empty variable as unset)
         for (final String name : List.of("SWITCHML_JOB", "SWITCHML_JOB_TOKEN", "SWITCHML_SOCKET", "SWITCHML_TENANT",
-            "SWITCHML_CONTROL_PORT", "SWITCHML_SHM_BYTES", "SWITCHML_JOIN_TIMEOUT_S"))
+            "SWITCHML_CONTROL_PORT", "SWITCHML_SHM_BYTES", "SWITCHML_JOIN_TIMEOUT_S", "SWITCHML_LOCAL_REDUCE"))
         {
             environment.put(name, "");
         }
@@ -133,6 +133,8 @@ class TorchrunBackendTest
         environment.put("SWITCHML_APPLIANCE", "127.0.0.1:" + appliance.controlPort());
         environment.put("SWITCHML_CREDENTIAL_FILE", credentials.toString());
         environment.put("SWITCHML_AGENT_ARGS", "-k 1024 -s 16");
+        // an agent per rank, even on a host where the packaged host agent serves
+        environment.put("SWITCHML_HOST_AGENT", "off");
         return environment;
     }
 
