@@ -44,6 +44,8 @@ def main() -> int:
                         help="ranks of the job on this host, summed in the agent (1: one worker per rank)")
     parser.add_argument("--system", default="switchml-host", help="the system name the JSON reports")
     args = parser.parse_args()
+    if args.local_world < 1 or args.world % args.local_world:
+        parser.error("--local-world must be 1 or more and divide --world")
 
     shm_bytes = (args.elements + 2 * args.k) * 4
     client = Client(args.host_agent, timeout=120,

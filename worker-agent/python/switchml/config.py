@@ -48,8 +48,15 @@ HOST_AGENT_SOCKET = "/run/switchml/host/agent.sock"
 
 
 def _is_socket(path):
+    """Whether a live agent serves the socket: a stale file left by a crashed agent refuses the connection."""
+    import socket
     try:
-        return stat.S_ISSOCK(os.stat(path).st_mode) and os.access(path, os.R_OK | os.W_OK)
+        if not stat.S_ISSOCK(os.stat(path).st_mode):
+            return False
+        with socket.socket(socket.AF_UNIX) as probe:
+            probe.settimeout(2)
+            probe.connect(path)
+        return True
     except OSError:
         return False
 
@@ -120,12 +127,20 @@ class Config:
             raise ValueError("%s: no such file: %s" % (where, self.tls_ca))
         socket_path, _ = _env_or(options, "socket")
         self.socket = socket_path.format(rank=rank, local_rank=self.local_rank) if socket_path else None
+        self.launcher, _ = _env_or(options, "launcher")
+        agent_args, args_where = _env_or(options, "agent_args")
+        try:
+            self.agent_args = shlex.split(agent_args or "")
+        except ValueError as ex:
+            raise ValueError("%s cannot be split into options: %s" % (args_where, ex)) from None
+        for managed in ("--socket", "--shm", "--job", "--token", "--rank", "--world", "--once", "--backend"):
+            if any(arg == managed or arg.startswith(managed + "=") for arg in self.agent_args):
+                raise ValueError("%s must not set %s: the process group sets it" % (args_where, managed))
         self.host_agent, host_where = _env_or(options, "host_agent")
         if self.host_agent == "off":
             self.host_agent = None
         elif self.host_agent == "auto":
-            own = self.socket or self.credential_file or self.tls_ca
-            self.host_agent = HOST_AGENT_SOCKET if not own and _is_socket(HOST_AGENT_SOCKET) else None
+            self.host_agent = HOST_AGENT_SOCKET if self._may_use_packaged_agent(args_where) else None
         if self.host_agent and self.socket:
             raise ValueError("%s and a socket (SWITCHML_SOCKET / pg_options['socket']) exclude each other" % host_where)
         if self.host_agent:
@@ -134,17 +149,8 @@ class Config:
                 if value:
                     raise ValueError("%s is the host agent's own option (switchml worker host --%s), not a rank's; "
                                      "unset it with %s" % (where, key.replace("_", "-"), host_where))
-        self.local_world = self._local_world(options) if self.host_agent else 1
-        self.launcher, _ = _env_or(options, "launcher")
-        agent_args, where = _env_or(options, "agent_args")
-        try:
-            self.agent_args = shlex.split(agent_args or "")
-        except ValueError as ex:
-            raise ValueError("%s cannot be split into options: %s" % (where, ex)) from None
-        for managed in ("--socket", "--shm", "--job", "--token", "--rank", "--world", "--once", "--backend"):
-            if any(arg == managed or arg.startswith(managed + "=") for arg in self.agent_args):
-                raise ValueError("%s must not set %s: the process group sets it" % (where, managed))
-        self.open_extra = self._open_extra(where) if self.host_agent else {}
+        self.open_extra = self._open_extra(args_where) if self.host_agent else {}
+        self.local_world = self._local_world(options)
         shm_bytes, where = _env_or(options, "shm_bytes")
         self.shm_bytes = _int(shm_bytes, where, 4096, 1 << 40)
         if self.shm_bytes % 4:
@@ -152,12 +158,28 @@ class Config:
         timeout, where = _env_or(options, "join_timeout_s")
         self.join_timeout_s = _int(timeout, where, 1, 3600)
 
+    def _may_use_packaged_agent(self, args_where):
+        """SWITCHML_HOST_AGENT=auto: the packaged host agent serves (its socket takes a connection), and this rank
+        sets nothing only an agent of its own could honour (a socket, credentials, TLS, other agent options)."""
+        if self.socket or self.credential_file or self.tls_ca or os.environ.get("SWITCHML_CREDENTIAL"):
+            return False
+        try:
+            self._open_extra(args_where)
+        except ValueError:
+            return False
+        return _is_socket(HOST_AGENT_SOCKET)
+
     def _local_world(self, options):
         """How many of the job's ranks this host runs, when the host agent sums them (else 1): torchrun's
         $LOCAL_WORLD_SIZE, which must divide the world; rank R is then local rank R % $LOCAL_WORLD_SIZE."""
         mode, where = _env_or(options, "local_reduce")
         if mode not in ("on", "off", "auto"):
             raise ValueError("%s must be on, off or auto: %r" % (where, mode))
+        if not self.host_agent:
+            if mode == "on":
+                raise ValueError("%s is on, but no host agent serves this rank (SWITCHML_HOST_AGENT): an agent of "
+                                 "its own cannot sum the host's ranks" % where)
+            return 1
         size = os.environ.get("LOCAL_WORLD_SIZE")
         if mode == "off" or (mode == "auto" and not size):
             return 1
@@ -227,6 +249,12 @@ class Config:
         if self.token is None:
             self.token = self._shared(store, "token", secrets.token_hex(16))
             self.token_where = "rank 0's pick"
+        # every node must sum alike: the appliance's job has one worker per node, or one per rank, never a mix
+        first = int(self._shared(store, "local_world", str(self.local_world))) if store is not None else self.local_world
+        if first != self.local_world:
+            raise ValueError("rank %d would have %d ranks of its host summed in the host agent, rank 0 %d: every node "
+                             "must run as many ranks (torchrun's --nproc_per_node) and use a host agent for that; set "
+                             "SWITCHML_LOCAL_REDUCE=off for one worker per rank" % (self.rank, self.local_world, first))
 
     def _shared(self, store, key, proposal):
         full = "switchml/" + key

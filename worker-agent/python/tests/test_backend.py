@@ -14,6 +14,19 @@ from switchml.agent import find_launcher
 from switchml.config import Config
 
 
+class _Store:
+    """The part of a c10d store that Config.agree uses, as rank 0 has filled it."""
+
+    def __init__(self, values):
+        self.values = dict(values)
+
+    def set(self, key, value):
+        self.values[key] = value.encode("utf-8") if isinstance(value, str) else value
+
+    def get(self, key):
+        return self.values[key]
+
+
 class ConfigTest(unittest.TestCase):
 
     def test_backend_is_registered_by_import(self):
@@ -97,9 +110,16 @@ class ConfigTest(unittest.TestCase):
             os.environ.pop("LOCAL_WORLD_SIZE", None)
             with self.assertRaisesRegex(ValueError, r"\$LOCAL_WORLD_SIZE \(set by torchrun\) says nothing"):
                 Config(None, 0, 2)
-        with mock.patch.dict(os.environ, {"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4"}):
-            os.environ.pop("SWITCHML_HOST_AGENT", None)
+        with mock.patch.dict(os.environ, {"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "SWITCHML_HOST_AGENT": "off"}):
             self.assertEqual(Config(None, 5, 8).local_world, 1, "per-rank agents never sum locally")
+            with self.assertRaisesRegex(ValueError, "no host agent serves this rank"):
+                Config({"local_reduce": "on"}, 5, 8)
+        with mock.patch.dict(os.environ, torchrun):
+            config = Config({"job": "j", "token": "tok-0123456789"}, 5, 8)
+            with self.assertRaisesRegex(ValueError, "rank 5 would have 4 ranks of its host summed in the host agent, "
+                                                    "rank 0 1"):
+                config.agree(_Store({"switchml/local_world": b"1"}))
+            config.agree(_Store({"switchml/local_world": b"4"}))
 
     def test_the_packaged_host_agent_is_used_where_it_serves(self):
         import socket
@@ -108,6 +128,7 @@ class ConfigTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp, socket.socket(socket.AF_UNIX) as listening:
             path = os.path.join(tmp, "agent.sock")
             listening.bind(path)
+            listening.listen(4)
             with mock.patch.object(config_module, "HOST_AGENT_SOCKET", path), mock.patch.dict(os.environ, {}):
                 for name in ("SWITCHML_HOST_AGENT", "SWITCHML_SOCKET", "SWITCHML_CREDENTIAL_FILE", "SWITCHML_TLS_CA"):
                     os.environ.pop(name, None)
@@ -116,6 +137,15 @@ class ConfigTest(unittest.TestCase):
                 self.assertIsNone(Config({"socket": "/run/a.sock"}, 0, 2).host_agent, "a rank's own socket wins")
                 self.assertIsNone(Config({"credential_file": __file__}, 0, 2).host_agent,
                                   "a rank with credentials of its own starts its own agent")
+                self.assertIsNone(Config({"agent_args": "--transport nio"}, 0, 2).host_agent,
+                                  "agent options only an agent of its own takes")
+                with mock.patch.dict(os.environ, {"SWITCHML_CREDENTIAL": "secret"}):
+                    self.assertIsNone(Config(None, 0, 2).host_agent, "a secret of its own")
+            listening.close()
+            with mock.patch.object(config_module, "HOST_AGENT_SOCKET", path), mock.patch.dict(os.environ, {}):
+                os.environ.pop("SWITCHML_HOST_AGENT", None)
+                self.assertTrue(os.path.exists(path))
+                self.assertIsNone(Config(None, 0, 2).host_agent, "a stale socket (its agent gone) is not used")
             with mock.patch.object(config_module, "HOST_AGENT_SOCKET", os.path.join(tmp, "none.sock")), \
                     mock.patch.dict(os.environ, {}):
                 os.environ.pop("SWITCHML_HOST_AGENT", None)

@@ -60,6 +60,14 @@ final class DirectLink implements JobLink
     }
 
     /**
+     * @return whether an int32 job is served beside the float job.
+     */
+    boolean servesInt32()
+    {
+        return int32Job != null;
+    }
+
+    /**
      * @return the float job's client, or null before {@link #join}.
      */
     WorkerClient client()

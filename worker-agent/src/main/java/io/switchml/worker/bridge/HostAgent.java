@@ -68,7 +68,10 @@ public final class HostAgent implements AutoCloseable
     private final ScheduledExecutorService openTimeouts;
     private final Set<BridgeServer> sessions = ConcurrentHashMap.newKeySet();
     private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
-    /** Groups of a job's ranks on this host still forming, by job name; guarded by itself. */
+    /**
+     * Groups of a job's ranks on this host, by job name and token digest (a rank without the job's token cannot take
+     * a place in its group); guarded by itself; those that formed or failed are dropped at the next grouped OPEN.
+     */
     private final Map<String, LocalGroup> groups = new java.util.HashMap<>();
     private final java.util.concurrent.atomic.AtomicInteger active = new java.util.concurrent.atomic.AtomicInteger();
     private final AtomicLong sequence = new AtomicLong();
@@ -334,7 +337,8 @@ public final class HostAgent implements AutoCloseable
         {
             // groups that formed (or failed to) are forgotten: a later rank of that name starts a new one
             groups.values().removeIf(LocalGroup::settled);
-            LocalGroup group = groups.get(worker.jobName());
+            final String key = worker.jobName() + " " + tokenDigest(worker.token());
+            LocalGroup group = groups.get(key);
             if (group == null)
             {
                 final WorkerContext nodeJob = BridgeContext.nodeJobOf(worker, hostOptions.get(), context.localWorld())
@@ -342,9 +346,33 @@ public final class HostAgent implements AutoCloseable
                 final WorkerContext int32NodeJob = context.int32Worker() == null ? null :
                     BridgeContext.int32JobOf(nodeJob, hostOptions.get()).conclude();
                 group = new LocalGroup(context, new DirectLink(nodeJob, int32NodeJob), localChunkBytes);
-                groups.put(worker.jobName(), group);
+                groups.put(key, group);
             }
             return group.add(context);
+        }
+    }
+
+    private static String tokenDigest(final String token)
+    {
+        try
+        {
+            return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+                .digest(String.valueOf(token).getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        }
+        catch (final java.security.NoSuchAlgorithmException ex)
+        {
+            throw new IllegalStateException("SHA-256 is every JDK's", ex);
+        }
+    }
+
+    /**
+     * @return groups of ranks still forming (for tests).
+     */
+    int groupsForming()
+    {
+        synchronized (groups)
+        {
+            return (int)groups.values().stream().filter(group -> !group.settled()).count();
         }
     }
 

@@ -2,16 +2,14 @@ package io.switchml.worker.bridge;
 
 import io.switchml.worker.AllReduceException;
 import io.switchml.worker.ReduceOp;
+import io.switchml.worker.WorkerContext;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -22,15 +20,16 @@ import java.util.concurrent.TimeUnit;
  * packets.
  * <p>
  * Every rank keeps its own session and shared memory. The n-th all-reduce of each local rank forms the group's n-th
- * round: when all have asked (for the same dtype, op and length; a disagreement fails the job naming the ranks), one
- * thread of the group adds the other ranks' ranges into local rank 0's, chunk by chunk, submits each chunk to the
- * node's job as soon as it is summed (so the sum of the next chunk overlaps the previous one on the wire), and copies
- * each result back into the other ranks' ranges when it arrives.
+ * round: when all have asked (for the same dtype, op and length; a disagreement fails the job naming the ranks), the
+ * group's thread adds the other ranks' ranges into local rank 0's, chunk by chunk, and submits each chunk to the
+ * node's job as soon as it is summed; each result is copied back into the other ranks' ranges when it arrives, ahead
+ * of any further sum, and a round's requests complete when their last chunk is back. Rounds overlap as pipelined
+ * requests do (a DDP bucket is summed while the previous one is on the wire), in one order on every node.
  * <p>
  * The group forms when all {@code localWorld} ranks have opened a session, within the join timeout of the first;
- * local rank 0's session then joins the node's job for all of them. A rank that leaves ends the group for the others
- * (they fail naming it); a rank lost mid-job aborts the job, as an ungrouped rank does. The job is left when the last
- * rank's session ends.
+ * local rank 0's session then joins the node's job for all of them. A rank that leaves with {@code CLOSE} leaves the
+ * node's job (as an ungrouped rank leaves its own), and the node's other ranks fail naming it; a rank lost mid-job
+ * aborts the job naming it, for every node.
  */
 final class LocalGroup
 {
@@ -42,21 +41,21 @@ final class LocalGroup
     private final int worldSize;
     private final int firstRank;
     private final String signature;
-    private final String token;
     private final long formDeadlineNs;
     private final DirectLink node;
     private final long chunkBytes;
     private final Member[] members;
     private final List<ArrayDeque<Pending>> queues = new ArrayList<>();
     private final CompletableFuture<Void> joined = new CompletableFuture<>();
-    private final ExecutorService summer;
+    /** The group thread's work: results to copy back at the front, rounds and chunks to sum at the back. */
+    private final LinkedBlockingDeque<Runnable> work = new LinkedBlockingDeque<>();
     private int present;
     private int left;
     private volatile boolean settled;
-    private String failure;
+    private volatile String failure;
 
     /**
-     * @param first     the context of the rank that opened the group: its job, world and local world.
+     * @param first      the context of the rank that opened the group: its job, world and local world.
      * @param node       the node's job (one worker per node), joined by local rank 0's session.
      * @param chunkBytes bytes summed before they are submitted, a multiple of 4 ({@link #CHUNK_BYTES}).
      */
@@ -72,7 +71,6 @@ final class LocalGroup
         this.worldSize = first.worker().worldSize();
         this.firstRank = first.worker().rank() - first.localRank();
         this.signature = signature(first);
-        this.token = first.worker().token();
         this.formDeadlineNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(first.worker().joinTimeoutMs());
         this.node = node;
         this.members = new Member[localWorld];
@@ -80,16 +78,15 @@ final class LocalGroup
         {
             queues.add(new ArrayDeque<>());
         }
-        this.summer = Executors.newSingleThreadExecutor(runnable -> Thread.ofPlatform().daemon()
-            .name("switchml-local-sum-" + jobName).unstarted(runnable));
     }
 
     /**
-     * What the ranks of a group must agree on, besides the token: the job's appliance, backend, geometry and world.
+     * What the ranks of a group must agree on, besides the job and token (which find the group): the job's
+     * appliance, backend, geometry and world.
      */
     static String signature(final BridgeContext context)
     {
-        final io.switchml.worker.WorkerContext worker = context.worker();
+        final WorkerContext worker = context.worker();
         return "appliance=" + worker.applianceHost() + ":" + worker.controlPort() + " backend=" + worker.backend() +
             " k=" + worker.lanes() + " s=" + worker.slots() + " mac=" + (worker.macEnabled() ? "on" : "off") +
             " world=" + worker.worldSize() + " localWorld=" + context.localWorld() +
@@ -97,7 +94,7 @@ final class LocalGroup
     }
 
     /**
-     * Add a rank's session to the group.
+     * Add a rank's session to the group; the last one starts the group's thread.
      *
      * @return its link to the job, to {@link JobLink#join} (which waits for the group to form).
      * @throws IllegalArgumentException when the rank is taken, disagrees with the group, or the group failed.
@@ -122,35 +119,34 @@ final class LocalGroup
             throw new IllegalArgumentException("local rank " + localRank + " (rank " + rank + ") of job " + jobName +
                 " has a session on this host agent already");
         }
-        if (!Objects.equals(token, context.worker().token()))
-        {
-            throw new IllegalArgumentException("rank " + rank + "'s token differs from that of the ranks of job " +
-                jobName + " already on this host agent");
-        }
         final String mine = signature(context);
         if (!signature.equals(mine))
         {
             throw new IllegalArgumentException("rank " + rank + " of job " + jobName + " asks for " + mine +
                 ", the ranks already on this host agent for " + signature);
         }
+        if (present + 1 == localWorld)
+        {
+            // started here, so that a missing thread refuses this OPEN instead of hanging the group's requests
+            try
+            {
+                Thread.ofPlatform().daemon().name("switchml-local-sum-" + jobName).start(this::runWork);
+            }
+            catch (final OutOfMemoryError ex)
+            {
+                throw new IllegalArgumentException("busy: this host agent cannot start a thread for job " + jobName);
+            }
+            settled = true;
+        }
         final Member member = new Member(localRank);
         members[localRank] = member;
         present++;
-        if (present == localWorld)
-        {
-            settle();
-        }
         notifyAll();
         return member;
     }
 
-    private void settle()
-    {
-        settled = true;
-    }
-
     /**
-     * @return whether the group has formed, or failed to: a later rank of the same name starts a new group.
+     * @return whether the group has formed, or failed to: a later rank of the same job starts a new group.
      */
     boolean settled()
     {
@@ -202,7 +198,7 @@ final class LocalGroup
         {
             failure = message;
         }
-        settle();
+        settled = true;
         joined.completeExceptionally(new AllReduceException(failure));
         for (final ArrayDeque<Pending> queue : queues)
         {
@@ -217,7 +213,7 @@ final class LocalGroup
 
     private CompletableFuture<Void> submit(final int localRank, final Pending pending)
     {
-        final Pending[] round;
+        final Round round;
         synchronized (this)
         {
             if (failure != null)
@@ -232,57 +228,137 @@ final class LocalGroup
                     return pending.done;
                 }
             }
-            round = new Pending[localWorld];
+            final Pending[] requests = new Pending[localWorld];
             for (int i = 0; i < localWorld; i++)
             {
-                round[i] = queues.get(i).poll();
+                requests[i] = queues.get(i).poll();
             }
+            round = new Round(requests);
         }
-        summer.execute(() -> run(round));
+        work.addLast(() -> start(round));
         return pending.done;
     }
 
     /**
-     * One round, on the group's thread: sum, submit chunk by chunk, copy each result back to the other ranks.
+     * The group's thread: copies back first, then sums, one task at a time, until the last rank has
+     * left.
      */
-    private void run(final Pending[] round)
+    private void runWork()
     {
         try
         {
-            requireAgreement(round);
-            final boolean ints = round[0].ints;
-            final long bytes = round[0].range.byteSize();
-            final MemorySegment sum = round[0].range;
-            final ArrayDeque<Chunk> inFlight = new ArrayDeque<>();
-            final MemorySegment[] others = new MemorySegment[localWorld - 1];
-            for (long offset = 0; offset < bytes; offset += chunkBytes)
+            while (true)
             {
-                final long length = Math.min(chunkBytes, bytes - offset);
-                final MemorySegment chunk = sum.asSlice(offset, length);
-                for (int i = 1; i < localWorld; i++)
+                final Runnable task = work.takeFirst();
+                if (task == STOP)
                 {
-                    others[i - 1] = round[i].range.asSlice(offset, length);
+                    return;
                 }
-                LocalSum.addInto(chunk, others, ints);
-                inFlight.add(new Chunk(offset, length,
-                    ints ? node.allReduceInts(chunk) : node.allReduceFloats(chunk, ReduceOp.SUM)));
-                while (!inFlight.isEmpty() && inFlight.peek().done.isDone())
-                {
-                    copyBack(round, inFlight.poll());
-                }
-            }
-            while (!inFlight.isEmpty())
-            {
-                copyBack(round, inFlight.poll());
-            }
-            for (final Pending pending : round)
-            {
-                pending.done.complete(null);
+                task.run();
             }
         }
-        catch (final CompletionException ex)
+        catch (final InterruptedException ex)
         {
-            failRound(round, ex.getCause() == null ? ex : ex.getCause());
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static final Runnable STOP = () -> { };
+
+    /**
+     * A round whose requests have all come: checked, then one sum task per chunk, queued behind the earlier rounds'.
+     */
+    private void start(final Round round)
+    {
+        try
+        {
+            final String failed = failure;
+            if (failed != null)
+            {
+                throw new AllReduceException(failed);
+            }
+            requireAgreement(round.requests);
+            final long bytes = round.requests[0].range.byteSize();
+            round.chunksLeft = (int)((bytes + chunkBytes - 1) / chunkBytes);
+            if (round.chunksLeft == 0)
+            {
+                round.complete();
+                return;
+            }
+            for (long offset = 0; offset < bytes; offset += chunkBytes)
+            {
+                final long chunkOffset = offset;
+                final long length = Math.min(chunkBytes, bytes - offset);
+                work.addLast(() -> sumAndSubmit(round, chunkOffset, length));
+            }
+        }
+        catch (final RuntimeException ex)
+        {
+            failRound(round, ex);
+        }
+    }
+
+    private void sumAndSubmit(final Round round, final long offset, final long length)
+    {
+        if (round.failed)
+        {
+            return;
+        }
+        try
+        {
+            final String failed = failure;
+            if (failed != null)
+            {
+                // a rank has gone: its memory may be unmapped, and the other nodes hear of it from the job
+                throw new AllReduceException(failed);
+            }
+            final Pending[] requests = round.requests;
+            final MemorySegment chunk = requests[0].range.asSlice(offset, length);
+            final MemorySegment[] others = new MemorySegment[localWorld - 1];
+            for (int i = 1; i < localWorld; i++)
+            {
+                others[i - 1] = requests[i].range.asSlice(offset, length);
+            }
+            LocalSum.addInto(chunk, others, requests[0].ints);
+            final CompletableFuture<Void> result = requests[0].ints ? node.allReduceInts(chunk) :
+                node.allReduceFloats(chunk, ReduceOp.SUM);
+            // completed on the job's I/O thread: the copy goes to the group's thread, ahead of further sums
+            result.whenComplete((ignore, error) -> work.addFirst(() -> copyBack(round, offset, length, error)));
+        }
+        catch (final RuntimeException ex)
+        {
+            failRound(round, ex);
+        }
+    }
+
+    private void copyBack(final Round round, final long offset, final long length, final Throwable error)
+    {
+        if (round.failed)
+        {
+            return;
+        }
+        if (error != null)
+        {
+            failRound(round, error instanceof java.util.concurrent.CompletionException && error.getCause() != null ?
+                error.getCause() : error);
+            return;
+        }
+        try
+        {
+            final Pending[] requests = round.requests;
+            final MemorySegment result = requests[0].range.asSlice(offset, length);
+            if (requests[0].op == ReduceOp.AVERAGE)
+            {
+                LocalSum.scaleFloats(result, (float)(1.0 / worldSize));
+            }
+            for (int i = 1; i < localWorld; i++)
+            {
+                MemorySegment.copy(result, 0, requests[i].range, offset, length);
+            }
+            if (--round.chunksLeft == 0)
+            {
+                round.complete();
+            }
         }
         catch (final RuntimeException ex)
         {
@@ -310,22 +386,13 @@ final class LocalGroup
         }
     }
 
-    private void copyBack(final Pending[] round, final Chunk chunk)
+    private void failRound(final Round round, final Throwable cause)
     {
-        chunk.done.join();
-        final MemorySegment result = round[0].range.asSlice(chunk.offset, chunk.length);
-        if (round[0].op == ReduceOp.AVERAGE)
+        if (round.failed)
         {
-            LocalSum.scaleFloats(result, (float)(1.0 / worldSize));
+            return;
         }
-        for (int i = 1; i < localWorld; i++)
-        {
-            MemorySegment.copy(result, 0, round[i].range, chunk.offset, chunk.length);
-        }
-    }
-
-    private void failRound(final Pending[] round, final Throwable cause)
-    {
+        round.failed = true;
         final RuntimeException failed = cause instanceof AllReduceException || cause instanceof IllegalArgumentException ?
             (RuntimeException)cause : new AllReduceException(String.valueOf(cause.getMessage()), cause);
         if (!(failed instanceof AllReduceException))
@@ -333,15 +400,16 @@ final class LocalGroup
             // failed here, mid-sequence: the other nodes would wait for chunks this node will not send
             node.abort(failed.getMessage());
         }
-        for (final Pending pending : round)
+        for (final Pending pending : round.requests)
         {
             pending.done.completeExceptionally(failed);
         }
         fail(failed.getMessage());
     }
 
-    private void leave(final int localRank)
+    private void leave(final int localRank, final boolean lost, final String reason)
     {
+        final boolean last;
         synchronized (this)
         {
             if (members[localRank] == null || members[localRank].left)
@@ -350,32 +418,48 @@ final class LocalGroup
             }
             members[localRank].left = true;
             left++;
-            fail("rank " + (firstRank + localRank) + " of job " + jobName + " ended its session on this host " +
-                "agent, and the node's other ranks all-reduce through the same group");
-            if (left < present)
-            {
-                return;
-            }
+            last = left == present;
         }
-        // the last rank out leaves the node's job
-        summer.shutdown();
+        if (lost)
+        {
+            node.abort(reason);
+        }
+        fail(reason);
+        // the first rank out leaves the node's job, as an ungrouped rank leaves its own (its calls in flight fail, and
+        // their copies, queued ahead, fail their rounds); the last one stops the thread behind every queued task, which
+        // fails fast now
         node.close();
-    }
-
-    /**
-     * @return ranks per node in this group.
-     */
-    int localWorld()
-    {
-        return localWorld;
+        if (last)
+        {
+            work.addLast(STOP);
+        }
     }
 
     private record Pending(MemorySegment range, boolean ints, ReduceOp op, CompletableFuture<Void> done)
     {
     }
 
-    private record Chunk(long offset, long length, CompletableFuture<Void> done)
+    /**
+     * One all-reduce of every local rank; touched by the group's thread only after it is queued.
+     */
+    private static final class Round
     {
+        private final Pending[] requests;
+        private int chunksLeft;
+        private boolean failed;
+
+        private Round(final Pending[] requests)
+        {
+            this.requests = requests;
+        }
+
+        private void complete()
+        {
+            for (final Pending pending : requests)
+            {
+                pending.done.complete(null);
+            }
+        }
     }
 
     /**
@@ -412,7 +496,7 @@ final class LocalGroup
             {
                 joined.join();
             }
-            catch (final CompletionException ex)
+            catch (final java.util.concurrent.CompletionException ex)
             {
                 throw ex.getCause() instanceof RuntimeException cause ? cause : ex;
             }
@@ -427,14 +511,17 @@ final class LocalGroup
         @Override
         public CompletableFuture<Void> allReduceInts(final MemorySegment range)
         {
+            if (!node.servesInt32())
+            {
+                throw new IllegalArgumentException("this bridge serves no int32 job (started without one)");
+            }
             return submit(localRank, new Pending(range, true, ReduceOp.SUM, new CompletableFuture<>()));
         }
 
         @Override
         public void abort(final String reason)
         {
-            node.abort(reason);
-            fail(reason);
+            leave(localRank, true, reason);
         }
 
         @Override
@@ -460,7 +547,8 @@ final class LocalGroup
         @Override
         public void close()
         {
-            leave(localRank);
+            leave(localRank, false, "rank " + (firstRank + localRank) + " of job " + jobName + " ended its session " +
+                "on this host agent, and the node's other ranks all-reduce through the same group");
         }
     }
 }

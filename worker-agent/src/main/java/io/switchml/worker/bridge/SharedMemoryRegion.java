@@ -3,10 +3,6 @@ package io.switchml.worker.bridge;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.FloatBuffer;
-import java.nio.IntBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -94,34 +90,13 @@ final class SharedMemoryRegion implements AutoCloseable
     }
 
     /**
-     * A native-order float view of part of the region.
+     * Part of the region, of {@code count} 4-byte elements (native order, as a CPU {@code torch.float32} or
+     * {@code torch.int32} tensor lays them out).
      *
      * @param offsetBytes start, a multiple of 4.
-     * @param count       elements; the view must lie inside the region and span at most 2 GiB.
+     * @param count       elements; the part must lie inside the region and span at most 2 GiB.
+     * @param typeName    the element type, for the message.
      * @throws IllegalArgumentException naming the bad offset or count.
-     */
-    FloatBuffer floats(final long offsetBytes, final long count)
-    {
-        return bytes(offsetBytes, count, "float32").asFloatBuffer();
-    }
-
-    /**
-     * A native-order int32 view of part of the region, under the same rules as {@link #floats}.
-     */
-    IntBuffer ints(final long offsetBytes, final long count)
-    {
-        return bytes(offsetBytes, count, "int32").asIntBuffer();
-    }
-
-    private ByteBuffer bytes(final long offsetBytes, final long count, final String typeName)
-    {
-        return segment(offsetBytes, count, typeName).asByteBuffer().order(ByteOrder.nativeOrder());
-    }
-
-    /**
-     * Part of the region, of {@code count} 4-byte elements, under the same rules as {@link #floats}.
-     *
-     * @param typeName the element type, for the message.
      */
     MemorySegment segment(final long offsetBytes, final long count, final String typeName)
     {

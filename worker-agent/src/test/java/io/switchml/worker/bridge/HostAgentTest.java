@@ -461,7 +461,7 @@ class HostAgentTest
     }
 
     @Test
-    void aNodeWhoseRanksDisagreeOrGoAwayFailsNamingThem() throws Exception
+    void aNodeWhoseRanksDisagreeFailsTheJobNamingThem() throws Exception
     {
         final HostAgent node1 = secondAgent();
         try
@@ -481,49 +481,120 @@ class HostAgentTest
         {
             node1.close();
         }
+    }
 
-        // a lost rank aborts the job naming it, for its node's other rank too
-        final List<Future<String>> replies = new ArrayList<>();
-        final List<BridgeTestClient> ranks = openNode(agent, "lostone", 2, 0, 2, "", replies);
-        requireOpened(ranks, replies);
-        ranks.get(1).close();
-        final String reply = ranks.get(0).request("ALLREDUCE offset=0 count=64 op=sum");
-        assertTrue(reply.startsWith("ERR") && reply.contains("rank 1"), reply);
+    @Test
+    void aLostRankAbortsTheJobOnEveryNodeAndPipelinedRequestsOverlap() throws Exception
+    {
+        final HostAgent node1 = secondAgent();
+        try
+        {
+            agent.localChunkBytes(256);
+            node1.localChunkBytes(256);
+            final List<Future<String>> replies = new ArrayList<>();
+            final List<BridgeTestClient> ranks = new ArrayList<>(openNode(agent, "piped", 4, 0, 2, "", replies));
+            ranks.addAll(openNode(node1, "piped", 4, 2, 2, "", replies));
+            requireOpened(ranks, replies);
+            // three requests on disjoint ranges, sent without waiting (protocol v2): the group's rounds overlap
+            for (int rank = 0; rank < 4; rank++)
+            {
+                for (int i = 0; i < 300; i++)
+                {
+                    ranks.get(rank).shm().put(i, (rank + 1) * (i + 1));
+                }
+            }
+            for (final BridgeTestClient rank : ranks)
+            {
+                for (int request = 0; request < 3; request++)
+                {
+                    rank.send("ALLREDUCE offset=" + request * 400 + " count=100 id=" + request);
+                }
+            }
+            for (final BridgeTestClient rank : ranks)
+            {
+                for (int request = 0; request < 3; request++)
+                {
+                    final String reply = rank.readLine();
+                    assertTrue(reply.startsWith("OK us=") && reply.endsWith(" id=" + request), reply);
+                }
+                for (int i = 0; i < 300; i++)
+                {
+                    assertEquals(10 * (i + 1), rank.shm().get(i), "element " + i);
+                }
+            }
+            // rank 1's process dies: rank 0 beside it and ranks 2 and 3 on the other node are told, naming it
+            ranks.get(1).close();
+            final String beside = ranks.get(0).request("ALLREDUCE offset=0 count=64 op=sum");
+            assertTrue(beside.startsWith("ERR") && beside.contains("rank 1's training process disconnected"), beside);
+            for (final String reply : requestAll(ranks.subList(2, 4), rank -> "ALLREDUCE offset=0 count=64 op=sum"))
+            {
+                assertTrue(reply.startsWith("ERR") && reply.contains("rank 1's training process disconnected"), reply);
+            }
+        }
+        finally
+        {
+            node1.close();
+        }
     }
 
     @Test
     void aNodesRanksMustAllOpenAndFitTheirPlaces() throws Exception
     {
-        final List<Future<String>> replies = new ArrayList<>();
-        final BridgeTestClient alone = openNode(agent, "half", 2, 0, 1, " joinTimeoutMs=1500", replies).getFirst();
-        // local world 1 of a world of 2 is a plain rank: it waits for rank 1 at the appliance, not here; so ask for
-        // a node of 2 with only local rank 0 present instead
-        alone.close();
-        final BridgeTestClient only = new BridgeTestClient(agent.socketPath());
-        clients.add(only);
-        final String reply = only.request("OPEN job=half2 rank=0 world=2 token=" + TOKEN +
+        final BridgeTestClient only = connect();
+        final String reply = only.request("OPEN job=half rank=0 world=2 token=" + TOKEN +
             " localRank=0 localWorld=2 joinTimeoutMs=1500");
-        assertTrue(reply.startsWith("ERR") && reply.contains("rank(s) 1 of job half2 opened no session"), reply);
+        assertTrue(reply.startsWith("ERR") && reply.contains("rank(s) 1 of job half opened no session"), reply);
         assertRefused("OPEN job=x rank=1 world=4 token=" + TOKEN + " localRank=0 localWorld=2", "localRank 0 does not fit rank 1");
         assertRefused("OPEN job=x rank=1 world=3 token=" + TOKEN + " localRank=1 localWorld=2", "divide the world size 3");
         assertRefused("OPEN job=x rank=1 world=4 token=" + TOKEN + " localRank=1", "localRank and localWorld together");
         assertRefused("OPEN job=x rank=1 world=64 token=" + TOKEN + " localRank=1 localWorld=16", "localWorld must be 1..8");
-        // a taken place and a disagreeing rank are refused while the group forms
-        final BridgeTestClient first = new BridgeTestClient(agent.socketPath());
-        clients.add(first);
+
+        // while a group forms: its taken place and a disagreeing rank are refused; a rank with another token (one that
+        // does not know the job's) forms a group of its own and takes no place in the job's
+        final BridgeTestClient first = connect();
         final Future<String> firstReply = executor.submit(() -> first.request("OPEN job=taken rank=0 world=2 token=" +
-            TOKEN + " localRank=0 localWorld=2 joinTimeoutMs=5000"));
-        for (int i = 0; i < 200 && agent.sessions() == 0; i++)
+            TOKEN + " localRank=0 localWorld=2"));
+        for (int i = 0; i < 500 && agent.groupsForming() == 0; i++)
         {
             Thread.sleep(10);
         }
-        Thread.sleep(200);
+        assertEquals(1, agent.groupsForming());
         assertRefused("OPEN job=taken rank=0 world=2 token=" + TOKEN + " localRank=0 localWorld=2",
             "local rank 0 (rank 0) of job taken has a session on this host agent already");
         assertRefused("OPEN job=taken rank=1 world=2 token=" + TOKEN + " localRank=1 localWorld=2 k=32",
             "the ranks already on this host agent for");
-        assertRefused("OPEN job=taken rank=1 world=2 token=other-token localRank=1 localWorld=2", "token differs");
-        assertTrue(firstReply.get(30, TimeUnit.SECONDS).contains("opened no session"));
+        final BridgeTestClient squatter = connect();
+        final Future<String> squatterReply = executor.submit(() -> squatter.request("OPEN job=taken rank=0 world=2 " +
+            "token=not-the-token localRank=0 localWorld=2 joinTimeoutMs=1000"));
+        final BridgeTestClient second = connect();
+        final Future<String> secondReply = executor.submit(() -> second.request("OPEN job=taken rank=1 world=2 token=" +
+            TOKEN + " localRank=1 localWorld=2"));
+        assertTrue(firstReply.get(30, TimeUnit.SECONDS).startsWith("OK "), "the job's group formed");
+        assertTrue(secondReply.get(30, TimeUnit.SECONDS).startsWith("OK "));
+        assertTrue(squatterReply.get(30, TimeUnit.SECONDS).contains("rank(s) 1 of job taken opened no session"));
+        first.mapShm();
+        second.mapShm();
+        allReduceAndCheck(List.of(first, second), 50);
+
+        // an int32 request where the job serves none is refused for that request alone, as for a rank of its own
+        final List<Future<String>> replies = new ArrayList<>();
+        final List<BridgeTestClient> floats = openNode(agent, "floats", 2, 0, 2, " int32=off", replies);
+        requireOpened(floats, replies);
+        assertTrue(floats.getFirst().request("ALLREDUCE offset=0 count=4 dtype=int32").contains("serves no int32 job"));
+        allReduceAndCheck(floats, 10);
+
+        // the agent stopping while a group forms: the waiting rank is let go, and no shared memory is left
+        final BridgeTestClient waiting = connect();
+        final Future<String> waitingReply = executor.submit(() -> waiting.request("OPEN job=late rank=0 world=2 token=" +
+            TOKEN + " localRank=0 localWorld=2"));
+        for (int i = 0; i < 500 && agent.groupsForming() == 0; i++)
+        {
+            Thread.sleep(10);
+        }
+        agent.close();
+        final String late = waitingReply.get(30, TimeUnit.SECONDS);
+        assertTrue(late == null || late.startsWith("ERR"), String.valueOf(late));
+        awaitNoSharedMemory();
     }
 
     @Test
