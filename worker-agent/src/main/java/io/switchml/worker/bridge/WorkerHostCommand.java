@@ -28,10 +28,13 @@ import java.util.concurrent.Callable;
 @Command(name = "host", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = {"Serve every training process of this host from one long-lived, warmed-up agent.",
         "Each process opens a session for its rank with 'OPEN job=... rank=... world=... token=...' on the socket " +
-            "(the Python package does: SWITCHML_HOST_AGENT=SOCKET); the session then speaks the 'worker serve' bridge " +
+            "(the Python package does, on /run/switchml/host/agent.sock or SWITCHML_HOST_AGENT); the session then speaks " +
+            "the 'worker serve' bridge " +
             "protocol. The agent's own options (appliance, tenant, credentials, TLS, packet I/O, k, s, join timeout) are " +
             "every session's defaults and limits; OPEN may set the job's appliance and control port, backend, k and s " +
-            "(up to the agent's), MAC, shared memory (up to --max-shm-bytes), join timeout (up to the agent's) and int32."})
+            "(up to the agent's), MAC, shared memory (up to --max-shm-bytes), join timeout (up to the agent's) and int32. " +
+            "With localRank= and localWorld= (torchrun's LOCAL_RANK and LOCAL_WORLD_SIZE) the job's ranks on this host " +
+            "are summed here and sent to the appliance as one worker of the job."})
 public final class WorkerHostCommand implements Callable<Integer>
 {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerHostCommand.class);

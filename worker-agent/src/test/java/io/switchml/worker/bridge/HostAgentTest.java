@@ -46,6 +46,8 @@ class HostAgentTest
 
     private Appliance appliance;
     private HostAgent agent;
+    /** Another node's agent, for the tests of ranks summed per node. */
+    private HostAgent node1;
     private final ExecutorService executor = Executors.newCachedThreadPool();
     private final List<BridgeTestClient> clients = new ArrayList<>();
 
@@ -77,6 +79,10 @@ class HostAgentTest
             client.close();
         }
         agent.close();
+        if (node1 != null)
+        {
+            node1.close();
+        }
         executor.shutdownNow();
         appliance.close();
     }
@@ -320,14 +326,25 @@ class HostAgentTest
         assertTrue(reply.startsWith("ERR") && reply.contains("rank 1"), reply);
     }
 
-    /** A second agent on the same appliance: another node's. */
-    private HostAgent secondAgent() throws IOException
+    /**
+     * Ranks 0..3 of a job of two nodes of 2 ranks: this agent's, and a second agent's on the same appliance (another
+     * node's); opened at once, their shared memory mapped.
+     *
+     * @param chunkBytes the groups' chunk, small to make several of a small request.
+     */
+    private List<BridgeTestClient> openTwoNodes(final String job, final long chunkBytes) throws Exception
     {
         final int controlPort = appliance.controlPort();
-        final HostAgent other = HostAgent.bind(() -> new WorkerContext().controlPort(controlPort).lanes(64).slots(8)
+        node1 = HostAgent.bind(() -> new WorkerContext().controlPort(controlPort).lanes(64).slots(8)
             .joinTimeoutMs(20_000), tempDir.resolve("node1.sock"), tempDir, 8, 1 << 20, 16);
-        executor.submit(other::serve);
-        return other;
+        executor.submit(node1::serve);
+        agent.localChunkBytes(chunkBytes);
+        node1.localChunkBytes(chunkBytes);
+        final List<Future<String>> replies = new ArrayList<>();
+        final List<BridgeTestClient> ranks = new ArrayList<>(openNode(agent, job, 4, 0, 2, "", replies));
+        ranks.addAll(openNode(node1, job, 4, 2, 2, "", replies));
+        requireOpened(ranks, replies);
+        return ranks;
     }
 
     /** OPEN ranks first..first+n-1 of a job of nodes of n ranks on one agent, at once; the clients with shm mapped. */
@@ -382,158 +399,121 @@ class HostAgentTest
     @Test
     void theRanksOfANodeAreSummedInTheAgentAndSentAsOneWorker() throws Exception
     {
-        final HostAgent node1 = secondAgent();
-        try
-        {
-            // 4 ranks, 2 per node; chunks of 1 KiB make several per request, so the sum, the submission and the copy
-            // back overlap as they do for a large tensor
-            agent.localChunkBytes(1024);
-            node1.localChunkBytes(1024);
-            final List<Future<String>> replies = new ArrayList<>();
-            final List<BridgeTestClient> ranks = new ArrayList<>(openNode(agent, "grouped", 4, 0, 2, "", replies));
-            ranks.addAll(openNode(node1, "grouped", 4, 2, 2, "", replies));
-            requireOpened(ranks, replies);
-            final io.switchml.appliance.control.Job job = appliance.registry().activeJobs().values().stream()
-                .filter(candidate -> candidate.name().equals("grouped")).findFirst().orElseThrow();
-            assertEquals(2, job.worldSize(), "the appliance sees one worker per node");
+        // 4 ranks, 2 per node; chunks of 1 KiB make several per request, so the sum, the submission and the copy
+        // back overlap as they do for a large tensor
+        final List<BridgeTestClient> ranks = openTwoNodes("grouped", 1024);
+        final io.switchml.appliance.control.Job job = appliance.registry().activeJobs().values().stream()
+            .filter(candidate -> candidate.name().equals("grouped")).findFirst().orElseThrow();
+        assertEquals(2, job.worldSize(), "the appliance sees one worker per node");
 
-            final int count = 1000; // 4000 bytes: 4 chunks, the last one short
-            for (int round = 0; round < 3; round++)
-            {
-                for (int rank = 0; rank < 4; rank++)
-                {
-                    final FloatBuffer shm = ranks.get(rank).shm();
-                    for (int i = 0; i < count; i++)
-                    {
-                        shm.put(i, (rank + 1) * (1 + (i + round) % 8));
-                    }
-                }
-                final boolean average = round == 2;
-                for (final String reply : requestAll(ranks, rank -> "ALLREDUCE offset=0 count=" + count + " op=" +
-                    (average ? "average" : "sum")))
-                {
-                    assertTrue(reply.startsWith("OK us="), reply);
-                }
-                for (int rank = 0; rank < 4; rank++)
-                {
-                    for (int i = 0; i < count; i++)
-                    {
-                        final float sum = 10 * (1 + (i + round) % 8);
-                        assertEquals(average ? sum / 4 : sum, ranks.get(rank).shm().get(i), "rank " + rank + " element " + i);
-                    }
-                }
-            }
-            // int32 goes through the node's int32 job, summed here as well (wrapping)
+        final int count = 1000; // 4000 bytes: 4 chunks, the last one short
+        for (int round = 0; round < 3; round++)
+        {
             for (int rank = 0; rank < 4; rank++)
             {
-                for (int i = 0; i < 600; i++)
+                final FloatBuffer shm = ranks.get(rank).shm();
+                for (int i = 0; i < count; i++)
                 {
-                    ranks.get(rank).shm().put(i, Float.intBitsToFloat(i == 0 ? Integer.MAX_VALUE : rank * 1000 + i));
+                    shm.put(i, (rank + 1) * (1 + (i + round) % 8));
                 }
             }
-            for (final String reply : requestAll(ranks, rank -> "ALLREDUCE offset=0 count=600 dtype=int32"))
+            final boolean average = round == 2;
+            for (final String reply : requestAll(ranks, rank -> "ALLREDUCE offset=0 count=" + count + " op=" +
+                (average ? "average" : "sum")))
             {
                 assertTrue(reply.startsWith("OK us="), reply);
             }
             for (int rank = 0; rank < 4; rank++)
             {
-                assertEquals(4 * Integer.MAX_VALUE, Float.floatToRawIntBits(ranks.get(rank).shm().get(0)),
-                    "a wrapping int32 sum");
-                for (int i = 1; i < 600; i++)
+                for (int i = 0; i < count; i++)
                 {
-                    assertEquals(6000 + 4 * i, Float.floatToRawIntBits(ranks.get(rank).shm().get(i)), "element " + i);
+                    final float sum = 10 * (1 + (i + round) % 8);
+                    assertEquals(average ? sum / 4 : sum, ranks.get(rank).shm().get(i), "rank " + rank + " element " + i);
                 }
             }
-            final Map<String, String> stats = ControlProtocol.parse(ranks.get(1).request("STATS"));
-            assertEquals("4", stats.get("requests"), "this rank's requests");
-            assertEquals("12", stats.get("allReduces"), "the node's job: 3 float requests of 4 chunks each");
-            assertEquals(stats.get("packetsSent"), ControlProtocol.parse(ranks.get(0).request("STATS")).get("packetsSent"),
-                "the node's ranks share one worker");
-            for (final BridgeTestClient rank : ranks)
+        }
+        // int32 goes through the node's int32 job, summed here as well (wrapping)
+        for (int rank = 0; rank < 4; rank++)
+        {
+            for (int i = 0; i < 600; i++)
             {
-                assertEquals("OK", rank.request("CLOSE"));
+                ranks.get(rank).shm().put(i, Float.intBitsToFloat(i == 0 ? Integer.MAX_VALUE : rank * 1000 + i));
             }
         }
-        finally
+        for (final String reply : requestAll(ranks, rank -> "ALLREDUCE offset=0 count=600 dtype=int32"))
         {
-            node1.close();
+            assertTrue(reply.startsWith("OK us="), reply);
+        }
+        for (int rank = 0; rank < 4; rank++)
+        {
+            assertEquals(4 * Integer.MAX_VALUE, Float.floatToRawIntBits(ranks.get(rank).shm().get(0)),
+                "a wrapping int32 sum");
+            for (int i = 1; i < 600; i++)
+            {
+                assertEquals(6000 + 4 * i, Float.floatToRawIntBits(ranks.get(rank).shm().get(i)), "element " + i);
+            }
+        }
+        final Map<String, String> stats = ControlProtocol.parse(ranks.get(1).request("STATS"));
+        assertEquals("4", stats.get("requests"), "this rank's requests");
+        assertEquals("12", stats.get("allReduces"), "the node's job: 3 float requests of 4 chunks each");
+        assertEquals(stats.get("packetsSent"), ControlProtocol.parse(ranks.get(0).request("STATS")).get("packetsSent"),
+            "the node's ranks share one worker");
+        for (final BridgeTestClient rank : ranks)
+        {
+            assertEquals("OK", rank.request("CLOSE"));
         }
     }
 
     @Test
     void aNodeWhoseRanksDisagreeFailsTheJobNamingThem() throws Exception
     {
-        final HostAgent node1 = secondAgent();
-        try
-        {
-            final List<Future<String>> replies = new ArrayList<>();
-            final List<BridgeTestClient> ranks = new ArrayList<>(openNode(agent, "split", 4, 0, 2, "", replies));
-            ranks.addAll(openNode(node1, "split", 4, 2, 2, "", replies));
-            requireOpened(ranks, replies);
-            final List<String> answers = requestAll(ranks, rank -> "ALLREDUCE offset=0 count=" + (rank == 1 ? 20 : 10));
-            assertTrue(answers.get(0).contains("different all-reduces") && answers.get(0).contains("rank 1: 20 float32"),
-                answers.get(0));
-            assertTrue(answers.get(1).contains("different all-reduces"), answers.get(1));
-            // the other node's ranks are told, not left waiting for chunks that will not come
-            assertTrue(answers.get(2).startsWith("ERR") && answers.get(2).contains("different all-reduces"), answers.get(2));
-        }
-        finally
-        {
-            node1.close();
-        }
+        final List<BridgeTestClient> ranks = openTwoNodes("split", LocalGroup.CHUNK_BYTES);
+        final List<String> answers = requestAll(ranks, rank -> "ALLREDUCE offset=0 count=" + (rank == 1 ? 20 : 10));
+        assertTrue(answers.get(0).contains("different all-reduces") && answers.get(0).contains("rank 1: 20 float32"),
+            answers.get(0));
+        assertTrue(answers.get(1).contains("different all-reduces"), answers.get(1));
+        // the other node's ranks are told, not left waiting for chunks that will not come
+        assertTrue(answers.get(2).startsWith("ERR") && answers.get(2).contains("different all-reduces"), answers.get(2));
     }
 
     @Test
     void aLostRankAbortsTheJobOnEveryNodeAndPipelinedRequestsOverlap() throws Exception
     {
-        final HostAgent node1 = secondAgent();
-        try
+        final List<BridgeTestClient> ranks = openTwoNodes("piped", 256);
+        // three requests on disjoint ranges, sent without waiting (protocol v2): the group's rounds overlap
+        for (int rank = 0; rank < 4; rank++)
         {
-            agent.localChunkBytes(256);
-            node1.localChunkBytes(256);
-            final List<Future<String>> replies = new ArrayList<>();
-            final List<BridgeTestClient> ranks = new ArrayList<>(openNode(agent, "piped", 4, 0, 2, "", replies));
-            ranks.addAll(openNode(node1, "piped", 4, 2, 2, "", replies));
-            requireOpened(ranks, replies);
-            // three requests on disjoint ranges, sent without waiting (protocol v2): the group's rounds overlap
-            for (int rank = 0; rank < 4; rank++)
+            for (int i = 0; i < 300; i++)
             {
-                for (int i = 0; i < 300; i++)
-                {
-                    ranks.get(rank).shm().put(i, (rank + 1) * (i + 1));
-                }
-            }
-            for (final BridgeTestClient rank : ranks)
-            {
-                for (int request = 0; request < 3; request++)
-                {
-                    rank.send("ALLREDUCE offset=" + request * 400 + " count=100 id=" + request);
-                }
-            }
-            for (final BridgeTestClient rank : ranks)
-            {
-                for (int request = 0; request < 3; request++)
-                {
-                    final String reply = rank.readLine();
-                    assertTrue(reply.startsWith("OK us=") && reply.endsWith(" id=" + request), reply);
-                }
-                for (int i = 0; i < 300; i++)
-                {
-                    assertEquals(10 * (i + 1), rank.shm().get(i), "element " + i);
-                }
-            }
-            // rank 1's process dies: rank 0 beside it and ranks 2 and 3 on the other node are told, naming it
-            ranks.get(1).close();
-            final String beside = ranks.get(0).request("ALLREDUCE offset=0 count=64 op=sum");
-            assertTrue(beside.startsWith("ERR") && beside.contains("rank 1's training process disconnected"), beside);
-            for (final String reply : requestAll(ranks.subList(2, 4), rank -> "ALLREDUCE offset=0 count=64 op=sum"))
-            {
-                assertTrue(reply.startsWith("ERR") && reply.contains("rank 1's training process disconnected"), reply);
+                ranks.get(rank).shm().put(i, (rank + 1) * (i + 1));
             }
         }
-        finally
+        for (final BridgeTestClient rank : ranks)
         {
-            node1.close();
+            for (int request = 0; request < 3; request++)
+            {
+                rank.send("ALLREDUCE offset=" + request * 400 + " count=100 id=" + request);
+            }
+        }
+        for (final BridgeTestClient rank : ranks)
+        {
+            for (int request = 0; request < 3; request++)
+            {
+                final String reply = rank.readLine();
+                assertTrue(reply.startsWith("OK us=") && reply.endsWith(" id=" + request), reply);
+            }
+            for (int i = 0; i < 300; i++)
+            {
+                assertEquals(10 * (i + 1), rank.shm().get(i), "element " + i);
+            }
+        }
+        // rank 1's process dies: rank 0 beside it and ranks 2 and 3 on the other node are told, naming it
+        ranks.get(1).close();
+        final String beside = ranks.get(0).request("ALLREDUCE offset=0 count=64 op=sum");
+        assertTrue(beside.startsWith("ERR") && beside.contains("rank 1's training process disconnected"), beside);
+        for (final String reply : requestAll(ranks.subList(2, 4), rank -> "ALLREDUCE offset=0 count=64 op=sum"))
+        {
+            assertTrue(reply.startsWith("ERR") && reply.contains("rank 1's training process disconnected"), reply);
         }
     }
 
