@@ -325,6 +325,19 @@ def targets(cells, workers):
                f"{gloo['cpuSecPerRankPerGB']:.2f} (user {gloo['cpuUserSecPerRank']:.2f} s, sys {gloo['cpuSysSecPerRank']:.2f} s)")
     else:
         target("worker CPU vs Gloo", "<= 1.00x", None, None, scope + ": a cell is missing or failed")
+    host_rack = find(cells, "switchml-host", "rack", gbit, 0, big)
+    if host_rack and gloo and gloo.get("cpuSecPerRankPerGB"):
+        how = (f"{scope}, a Python rank and a host agent per worker namespace (started and warmed up "
+               f"{host_rack.get('hostWarmUpMs', '?')} ms before the cells, as the packaged unit at boot)")
+        ratio = host_rack["elementsPerSec"] / gloo["elementsPerSec"]
+        target("elements/s vs Gloo, host agents", ">= 1.45x", f"{ratio:.2f}x", ratio >= 1.45,
+               f"{how}: SwitchML TAT {host_rack['tatP50Ms']:.0f} ms, Gloo {gloo['tatP50Ms']:.0f} ms")
+        ratio = host_rack["cpuSecPerRankPerGB"] / gloo["cpuSecPerRankPerGB"]
+        target("worker CPU vs Gloo, host agents", "<= 1.00x", f"{ratio:.2f}x", ratio <= 1.0,
+               f"{how}: CPU seconds per rank per GB, the rank's process (Python and torch import included) plus its "
+               f"agent's CPU during the cell: SwitchML {host_rack['cpuSecPerRankPerGB']:.2f} (user "
+               f"{host_rack['cpuUserSecPerRank']:.2f} s, sys {host_rack['cpuSysSecPerRank']:.2f} s per rank), Gloo "
+               f"{gloo['cpuSecPerRankPerGB']:.2f}")
     for mode, cell in (("rack", ours), ("loopback", find(cells, "switchml", "loopback", None, 0, big))):
         name = f"resends + probes at zero loss ({mode})"
         if cell and cell.get("resendsAndProbesPerMille") is not None:

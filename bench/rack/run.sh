@@ -61,11 +61,12 @@ Matrix
   --loss LIST            random loss per bridge port and direction, fractions (default 0,0.0001,0.001,0.01)
   --sizes LIST           float32 tensor sizes, MB = 10^6 bytes (default 100MB,1MB)
   --systems LIST         subset of switchml,gloo,mpi,switchml-host,switchml-node (default the first three).
-                         switchml-host: the ranks are Python processes (as a training job's are) served by one
-                         long-lived host agent ('switchml worker host'), started and warmed up once before the
-                         loopback rounds, as systemd starts it at boot, one worker of the job per rank;
-                         switchml-node: the same ranks as the ranks of one node (torchrun's LOCAL_WORLD_SIZE),
-                         summed in the agent and sent to the appliance as one worker; both loopback only
+                         switchml-host: the ranks are Python processes (as a training job's are) served by
+                         long-lived host agents ('switchml worker host'), started and warmed up before the cells
+                         as systemd starts one at boot: one for all ranks on loopback, one per worker namespace
+                         in the rack; one worker of the job per rank. switchml-node (loopback only): the same
+                         ranks as the ranks of one node (torchrun's LOCAL_WORLD_SIZE), summed in the agent and
+                         sent to the appliance as one worker
   --host-warm-up-ms N    the host agent's warm-up before it takes jobs (default 8000)
   --jumbo / --no-jumbo   MTU 9000 and k=2233 (default) / MTU 1500 and k=366
   --mtu N                explicit rack MTU (k follows: (MTU-28-40)/4)
@@ -428,7 +429,7 @@ wait_all() {
 # The three systems
 
 run_switchml() {
-  local appliance_addr ctl_port data_port ap_pid r pids=() rc=0 lanes slots addr system=${1:-switchml} host_cpu0
+  local appliance_addr ctl_port data_port ap_pid r pids=() rc=0 lanes slots addr system=${1:-switchml}
   begin_cell "$system"
   if [ "$CUR_MODE" = rack ]; then
     appliance_addr=$RACK_APPLIANCE_ADDR ctl_port=7470 data_port=7471 lanes=$RACK_LANES slots=$(rack_slots_for "$CUR_RATE")
@@ -466,10 +467,12 @@ run_switchml() {
   start_sampler
   if [ "$system" = switchml-host ] || [ "$system" = switchml-node ]; then
     echo "hostWarmUpMs=$HOST_WARMUP_MS" >> "$CELL/meta.txt"
-    host_cpu0=$(host_agent_cpu)
+    local agents_cpu0=()
+    for ((r = 0; r < HOST_AGENTS; r++)); do agents_cpu0[r]=$(host_agent_cpu "${HOST_AGENT_PIDS[r]}"); done
     for ((r = 0; r < WORKERS; r++)); do
-      timeout -k 10 "$CELL_TIMEOUT" "$PY" "$HERE/cpuwrap.py" --out "$CELL/rank$r.cpu.json" -- \
-        "$PY" "$HERE/switchml_host_allreduce.py" --host-agent "$HOST_AGENT_SOCKET" --job "cell$CELL_SEQ" \
+      OMP_NUM_THREADS=1 in_ns "$(rack_ns_w "$r")" timeout -k 10 "$CELL_TIMEOUT" \
+        "$PY" "$HERE/cpuwrap.py" --out "$CELL/rank$r.cpu.json" -- \
+        "$PY" "$HERE/switchml_host_allreduce.py" --host-agent "$(host_agent_socket "$r")" --job "cell$CELL_SEQ" \
         --token "rack-bench-$$-$CELL_SEQ" --world "$WORKERS" --rank "$r" --appliance "$appliance_addr:$ctl_port" \
         --elements "$((CUR_BYTES / 4))" --iterations "$CUR_ITER" --warmups "$CUR_WARM" -k "$lanes" -s "$slots" \
         --mac "$MAC" --system "$system" --local-world "$([ "$system" = switchml-node ] && echo "$WORKERS" || echo 1)" \
@@ -477,7 +480,9 @@ run_switchml() {
       pids+=($!)
     done
     wait_all "${pids[@]}" || rc=$?
-    host_agent_cpu_since "$host_cpu0" > "$CELL/rankhost.cpu.json"
+    for ((r = 0; r < HOST_AGENTS; r++)); do
+      host_agent_cpu_since "${HOST_AGENT_PIDS[r]}" "${agents_cpu0[r]}" > "$CELL/rankhost$r.cpu.json"
+    done
     stop_sampler
     kill -TERM "$ap_pid" 2>/dev/null || true
     wait "$ap_pid" 2>/dev/null || true
@@ -501,13 +506,9 @@ run_switchml() {
   end_cell "$rc"
 }
 
-# The ranks as Python processes of one long-lived host agent (loopback only: in the rack each worker namespace would
-# need its own agent, one per rank, which is what the switchml system measures already).
+# The ranks as Python processes served by long-lived host agents: on loopback one agent for all ranks, in the rack one
+# per worker namespace (each worker a host of one rank), started and warmed up before the cells.
 run_switchml_host() {
-  if [ "$CUR_MODE" != loopback ]; then
-    log "switchml-host: loopback only, skipped in the rack"
-    return 0
-  fi
   run_switchml switchml-host
 }
 
@@ -521,39 +522,53 @@ run_switchml_node() {
   run_switchml switchml-node
 }
 
-# The host agent of the switchml-host system: started once, before the loopback rounds, and warmed up as a
-# systemd-started agent is at boot; its CPU time in a cell (the ranks' share of it) goes into the cell's worker CPU
-HOST_AGENT_PID=
-HOST_AGENT_SOCKET=
-host_agent_up() {
-  HOST_AGENT_SOCKET=$WORK/host-agent.sock
-  SWITCHML_JAVA_OPTS="-Xmx1g ${SWITCHML_BENCH_JAVA_OPTS:-}" "$SWITCHML" worker host --socket "$HOST_AGENT_SOCKET" \
-    --appliance 127.0.0.1 --mac "$MAC" -k "$LOOP_LANES" -s "$LOOP_SLOTS" --warm-up-ms "$HOST_WARMUP_MS" \
-    ${RTO_MS:+--rto-ms "$RTO_MS"} --fast-retransmit "$FAST_RETRANSMIT" > "$WORK/host-agent.log" 2>&1 &
-  HOST_AGENT_PID=$!
-  for _ in $(seq $((HOST_WARMUP_MS / 200 + 150))); do
-    grep -qs 'host ready' "$WORK/host-agent.log" && break
-    kill -0 "$HOST_AGENT_PID" 2>/dev/null || break
-    sleep 0.2
+# The host agents of the switchml-host and switchml-node systems: started once, before the loopback rounds (one for
+# all ranks) or, in the rack, after the rack is up (one per worker namespace, for its one rank), and warmed up as a
+# systemd-started agent is at boot; an agent's CPU time in a cell (the ranks' share of it) goes into the cell's worker
+# CPU
+HOST_AGENT_PIDS=()
+HOST_AGENTS=0
+host_agent_socket() { if [ "$CUR_MODE" = rack ]; then echo "$WORK/host-agent-w$1.sock"; else echo "$WORK/host-agent.sock"; fi; }
+host_agents_up() {
+  local r count=1 appliance=127.0.0.1 lanes=$LOOP_LANES slots=$LOOP_SLOTS
+  if [ "$CUR_MODE" = rack ]; then
+    count=$WORKERS appliance=$RACK_APPLIANCE_ADDR lanes=$RACK_LANES slots=$(rack_slots_for "$CUR_RATE")
+  fi
+  for ((r = 0; r < count; r++)); do
+    SWITCHML_JAVA_OPTS="-Xmx1g ${SWITCHML_BENCH_JAVA_OPTS:-}" in_ns "$(rack_ns_w "$r")" "$SWITCHML" worker host \
+      --socket "$(host_agent_socket "$r")" --appliance "$appliance" --mac "$MAC" -k "$lanes" -s "$slots" \
+      --warm-up-ms "$HOST_WARMUP_MS" ${RTO_MS:+--rto-ms "$RTO_MS"} --fast-retransmit "$FAST_RETRANSMIT" \
+      > "$WORK/host-agent-$CUR_MODE-$r.log" 2>&1 &
+    HOST_AGENT_PIDS[r]=$!
   done
-  grep -qs 'host ready' "$WORK/host-agent.log" || die "the host agent did not start: $(tail -3 "$WORK/host-agent.log")"
-  log "host agent: $(grep 'host ready' "$WORK/host-agent.log")"
+  HOST_AGENTS=$count
+  for ((r = 0; r < count; r++)); do
+    for _ in $(seq $((HOST_WARMUP_MS / 200 + 150))); do
+      grep -qs 'host ready' "$WORK/host-agent-$CUR_MODE-$r.log" && break
+      kill -0 "${HOST_AGENT_PIDS[r]}" 2>/dev/null || break
+      sleep 0.2
+    done
+    grep -qs 'host ready' "$WORK/host-agent-$CUR_MODE-$r.log" ||
+      die "host agent $r did not start: $(tail -3 "$WORK/host-agent-$CUR_MODE-$r.log")"
+    log "host agent $r: $(grep 'host ready' "$WORK/host-agent-$CUR_MODE-$r.log")"
+  done
 }
-host_agent_down() {
-  [ -n "$HOST_AGENT_PID" ] || return 0
-  kill -TERM "$HOST_AGENT_PID" 2>/dev/null || true
-  wait "$HOST_AGENT_PID" 2>/dev/null || true
-  HOST_AGENT_PID=
+host_agents_down() {
+  local r
+  for ((r = 0; r < HOST_AGENTS; r++)); do kill -TERM "${HOST_AGENT_PIDS[r]}" 2>/dev/null || true; done
+  for ((r = 0; r < HOST_AGENTS; r++)); do wait "${HOST_AGENT_PIDS[r]}" 2>/dev/null || true; done
+  HOST_AGENTS=0
+  HOST_AGENT_PIDS=()
 }
-# "utime stime" of the host agent's JVM in clock ticks (the launcher execs it, so it is $HOST_AGENT_PID)
-host_agent_cpu() { awk '{ print $14, $15 }' "/proc/$HOST_AGENT_PID/stat"; }
-# cpuwrap.py's JSON for the host agent's CPU since "utime stime" $1, with its peak RSS
+# "utime stime" of a host agent's JVM in clock ticks (the launcher execs it, so it is the PID started)
+host_agent_cpu() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
+# cpuwrap.py's JSON for host agent $1's CPU since "utime stime" $2, with its peak RSS
 host_agent_cpu_since() {
   local hz
   hz=$(getconf CLK_TCK)
-  read -r u0 s0 <<< "$1"
-  read -r u1 s1 <<< "$(host_agent_cpu)"
-  awk -v u="$((u1 - u0))" -v s="$((s1 - s0))" -v hz="$hz" -v rss="$(awk '/^VmHWM/ { print $2 }' "/proc/$HOST_AGENT_PID/status")" \
+  read -r u0 s0 <<< "$2"
+  read -r u1 s1 <<< "$(host_agent_cpu "$1")"
+  awk -v u="$((u1 - u0))" -v s="$((s1 - s0))" -v hz="$hz" -v rss="$(awk '/^VmHWM/ { print $2 }' "/proc/$1/status")" \
     'BEGIN { printf "{\"userSec\": %.2f, \"systemSec\": %.2f, \"exitCode\": 0, \"maxRssKiB\": %d, \"hostAgent\": true}\n", u / hz, s / hz, rss }'
 }
 
@@ -690,8 +705,10 @@ if [ "$RACK" = 1 ]; then
         CUR_OFFLOAD=$OFFLOAD
       fi
       rack_offload "$CUR_OFFLOAD" "$WORKERS"
+      if has_system switchml-host && [ "$HOST_AGENTS" = 0 ]; then host_agents_up; fi
       run_systems
     done
+    host_agents_down
     rack_down
   done
 fi
@@ -700,9 +717,9 @@ if [ "$LOOPBACK" = 1 ]; then
   CUR_MODE=loopback CUR_RATE=none CUR_APPLIANCE_RATE=none CUR_LOSS=0 CUR_MTU=65536 CUR_OFFLOAD=host
   log "loopback: no namespaces, $WORKERS workers"
   [ "$MULTICAST" = on ] && loopback_multicast_up
-  if has_system switchml-host || has_system switchml-node; then host_agent_up; fi
+  if has_system switchml-host || has_system switchml-node; then host_agents_up; fi
   run_systems
-  host_agent_down
+  host_agents_down
   loopback_multicast_down
 fi
 
