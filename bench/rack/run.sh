@@ -468,6 +468,12 @@ run_switchml() {
   if [ "$system" = switchml-host ] || [ "$system" = switchml-node ]; then
     echo "hostWarmUpMs=$HOST_WARMUP_MS" >> "$CELL/meta.txt"
     local agents_cpu0=()
+    if ! host_agents_alive; then
+      # killed with everything in the worker namespaces (an MPI launch that hung is cleared that way): start again
+      log "a host agent is gone: starting the host agents again"
+      host_agents_down
+      host_agents_up
+    fi
     for ((r = 0; r < HOST_AGENTS; r++)); do agents_cpu0[r]=$(host_agent_cpu "${HOST_AGENT_PIDS[r]}"); done
     for ((r = 0; r < WORKERS; r++)); do
       OMP_NUM_THREADS=1 in_ns "$(rack_ns_w "$r")" timeout -k 10 "$CELL_TIMEOUT" \
@@ -480,9 +486,14 @@ run_switchml() {
       pids+=($!)
     done
     wait_all "${pids[@]}" || rc=$?
-    for ((r = 0; r < HOST_AGENTS; r++)); do
-      host_agent_cpu_since "${HOST_AGENT_PIDS[r]}" "${agents_cpu0[r]}" > "$CELL/rankhost$r.cpu.json"
-    done
+    if host_agents_alive; then
+      for ((r = 0; r < HOST_AGENTS; r++)); do
+        host_agent_cpu_since "${HOST_AGENT_PIDS[r]}" "${agents_cpu0[r]}" > "$CELL/rankhost$r.cpu.json"
+      done
+    else
+      log "a host agent died during the cell: its CPU is unknown, the cell fails"
+      rc=1
+    fi
     stop_sampler
     kill -TERM "$ap_pid" 2>/dev/null || true
     wait "$ap_pid" 2>/dev/null || true
@@ -512,8 +523,8 @@ run_switchml_host() {
   run_switchml switchml-host
 }
 
-# The same ranks as one node's: summed in the host agent, one worker of the job at the appliance (loopback only, as
-# switchml-host; a rack of several-rank nodes would need several agents per namespace)
+# The same ranks as one node's: summed in the host agent, one worker of the job at the appliance (loopback only: a rack
+# of several-rank nodes would need several ranks per worker namespace sharing its agent)
 run_switchml_node() {
   if [ "$CUR_MODE" != loopback ]; then
     log "switchml-node: loopback only, skipped in the rack"
@@ -528,9 +539,11 @@ run_switchml_node() {
 # CPU
 HOST_AGENT_PIDS=()
 HOST_AGENTS=0
+HOST_AGENT_STARTS=0
 host_agent_socket() { if [ "$CUR_MODE" = rack ]; then echo "$WORK/host-agent-w$1.sock"; else echo "$WORK/host-agent.sock"; fi; }
 host_agents_up() {
   local r count=1 appliance=127.0.0.1 lanes=$LOOP_LANES slots=$LOOP_SLOTS
+  HOST_AGENT_STARTS=$((HOST_AGENT_STARTS + 1))
   if [ "$CUR_MODE" = rack ]; then
     count=$WORKERS appliance=$RACK_APPLIANCE_ADDR lanes=$RACK_LANES slots=$(rack_slots_for "$CUR_RATE")
   fi
@@ -538,19 +551,19 @@ host_agents_up() {
     SWITCHML_JAVA_OPTS="-Xmx1g ${SWITCHML_BENCH_JAVA_OPTS:-}" in_ns "$(rack_ns_w "$r")" "$SWITCHML" worker host \
       --socket "$(host_agent_socket "$r")" --appliance "$appliance" --mac "$MAC" -k "$lanes" -s "$slots" \
       --warm-up-ms "$HOST_WARMUP_MS" ${RTO_MS:+--rto-ms "$RTO_MS"} --fast-retransmit "$FAST_RETRANSMIT" \
-      > "$WORK/host-agent-$CUR_MODE-$r.log" 2>&1 &
+      > "$WORK/host-agent-$HOST_AGENT_STARTS-$r.log" 2>&1 &
     HOST_AGENT_PIDS[r]=$!
   done
   HOST_AGENTS=$count
   for ((r = 0; r < count; r++)); do
     for _ in $(seq $((HOST_WARMUP_MS / 200 + 150))); do
-      grep -qs 'host ready' "$WORK/host-agent-$CUR_MODE-$r.log" && break
+      grep -qs 'host ready' "$WORK/host-agent-$HOST_AGENT_STARTS-$r.log" && break
       kill -0 "${HOST_AGENT_PIDS[r]}" 2>/dev/null || break
       sleep 0.2
     done
-    grep -qs 'host ready' "$WORK/host-agent-$CUR_MODE-$r.log" ||
-      die "host agent $r did not start: $(tail -3 "$WORK/host-agent-$CUR_MODE-$r.log")"
-    log "host agent $r: $(grep 'host ready' "$WORK/host-agent-$CUR_MODE-$r.log")"
+    grep -qs 'host ready' "$WORK/host-agent-$HOST_AGENT_STARTS-$r.log" ||
+      die "host agent $r did not start: $(tail -3 "$WORK/host-agent-$HOST_AGENT_STARTS-$r.log")"
+    log "host agent $r: $(grep 'host ready' "$WORK/host-agent-$HOST_AGENT_STARTS-$r.log")"
   done
 }
 host_agents_down() {
@@ -560,11 +573,15 @@ host_agents_down() {
   HOST_AGENTS=0
   HOST_AGENT_PIDS=()
 }
+host_agents_alive() {
+  local r
+  for ((r = 0; r < HOST_AGENTS; r++)); do [ -r "/proc/${HOST_AGENT_PIDS[r]}/stat" ] || return 1; done
+}
 # "utime stime" of a host agent's JVM in clock ticks (the launcher execs it, so it is the PID started)
 host_agent_cpu() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
 # cpuwrap.py's JSON for host agent $1's CPU since "utime stime" $2, with its peak RSS
 host_agent_cpu_since() {
-  local hz
+  local hz u0 s0 u1 s1
   hz=$(getconf CLK_TCK)
   read -r u0 s0 <<< "$2"
   read -r u1 s1 <<< "$(host_agent_cpu "$1")"

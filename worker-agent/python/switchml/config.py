@@ -249,8 +249,21 @@ class Config:
         if self.token is None:
             self.token = self._shared(store, "token", secrets.token_hex(16))
             self.token_where = "rank 0's pick"
-        # every node must sum alike: the appliance's job has one worker per node, or one per rank, never a mix
-        first = int(self._shared(store, "local_world", str(self.local_world))) if store is not None else self.local_world
+        # every node must sum alike: the appliance's job has one worker per node, or one per rank, never a mix; rank 0
+        # says how many it sums, and a rank that sums checks it (bounded: a rank 0 on an agent socket of its own says
+        # nothing)
+        if store is None or not (self.rank == 0 or self.local_world > 1):
+            return
+        if self.rank != 0:
+            import datetime
+            try:
+                store.wait(["switchml/local_world"], datetime.timedelta(seconds=self.join_timeout_s))
+            except RuntimeError:
+                raise ValueError("rank %d would have %d ranks of its host summed in the host agent, but rank 0 said "
+                                 "nothing of its own within %d s (does it use an agent socket of its own?); set "
+                                 "SWITCHML_LOCAL_REDUCE=off for one worker per rank"
+                                 % (self.rank, self.local_world, self.join_timeout_s)) from None
+        first = int(self._shared(store, "local_world", str(self.local_world)))
         if first != self.local_world:
             raise ValueError("rank %d would have %d ranks of its host summed in the host agent, rank 0 %d: every node "
                              "must run as many ranks (torchrun's --nproc_per_node) and use a host agent for that; set "

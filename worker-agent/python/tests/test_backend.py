@@ -26,6 +26,10 @@ class _Store:
     def get(self, key):
         return self.values[key]
 
+    def wait(self, keys, timeout):
+        if any(key not in self.values for key in keys):
+            raise RuntimeError("Wait timeout")  # as c10d's stores say it
+
 
 class ConfigTest(unittest.TestCase):
 
@@ -120,6 +124,8 @@ class ConfigTest(unittest.TestCase):
                                                     "rank 0 1"):
                 config.agree(_Store({"switchml/local_world": b"1"}))
             config.agree(_Store({"switchml/local_world": b"4"}))
+            with self.assertRaisesRegex(ValueError, "rank 0 said nothing of its own"):
+                config.agree(_Store({}))
 
     def test_the_packaged_host_agent_is_used_where_it_serves(self):
         import socket

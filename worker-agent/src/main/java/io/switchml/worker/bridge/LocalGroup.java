@@ -53,6 +53,7 @@ final class LocalGroup
     private int left;
     private volatile boolean settled;
     private volatile String failure;
+    private boolean stopped;
 
     /**
      * @param first      the context of the rank that opened the group: its job, world and local world.
@@ -234,8 +235,9 @@ final class LocalGroup
                 requests[i] = queues.get(i).poll();
             }
             round = new Round(requests);
+            // queued under the lock, so that the last rank's leave cannot put STOP ahead of it
+            work.addLast(() -> start(round));
         }
-        work.addLast(() -> start(round));
         return pending.done;
     }
 
@@ -292,8 +294,9 @@ final class LocalGroup
                 work.addLast(() -> sumAndSubmit(round, chunkOffset, length));
             }
         }
-        catch (final RuntimeException ex)
+        catch (final RuntimeException | Error ex)
         {
+            // an Error too: a round left incomplete would hang its ranks' replies
             failRound(round, ex);
         }
     }
@@ -325,8 +328,9 @@ final class LocalGroup
             // completed on the job's I/O thread: the copy goes to the group's thread, ahead of further sums
             result.whenComplete((ignore, error) -> work.addFirst(() -> copyBack(round, offset, length, error)));
         }
-        catch (final RuntimeException ex)
+        catch (final RuntimeException | Error ex)
         {
+            // an Error too: a round left incomplete would hang its ranks' replies
             failRound(round, ex);
         }
     }
@@ -360,8 +364,9 @@ final class LocalGroup
                 round.complete();
             }
         }
-        catch (final RuntimeException ex)
+        catch (final RuntimeException | Error ex)
         {
+            // an Error too: a round left incomplete would hang its ranks' replies
             failRound(round, ex);
         }
     }
@@ -394,8 +399,8 @@ final class LocalGroup
         }
         round.failed = true;
         final RuntimeException failed = cause instanceof AllReduceException || cause instanceof IllegalArgumentException ?
-            (RuntimeException)cause : new AllReduceException(String.valueOf(cause.getMessage()), cause);
-        if (!(failed instanceof AllReduceException))
+            (RuntimeException)cause : new AllReduceException(String.valueOf(cause), cause);
+        if (!(cause instanceof AllReduceException))
         {
             // failed here, mid-sequence: the other nodes would wait for chunks this node will not send
             node.abort(failed.getMessage());
@@ -409,7 +414,6 @@ final class LocalGroup
 
     private void leave(final int localRank, final boolean lost, final String reason)
     {
-        final boolean last;
         synchronized (this)
         {
             if (members[localRank] == null || members[localRank].left)
@@ -418,7 +422,6 @@ final class LocalGroup
             }
             members[localRank].left = true;
             left++;
-            last = left == present;
         }
         if (lost)
         {
@@ -429,9 +432,13 @@ final class LocalGroup
         // their copies, queued ahead, fail their rounds); the last one stops the thread behind every queued task, which
         // fails fast now
         node.close();
-        if (last)
+        synchronized (this)
         {
-            work.addLast(STOP);
+            if (left == present && !stopped)
+            {
+                stopped = true;
+                work.addLast(STOP);
+            }
         }
     }
 
