@@ -79,7 +79,7 @@ public final class HostAgent implements AutoCloseable
     private final AtomicLong opened = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
     private volatile boolean closed;
-    private volatile long localChunkBytes = LocalGroup.CHUNK_BYTES;
+    private volatile long localChunkBytes = LocalRounds.CHUNK_BYTES;
 
     private HostAgent(final Supplier<WorkerContext> hostOptions, final Path socketPath, final Path shmDir,
         final int maxSessions, final long maxShmBytes, final int pipelineDepth, final ServerSocketChannel acceptor)

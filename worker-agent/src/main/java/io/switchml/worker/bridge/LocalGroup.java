@@ -5,11 +5,7 @@ import io.switchml.worker.ReduceOp;
 import io.switchml.worker.WorkerContext;
 
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -19,23 +15,15 @@ import java.util.concurrent.TimeUnit;
  * one copy of the tensor instead of one per rank, so a host's link and its cores carry a {@code localWorld}-th of the
  * packets.
  * <p>
- * Every rank keeps its own session and shared memory. The n-th all-reduce of each local rank forms the group's n-th
- * round: when all have asked (for the same dtype, op and length; a disagreement fails the job naming the ranks), the
- * group's thread adds the other ranks' ranges into local rank 0's, chunk by chunk, and submits each chunk to the
- * node's job as soon as it is summed; each result is copied back into the other ranks' ranges when it arrives, ahead
- * of any further sum, and a round's requests complete when their last chunk is back. Rounds overlap as pipelined
- * requests do (a DDP bucket is summed while the previous one is on the wire), in one order on every node.
- * <p>
- * The group forms when all {@code localWorld} ranks have opened a session, within the join timeout of the first;
- * local rank 0's session then joins the node's job for all of them. A rank that leaves with {@code CLOSE} leaves the
- * node's job (as an ungrouped rank leaves its own), and the node's other ranks fail naming it; a rank lost mid-job
- * aborts the job naming it, for every node.
+ * This class is the group's membership: it forms when all {@code localWorld} ranks have opened a session, within the
+ * join timeout of the first (ranks must agree on the job's appliance, backend, geometry and world), and local rank 0's
+ * session then joins the node's job for all of them. Every rank keeps its own session and shared memory; their
+ * all-reduces are {@link LocalRounds}. A rank that leaves with {@code CLOSE} leaves the node's job (as an ungrouped
+ * rank leaves its own), and the node's other ranks fail naming it; a rank lost mid-job aborts the job naming it, for
+ * every node.
  */
 final class LocalGroup
 {
-    /** Bytes summed before they are submitted: small enough to overlap, large enough to keep the stream busy. */
-    static final long CHUNK_BYTES = 8L << 20;
-
     private final String jobName;
     private final int localWorld;
     private final int worldSize;
@@ -43,30 +31,20 @@ final class LocalGroup
     private final String signature;
     private final long formDeadlineNs;
     private final DirectLink node;
-    private final long chunkBytes;
+    private final LocalRounds rounds;
     private final Member[] members;
-    private final List<ArrayDeque<Pending>> queues = new ArrayList<>();
     private final CompletableFuture<Void> joined = new CompletableFuture<>();
-    /** The group thread's work: results to copy back at the front, rounds and chunks to sum at the back. */
-    private final LinkedBlockingDeque<Runnable> work = new LinkedBlockingDeque<>();
     private int present;
     private int left;
     private volatile boolean settled;
-    private volatile String failure;
-    private boolean stopped;
 
     /**
      * @param first      the context of the rank that opened the group: its job, world and local world.
      * @param node       the node's job (one worker per node), joined by local rank 0's session.
-     * @param chunkBytes bytes summed before they are submitted, a multiple of 4 ({@link #CHUNK_BYTES}).
+     * @param chunkBytes bytes summed before they are submitted ({@link LocalRounds#CHUNK_BYTES}).
      */
     LocalGroup(final BridgeContext first, final DirectLink node, final long chunkBytes)
     {
-        if (chunkBytes < Float.BYTES || chunkBytes % Float.BYTES != 0)
-        {
-            throw new IllegalArgumentException("chunk bytes must be a positive multiple of 4: " + chunkBytes);
-        }
-        this.chunkBytes = chunkBytes;
         this.jobName = first.worker().jobName();
         this.localWorld = first.localWorld();
         this.worldSize = first.worker().worldSize();
@@ -75,10 +53,7 @@ final class LocalGroup
         this.formDeadlineNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(first.worker().joinTimeoutMs());
         this.node = node;
         this.members = new Member[localWorld];
-        for (int i = 0; i < localWorld; i++)
-        {
-            queues.add(new ArrayDeque<>());
-        }
+        this.rounds = new LocalRounds(jobName, firstRank, localWorld, worldSize, node, chunkBytes);
     }
 
     /**
@@ -104,6 +79,7 @@ final class LocalGroup
     {
         final int localRank = context.localRank();
         final int rank = context.worker().rank();
+        final String failure = rounds.failure();
         if (failure != null || settled)
         {
             throw new IllegalArgumentException(failure != null ? failure :
@@ -131,7 +107,7 @@ final class LocalGroup
             // started here, so that a missing thread refuses this OPEN instead of hanging the group's requests
             try
             {
-                Thread.ofPlatform().daemon().name("switchml-local-sum-" + jobName).start(this::runWork);
+                rounds.startThread();
             }
             catch (final OutOfMemoryError ex)
             {
@@ -156,7 +132,7 @@ final class LocalGroup
 
     private synchronized void awaitMembers(final int localRank)
     {
-        while (present < localWorld && failure == null)
+        while (present < localWorld && rounds.failure() == null)
         {
             final long leftNs = formDeadlineNs - System.nanoTime();
             if (leftNs <= 0)
@@ -184,6 +160,7 @@ final class LocalGroup
                 fail("local rank " + localRank + " of job " + jobName + " was interrupted while its group formed");
             }
         }
+        final String failure = rounds.failure();
         if (failure != null)
         {
             throw new AllReduceException(failure);
@@ -195,221 +172,10 @@ final class LocalGroup
      */
     private synchronized void fail(final String message)
     {
-        if (failure == null)
-        {
-            failure = message;
-        }
+        rounds.fail(message);
         settled = true;
-        joined.completeExceptionally(new AllReduceException(failure));
-        for (final ArrayDeque<Pending> queue : queues)
-        {
-            Pending pending;
-            while ((pending = queue.poll()) != null)
-            {
-                pending.done.completeExceptionally(new AllReduceException(failure));
-            }
-        }
+        joined.completeExceptionally(new AllReduceException(rounds.failure()));
         notifyAll();
-    }
-
-    private CompletableFuture<Void> submit(final int localRank, final Pending pending)
-    {
-        final Round round;
-        synchronized (this)
-        {
-            if (failure != null)
-            {
-                return CompletableFuture.failedFuture(new AllReduceException(failure));
-            }
-            queues.get(localRank).add(pending);
-            for (final ArrayDeque<Pending> queue : queues)
-            {
-                if (queue.isEmpty())
-                {
-                    return pending.done;
-                }
-            }
-            final Pending[] requests = new Pending[localWorld];
-            for (int i = 0; i < localWorld; i++)
-            {
-                requests[i] = queues.get(i).poll();
-            }
-            round = new Round(requests);
-            // queued under the lock, so that the last rank's leave cannot put STOP ahead of it
-            work.addLast(() -> start(round));
-        }
-        return pending.done;
-    }
-
-    /**
-     * The group's thread: copies back first, then sums, one task at a time, until the last rank has
-     * left.
-     */
-    private void runWork()
-    {
-        try
-        {
-            while (true)
-            {
-                final Runnable task = work.takeFirst();
-                if (task == STOP)
-                {
-                    return;
-                }
-                task.run();
-            }
-        }
-        catch (final InterruptedException ex)
-        {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    private static final Runnable STOP = () -> { };
-
-    /**
-     * A round whose requests have all come: checked, then one sum task per chunk, queued behind the earlier rounds'.
-     */
-    private void start(final Round round)
-    {
-        try
-        {
-            final String failed = failure;
-            if (failed != null)
-            {
-                throw new AllReduceException(failed);
-            }
-            requireAgreement(round.requests);
-            final long bytes = round.requests[0].range.byteSize();
-            round.chunksLeft = (int)((bytes + chunkBytes - 1) / chunkBytes);
-            if (round.chunksLeft == 0)
-            {
-                round.complete();
-                return;
-            }
-            for (long offset = 0; offset < bytes; offset += chunkBytes)
-            {
-                final long chunkOffset = offset;
-                final long length = Math.min(chunkBytes, bytes - offset);
-                work.addLast(() -> sumAndSubmit(round, chunkOffset, length));
-            }
-        }
-        catch (final RuntimeException | Error ex)
-        {
-            // an Error too: a round left incomplete would hang its ranks' replies
-            failRound(round, ex);
-        }
-    }
-
-    private void sumAndSubmit(final Round round, final long offset, final long length)
-    {
-        if (round.failed)
-        {
-            return;
-        }
-        try
-        {
-            final String failed = failure;
-            if (failed != null)
-            {
-                // a rank has gone: its memory may be unmapped, and the other nodes hear of it from the job
-                throw new AllReduceException(failed);
-            }
-            final Pending[] requests = round.requests;
-            final MemorySegment chunk = requests[0].range.asSlice(offset, length);
-            final MemorySegment[] others = new MemorySegment[localWorld - 1];
-            for (int i = 1; i < localWorld; i++)
-            {
-                others[i - 1] = requests[i].range.asSlice(offset, length);
-            }
-            LocalSum.addInto(chunk, others, requests[0].ints);
-            final CompletableFuture<Void> result = requests[0].ints ? node.allReduceInts(chunk) :
-                node.allReduceFloats(chunk, ReduceOp.SUM);
-            // completed on the job's I/O thread: the copy goes to the group's thread, ahead of further sums
-            result.whenComplete((ignore, error) -> work.addFirst(() -> copyBack(round, offset, length, error)));
-        }
-        catch (final RuntimeException | Error ex)
-        {
-            // an Error too: a round left incomplete would hang its ranks' replies
-            failRound(round, ex);
-        }
-    }
-
-    private void copyBack(final Round round, final long offset, final long length, final Throwable error)
-    {
-        if (round.failed)
-        {
-            return;
-        }
-        if (error != null)
-        {
-            failRound(round, error instanceof java.util.concurrent.CompletionException && error.getCause() != null ?
-                error.getCause() : error);
-            return;
-        }
-        try
-        {
-            final Pending[] requests = round.requests;
-            final MemorySegment result = requests[0].range.asSlice(offset, length);
-            if (requests[0].op == ReduceOp.AVERAGE)
-            {
-                LocalSum.scaleFloats(result, (float)(1.0 / worldSize));
-            }
-            for (int i = 1; i < localWorld; i++)
-            {
-                MemorySegment.copy(result, 0, requests[i].range, offset, length);
-            }
-            if (--round.chunksLeft == 0)
-            {
-                round.complete();
-            }
-        }
-        catch (final RuntimeException | Error ex)
-        {
-            // an Error too: a round left incomplete would hang its ranks' replies
-            failRound(round, ex);
-        }
-    }
-
-    private void requireAgreement(final Pending[] round)
-    {
-        for (final Pending pending : round)
-        {
-            if (pending.ints != round[0].ints || pending.op != round[0].op ||
-                pending.range.byteSize() != round[0].range.byteSize())
-            {
-                final StringBuilder asked = new StringBuilder();
-                for (int i = 0; i < round.length; i++)
-                {
-                    asked.append(i == 0 ? "" : "; ").append("rank ").append(firstRank + i).append(": ")
-                        .append(round[i].range.byteSize() / Float.BYTES).append(round[i].ints ? " int32" : " float32")
-                        .append(' ').append(round[i].op.name().toLowerCase(java.util.Locale.ROOT));
-                }
-                throw new IllegalArgumentException("the ranks of job " + jobName + " on this host asked for " +
-                    "different all-reduces at the same point of their sequence (" + asked + ")");
-            }
-        }
-    }
-
-    private void failRound(final Round round, final Throwable cause)
-    {
-        if (round.failed)
-        {
-            return;
-        }
-        round.failed = true;
-        final RuntimeException failed = cause instanceof AllReduceException || cause instanceof IllegalArgumentException ?
-            (RuntimeException)cause : new AllReduceException(String.valueOf(cause), cause);
-        if (!(cause instanceof AllReduceException))
-        {
-            // failed here, mid-sequence: the other nodes would wait for chunks this node will not send
-            node.abort(failed.getMessage());
-        }
-        for (final Pending pending : round.requests)
-        {
-            pending.done.completeExceptionally(failed);
-        }
-        fail(failed.getMessage());
     }
 
     private void leave(final int localRank, final boolean lost, final String reason)
@@ -434,37 +200,9 @@ final class LocalGroup
         node.close();
         synchronized (this)
         {
-            if (left == present && !stopped)
+            if (left == present)
             {
-                stopped = true;
-                work.addLast(STOP);
-            }
-        }
-    }
-
-    private record Pending(MemorySegment range, boolean ints, ReduceOp op, CompletableFuture<Void> done)
-    {
-    }
-
-    /**
-     * One all-reduce of every local rank; touched by the group's thread only after it is queued.
-     */
-    private static final class Round
-    {
-        private final Pending[] requests;
-        private int chunksLeft;
-        private boolean failed;
-
-        private Round(final Pending[] requests)
-        {
-            this.requests = requests;
-        }
-
-        private void complete()
-        {
-            for (final Pending pending : requests)
-            {
-                pending.done.complete(null);
+                rounds.stop();
             }
         }
     }
@@ -512,7 +250,7 @@ final class LocalGroup
         @Override
         public CompletableFuture<Void> allReduceFloats(final MemorySegment range, final ReduceOp op)
         {
-            return submit(localRank, new Pending(range, false, op, new CompletableFuture<>()));
+            return rounds.submit(localRank, range, false, op);
         }
 
         @Override
@@ -522,7 +260,7 @@ final class LocalGroup
             {
                 throw new IllegalArgumentException("this bridge serves no int32 job (started without one)");
             }
-            return submit(localRank, new Pending(range, true, ReduceOp.SUM, new CompletableFuture<>()));
+            return rounds.submit(localRank, range, true, ReduceOp.SUM);
         }
 
         @Override

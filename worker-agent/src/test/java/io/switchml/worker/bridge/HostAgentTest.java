@@ -467,7 +467,7 @@ class HostAgentTest
     @Test
     void aNodeWhoseRanksDisagreeFailsTheJobNamingThem() throws Exception
     {
-        final List<BridgeTestClient> ranks = openTwoNodes("split", LocalGroup.CHUNK_BYTES);
+        final List<BridgeTestClient> ranks = openTwoNodes("split", LocalRounds.CHUNK_BYTES);
         final List<String> answers = requestAll(ranks, rank -> "ALLREDUCE offset=0 count=" + (rank == 1 ? 20 : 10));
         assertTrue(answers.get(0).contains("different all-reduces") && answers.get(0).contains("rank 1: 20 float32"),
             answers.get(0));
