@@ -63,10 +63,7 @@ public final class BridgeContext
             throw new IllegalArgumentException("localRank " + localRank + " does not fit rank " + worker.rank() +
                 " with localWorld " + localWorld + " (rank R of a node of L ranks is local rank R % L)");
         }
-        if (pipelineDepth < 1 || pipelineDepth > 4096)
-        {
-            throw new IllegalArgumentException("--pipeline-depth must be 1..4096: " + pipelineDepth);
-        }
+        requirePipelineDepth(pipelineDepth);
         if (shmBytes < SHM_BYTES_MIN || shmBytes % Float.BYTES != 0)
         {
             throw new IllegalArgumentException("--shm-bytes must be a positive multiple of 4: " + shmBytes);
@@ -78,9 +75,7 @@ public final class BridgeContext
         }
         if (shmPath == null)
         {
-            final Path shmDir = Files.isDirectory(Path.of(SHM_DIR_DEFAULT)) ?
-                Path.of(SHM_DIR_DEFAULT) : Path.of(System.getProperty("java.io.tmpdir"));
-            shmPath = shmDir.resolve(stem + ".shm");
+            shmPath = defaultShmDir().resolve(stem + ".shm");
         }
         socketPath = requireSocketPath(socketPath);
         shmPath = shmPath.toAbsolutePath();
@@ -91,6 +86,41 @@ public final class BridgeContext
             throw new IllegalArgumentException("--socket and --shm must differ: " + socketPath);
         }
         return this;
+    }
+
+    /**
+     * @return where shared-memory files go by default: {@value #SHM_DIR_DEFAULT} (a tmpfs) when it exists, else
+     * {@code $TMPDIR}.
+     */
+    static Path defaultShmDir()
+    {
+        return Files.isDirectory(Path.of(SHM_DIR_DEFAULT)) ? Path.of(SHM_DIR_DEFAULT) :
+            Path.of(System.getProperty("java.io.tmpdir"));
+    }
+
+    /**
+     * @throws IllegalArgumentException unless 1..4096, naming {@code --pipeline-depth}.
+     */
+    static int requirePipelineDepth(final int pipelineDepth)
+    {
+        if (pipelineDepth < 1 || pipelineDepth > 4096)
+        {
+            throw new IllegalArgumentException("--pipeline-depth must be 1..4096: " + pipelineDepth);
+        }
+        return pipelineDepth;
+    }
+
+    /**
+     * @param name the option or field, for the message.
+     * @throws IllegalArgumentException unless 1 ms .. 1 hour.
+     */
+    static long requireJoinTimeoutMs(final long joinTimeoutMs, final String name)
+    {
+        if (joinTimeoutMs < 1 || joinTimeoutMs > 3_600_000)
+        {
+            throw new IllegalArgumentException(name + " must be 1..3600000: " + joinTimeoutMs);
+        }
+        return joinTimeoutMs;
     }
 
     /**

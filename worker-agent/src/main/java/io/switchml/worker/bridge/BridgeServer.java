@@ -118,23 +118,23 @@ public final class BridgeServer implements AutoCloseable
      * the bridge serves that session alone, and a client lost without {@code CLOSE} aborts the job naming its rank.
      *
      * @param context bridge configuration; {@link BridgeContext#conclude()} is called here.
+     * @param link    the job (the rank's own client, or its place in a {@link LocalGroup}); closed with the bridge, or
+     *                here when the bridge cannot be made.
      * @throws IOException when the shared memory cannot be set up (the message names the path).
-     */
-    public static BridgeServer hosted(final BridgeContext context) throws IOException
-    {
-        return hosted(context, new DirectLink(context.worker(), context.int32Worker()));
-    }
-
-    /**
-     * As {@link #hosted(BridgeContext)}, reaching the job through a given link (a rank of a {@link LocalGroup}).
-     *
-     * @param link the job; closed with the bridge.
      */
     static BridgeServer hosted(final BridgeContext context, final JobLink link) throws IOException
     {
-        context.once(true).conclude();
-        return new BridgeServer(context, null, SharedMemoryRegion.create(context.shmPath(), context.shmBytes(), true),
-            link);
+        try
+        {
+            context.once(true).conclude();
+            return new BridgeServer(context, null, SharedMemoryRegion.create(context.shmPath(), context.shmBytes(), true),
+                link);
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            link.close();
+            throw ex;
+        }
     }
 
     /**
@@ -279,14 +279,9 @@ public final class BridgeServer implements AutoCloseable
 
     private static void reject(final SocketChannel channel)
     {
-        try (channel)
-        {
-            BridgeSession.write(channel, BridgeProtocol.error("busy: another client is connected to this bridge (one training process per rank)"));
-        }
-        catch (final IOException ignore)
-        {
-            // the client went away
-        }
+        BridgeSession.writeQuietly(channel,
+            BridgeProtocol.error("busy: another client is connected to this bridge (one training process per rank)"));
+        BridgeSession.closeQuietly(channel);
     }
 
     /**
@@ -457,14 +452,7 @@ public final class BridgeServer implements AutoCloseable
             final SocketChannel session = activeSession.get();
             if (session != null)
             {
-                try
-                {
-                    session.close();
-                }
-                catch (final IOException ignore)
-                {
-                    // closing anyway
-                }
+                BridgeSession.closeQuietly(session);
             }
             link.close();
             thread = sessionThread;

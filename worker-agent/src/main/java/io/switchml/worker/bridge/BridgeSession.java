@@ -130,7 +130,7 @@ final class BridgeSession
         catch (final IOException ignore)
         {
             // the client went away; the reader sees the closed channel and ends the session
-            closeQuietly();
+            closeQuietly(channel);
         }
         catch (final InterruptedException ex)
         {
@@ -205,7 +205,10 @@ final class BridgeSession
         }
     }
 
-    private void closeQuietly()
+    /**
+     * Close a connection, ignoring a failure (it is going away either way).
+     */
+    static void closeQuietly(final SocketChannel channel)
     {
         try
         {
@@ -214,6 +217,21 @@ final class BridgeSession
         catch (final IOException ignore)
         {
             // closing anyway
+        }
+    }
+
+    /**
+     * Write a line, ignoring a client that has gone (a refusal or a busy answer, after which the connection closes).
+     */
+    static void writeQuietly(final SocketChannel channel, final String line)
+    {
+        try
+        {
+            write(channel, line);
+        }
+        catch (final IOException ignore)
+        {
+            // the client went away
         }
     }
 

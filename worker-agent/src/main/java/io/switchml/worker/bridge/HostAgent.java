@@ -195,7 +195,7 @@ public final class HostAgent implements AutoCloseable
             {
                 refuse(channel, "busy: this host agent has " + maxConnections() + " connections open (--max-sessions " +
                     maxSessions + ", twice as many connections)");
-                closeQuietly(channel);
+                BridgeSession.closeQuietly(channel);
                 continue;
             }
             connections.add(channel);
@@ -208,7 +208,7 @@ public final class HostAgent implements AutoCloseable
                 // no thread for it (the unit's task limit): refuse this one, go on serving the others
                 connections.remove(channel);
                 refuse(channel, "busy: this host agent cannot start a thread for another session");
-                closeQuietly(channel);
+                BridgeSession.closeQuietly(channel);
             }
         }
         return true;
@@ -259,11 +259,9 @@ public final class HostAgent implements AutoCloseable
             reserved = true;
             final WorkerContext worker = context.worker();
             final String who = "rank " + worker.rank() + " of job " + worker.jobName();
-            JobLink link = null;
             try
             {
-                link = linkOf(context);
-                server = BridgeServer.hosted(context, link);
+                server = BridgeServer.hosted(context, linkOf(context));
                 sessions.add(server);
                 if (closed)
                 {
@@ -276,10 +274,6 @@ public final class HostAgent implements AutoCloseable
             }
             catch (final IOException | RuntimeException ex)
             {
-                if (server == null && link != null)
-                {
-                    link.close();
-                }
                 refuse(channel, ex.getMessage());
                 LOG.warn("refused {}: {}", who, ex.getMessage());
                 return;
@@ -315,7 +309,7 @@ public final class HostAgent implements AutoCloseable
             {
                 active.decrementAndGet();
             }
-            closeQuietly(channel);
+            BridgeSession.closeQuietly(channel);
             connections.remove(channel);
         }
     }
@@ -378,7 +372,7 @@ public final class HostAgent implements AutoCloseable
 
     private String readOpen(final SocketChannel channel, final BridgeSession.LineReader reader) throws IOException
     {
-        final ScheduledFuture<?> timeout = openTimeouts.schedule(() -> closeQuietly(channel), OPEN_TIMEOUT_MS,
+        final ScheduledFuture<?> timeout = openTimeouts.schedule(() -> BridgeSession.closeQuietly(channel), OPEN_TIMEOUT_MS,
             TimeUnit.MILLISECONDS);
         try
         {
@@ -401,14 +395,7 @@ public final class HostAgent implements AutoCloseable
     private void refuse(final SocketChannel channel, final String message)
     {
         refused.incrementAndGet();
-        try
-        {
-            BridgeSession.write(channel, BridgeProtocol.error(message));
-        }
-        catch (final IOException ignore)
-        {
-            // the client went away
-        }
+        BridgeSession.writeQuietly(channel, BridgeProtocol.error(message));
     }
 
     private static void drain(final SocketChannel channel)
@@ -434,18 +421,6 @@ public final class HostAgent implements AutoCloseable
         }
     }
 
-    private static void closeQuietly(final SocketChannel channel)
-    {
-        try
-        {
-            channel.close();
-        }
-        catch (final IOException ignore)
-        {
-            // closing anyway
-        }
-    }
-
     /**
      * Stop accepting, end every session (leaving its job), and delete the socket. Safe to call more than once and
      * from a shutdown hook.
@@ -459,7 +434,7 @@ public final class HostAgent implements AutoCloseable
         closed = true;
         BridgeServer.closeAcceptor(acceptor, socketPath);
         sessions.forEach(BridgeServer::close);
-        connections.forEach(HostAgent::closeQuietly);
+        connections.forEach(BridgeSession::closeQuietly);
         openTimeouts.shutdownNow();
     }
 }

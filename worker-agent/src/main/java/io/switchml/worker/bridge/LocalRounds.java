@@ -19,7 +19,8 @@ import java.util.concurrent.LinkedBlockingDeque;
  * summed while the previous one is on the wire), and every node submits its chunks in the same order.
  * <p>
  * One thread, one task at a time: results to copy back are queued at the front, rounds and chunks to sum at the back,
- * so a round's and a chunk's state is touched by that thread alone. Once the rounds have failed (a disagreement, a
+ * so a round's and a chunk's state is touched by that thread alone. A task that throws anything, an {@code Error}
+ * too, fails its round: a round left incomplete would hang its ranks' replies. Once the rounds have failed (a disagreement, a
  * failed chunk, a rank gone), queued and later requests fail with the first message.
  */
 final class LocalRounds
@@ -185,11 +186,7 @@ final class LocalRounds
     {
         try
         {
-            final String failed = failure;
-            if (failed != null)
-            {
-                throw new AllReduceException(failed);
-            }
+            requireNotFailed();
             requireAgreement(round.requests);
             final long bytes = round.requests[0].range.byteSize();
             round.chunksLeft = (int)((bytes + chunkBytes - 1) / chunkBytes);
@@ -207,7 +204,6 @@ final class LocalRounds
         }
         catch (final RuntimeException | Error ex)
         {
-            // an Error too: a round left incomplete would hang its ranks' replies
             failRound(round, ex);
         }
     }
@@ -220,12 +216,7 @@ final class LocalRounds
         }
         try
         {
-            final String failed = failure;
-            if (failed != null)
-            {
-                // a rank has gone: its memory may be unmapped, and the other nodes hear of it from the job
-                throw new AllReduceException(failed);
-            }
+            requireNotFailed();
             final Pending[] requests = round.requests;
             final MemorySegment chunk = requests[0].range.asSlice(offset, length);
             final MemorySegment[] others = new MemorySegment[localWorld - 1];
@@ -241,7 +232,6 @@ final class LocalRounds
         }
         catch (final RuntimeException | Error ex)
         {
-            // an Error too: a round left incomplete would hang its ranks' replies
             failRound(round, ex);
         }
     }
@@ -277,8 +267,20 @@ final class LocalRounds
         }
         catch (final RuntimeException | Error ex)
         {
-            // an Error too: a round left incomplete would hang its ranks' replies
             failRound(round, ex);
+        }
+    }
+
+    /**
+     * @throws AllReduceException once the rounds have failed: a rank may have gone (its memory unmapped), and the
+     *                            other nodes hear of it from the job.
+     */
+    private void requireNotFailed()
+    {
+        final String failed = failure;
+        if (failed != null)
+        {
+            throw new AllReduceException(failed);
         }
     }
 

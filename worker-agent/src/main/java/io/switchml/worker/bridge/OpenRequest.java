@@ -99,11 +99,7 @@ final class OpenRequest
         }
         if (open.containsKey("joinTimeoutMs"))
         {
-            final long joinTimeoutMs = longField(open, "joinTimeoutMs");
-            if (joinTimeoutMs < 1 || joinTimeoutMs > 3_600_000)
-            {
-                throw new IllegalArgumentException("joinTimeoutMs must be 1..3600000: " + joinTimeoutMs);
-            }
+            final long joinTimeoutMs = BridgeContext.requireJoinTimeoutMs(longField(open, "joinTimeoutMs"), "joinTimeoutMs");
             worker.joinTimeoutMs(atMost(joinTimeoutMs, own.joinTimeoutMs(), "joinTimeoutMs", "--join-timeout-ms"));
         }
         final long shmBytes = open.containsKey("shmBytes") ? longField(open, "shmBytes") :

@@ -14,7 +14,6 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
@@ -83,14 +82,8 @@ public final class WorkerHostCommand implements Callable<Integer>
             {
                 throw new IllegalArgumentException("--warm-up-ms must be 0..600000: " + warmUpMs);
             }
-            if (pipelineDepth < 1 || pipelineDepth > 4096)
-            {
-                throw new IllegalArgumentException("--pipeline-depth must be 1..4096: " + pipelineDepth);
-            }
-            if (joinTimeoutMs < 1 || joinTimeoutMs > 3_600_000)
-            {
-                throw new IllegalArgumentException("--join-timeout-ms must be 1..3600000: " + joinTimeoutMs);
-            }
+            BridgeContext.requirePipelineDepth(pipelineDepth);
+            BridgeContext.requireJoinTimeoutMs(joinTimeoutMs, "--join-timeout-ms");
             options = hostOptions();
             // the options every session starts from must be valid on their own (a job's fields aside)
             hostOptions().jobName("check").token("checkcheck").worldSize(1).rank(0).conclude();
@@ -102,8 +95,7 @@ public final class WorkerHostCommand implements Callable<Integer>
         }
         final Path socket = socketPath != null ? socketPath :
             Path.of(System.getProperty("java.io.tmpdir"), "switchml-worker-host.sock");
-        final Path shm = shmDir != null ? shmDir : Files.isDirectory(Path.of(BridgeContext.SHM_DIR_DEFAULT)) ?
-            Path.of(BridgeContext.SHM_DIR_DEFAULT) : Path.of(System.getProperty("java.io.tmpdir"));
+        final Path shm = shmDir != null ? shmDir : BridgeContext.defaultShmDir();
         final SystemdNotifier notifier = SystemdNotifier.fromEnvironment();
         final HostAgent agent;
         try
