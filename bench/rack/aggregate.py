@@ -115,7 +115,8 @@ def load_cell(cell_dir):
                 ranks.append({"rank": r, "ok": data.get("ok"), "tatP50Ms": data.get("tat_p50_ms"),
                               "tatP99Ms": data.get("tat_p99_ms"), "tatMaxMs": data.get("tat_max_ms"),
                               "samples": data.get("samples"), "retransmissions": data.get("retransmissions"),
-                              "smoothedRttMs": rank.get("smoothed_rtt_ms"), "firstTatMs": rank.get("first_tat_ms")})
+                              "smoothedRttMs": rank.get("smoothed_rtt_ms"), "firstTatMs": rank.get("first_tat_ms"),
+                              "timedCpuSec": rank.get("timed_cpu_sec")})
                 retransmissions = (retransmissions or 0) + (data.get("retransmissions") or 0)
                 recovery["resends"] += data.get("retransmissions_total") or 0
                 recovery["probes"] += data.get("probes_total") or 0
@@ -125,7 +126,7 @@ def load_cell(cell_dir):
                 recovery["sent"] += data.get("packets_sent") or 0
             else:
                 ranks.append({k: data.get(k) for k in ("rank", "ok", "tatP50Ms", "tatP99Ms", "tatMaxMs", "samples",
-                                                       "firstTatMs")})
+                                                       "firstTatMs", "timedCpuSec")})
                 ranks[-1]["tatMs"] = data.get("tatMs")
     else:
         data = read_json(os.path.join(cell_dir, "mpi.json"))
@@ -136,7 +137,7 @@ def load_cell(cell_dir):
                 if not rank.get("ok"):
                     errors.append(f"rank {rank['rank']}: {rank.get('error')}")
                 ranks.append({k: rank.get(k) for k in ("rank", "ok", "tatP50Ms", "tatP99Ms", "tatMaxMs", "samples", "tatMs",
-                                                       "firstTatMs")})
+                                                       "firstTatMs", "timedCpuSec")})
             meta["library"] = (data.get("library") or "").replace("\x00", "").strip()
     if meta.get("exitStatus", 0) not in (0, "0") and not errors:
         errors.append(f"exit status {meta.get('exitStatus')}")
@@ -185,6 +186,11 @@ def load_cell(cell_dir):
     cell["cpuSysSecPerRank"] = round(sys_ / workers, 3)
     cell["cpuSecPerRankPerGB"] = round((user + sys_) / workers / tensor_gb, 3) if tensor_gb else None
     cell["maxRssMiB"] = round(rss / 1024, 1) if rss else None
+    # CPU in the timed calls alone: each rank's process (and its host agent's share) from the call to its return
+    timed = [r.get("timedCpuSec") for r in ranks]
+    timed_gb = meta["sizeBytes"] * int(meta["iterations"]) / 1e9
+    cell["timedCpuSecPerRankPerGB"] = (round(sum(timed) / workers / timed_gb, 3)
+                                       if ok and timed_gb and all(isinstance(t, (int, float)) for t in timed) else None)
     if system in SWITCHML and recovery["sent"]:
         cell["recovery"] = recovery
         cell["resendsAndProbesPerMille"] = round((recovery["resends"] + recovery["probes"]) * 1000 / recovery["sent"], 3)
@@ -271,6 +277,19 @@ def targets(cells, workers):
             status = "met, but suspect"
         out.append({"target": name, "goal": goal, "measured": measured, "status": status, "detail": detail})
 
+    def timed_cpu_target(name, cell, peer, where):
+        """The steady state's CPU beside the whole process's: each rank's process CPU (every thread; a host agent's
+        share with its rank's) from the call to the return of the timed all-reduces, both systems measured alike."""
+        if cell and peer and cell.get("timedCpuSecPerRankPerGB") and peer.get("timedCpuSecPerRankPerGB"):
+            ratio = cell["timedCpuSecPerRankPerGB"] / peer["timedCpuSecPerRankPerGB"]
+            target(name, "<= 1.00x", f"{ratio:.2f}x", ratio <= 1.0,
+                   f"{where}: process CPU seconds (clock_gettime(CLOCK_PROCESS_CPUTIME_ID), every thread) from the "
+                   f"call to the return of each timed all-reduce, per rank per GB: SwitchML "
+                   f"{cell['timedCpuSecPerRankPerGB']:.2f}, Gloo {peer['timedCpuSecPerRankPerGB']:.2f}; start-up, "
+                   f"warm-ups and the fill and check between calls are not in it (the whole-process line is)")
+        elif cell and peer:
+            target(name, "<= 1.00x", None, None, where + ": a rank reported no CPU for its timed calls")
+
     ours = find(cells, "switchml", "rack", gbit, 0, big)
     gloo = find(cells, "gloo", "rack", gbit, 0, big)
     scope = f"1 Gbit/s links, {workers} workers, 100 MB, loss 0"
@@ -325,6 +344,7 @@ def targets(cells, workers):
                f"{gloo['cpuSecPerRankPerGB']:.2f} (user {gloo['cpuUserSecPerRank']:.2f} s, sys {gloo['cpuSysSecPerRank']:.2f} s)")
     else:
         target("worker CPU vs Gloo", "<= 1.00x", None, None, scope + ": a cell is missing or failed")
+    timed_cpu_target("worker CPU in the timed calls vs Gloo", ours, gloo, scope)
     host_rack = find(cells, "switchml-host", "rack", gbit, 0, big)
     if host_rack and gloo and gloo.get("cpuSecPerRankPerGB"):
         how = (f"{scope}, a Python rank and a host agent per worker namespace (started and warmed up "
@@ -338,6 +358,7 @@ def targets(cells, workers):
                f"agent's CPU during the cell: SwitchML {host_rack['cpuSecPerRankPerGB']:.2f} (user "
                f"{host_rack['cpuUserSecPerRank']:.2f} s, sys {host_rack['cpuSysSecPerRank']:.2f} s per rank), Gloo "
                f"{gloo['cpuSecPerRankPerGB']:.2f}")
+        timed_cpu_target("worker CPU in the timed calls vs Gloo, host agents", host_rack, gloo, how)
     for mode, cell in (("rack", ours), ("loopback", find(cells, "switchml", "loopback", None, 0, big))):
         name = f"resends + probes at zero loss ({mode})"
         if cell and cell.get("resendsAndProbesPerMille") is not None:
@@ -363,6 +384,8 @@ def targets(cells, workers):
         target("loopback elements/s vs Gloo", ">= 1.00x", f"{ratio:.2f}x", ratio >= 1.0,
                f"loopback, {workers} workers, 100 MB, all on the host's cores: SwitchML TAT {ours_loop['tatP50Ms']:.0f} ms, "
                f"Gloo {gloo_loop['tatP50Ms']:.0f} ms")
+        timed_cpu_target("loopback worker CPU in the timed calls vs Gloo", ours_loop, gloo_loop,
+                         f"loopback, {workers} agent JVMs started for the job, 100 MB")
     else:
         target("loopback elements/s vs Gloo", ">= 1.00x", None, None, "loopback, 100 MB: a cell is missing or failed")
     if ours_loop and ours_loop.get("firstCallVsSteady") is not None:
@@ -388,6 +411,7 @@ def targets(cells, workers):
                        f"{where}: CPU seconds per rank per GB, the Python ranks plus the host agent's CPU in the cell "
                        f"shared among them: {host_loop['cpuSecPerRankPerGB']:.2f} against Gloo's "
                        f"{gloo_loop['cpuSecPerRankPerGB']:.2f}")
+            timed_cpu_target(f"loopback worker CPU in the timed calls vs Gloo, {suffix}", host_loop, gloo_loop, where)
         if host_loop.get("firstCallVsSteady") is not None:
             target(f"loopback first all-reduce vs steady TAT, {suffix}", "<= 2.0x",
                    f"{host_loop['firstCallVsSteady']:.2f}x", host_loop["firstCallVsSteady"] <= 2.0,
@@ -530,12 +554,13 @@ def markdown(report):
         lines.append("")
         lines.append("| loss | system | TAT p50 ms | TAT p99 ms | elements/s | × Gloo elements/s | × Gloo TAT | goodput "
                      "| retransmissions / all-reduce | drops: socket / qdisc / backlog | wire MB / worker / all-reduce | CPU busy | iterations "
-                     "| first call ms | worker CPU s / rank / GB | RSS MiB / rank | resends + probes per 1000 packets |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                     "| first call ms | worker CPU s / rank / GB | timed calls' CPU s / rank / GB | RSS MiB / rank "
+                     "| resends + probes per 1000 packets |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for cell in sorted(group, key=lambda c: (float(c["loss"]), SYSTEMS.index(c["system"]))):
             if not cell["ok"]:
                 lines.append(f"| {loss_label(cell['loss'])} | {SYSTEM_LABEL[cell['system']]} | failed: "
-                             f"{(cell['error'] or '')[:160].replace('|', '/')} |  |  |  |  |  |  |  |  |  |  |  |  |  |  |")
+                             f"{(cell['error'] or '')[:160].replace('|', '/')} |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |")
                 continue
             wire = cell.get("wireBytesPerWorkerPerAllReduce")
             lines.append(
@@ -548,7 +573,8 @@ def markdown(report):
                 f"| {fmt(wire / 1e6 if wire else None, '.1f')} "
                 f"| {fmt(cell['cpuBusyFraction'] * 100 if cell.get('cpuBusyFraction') is not None else None, '.0f')}% "
                 f"| {cell['warmups']}+{cell['iterations']}{runs_note(cell)} | {fmt(cell.get('firstTatMs'), '.0f')} "
-                f"| {fmt(cell.get('cpuSecPerRankPerGB'), '.2f')} | {fmt(cell.get('maxRssMiB'), '.0f')} "
+                f"| {fmt(cell.get('cpuSecPerRankPerGB'), '.2f')} | {fmt(cell.get('timedCpuSecPerRankPerGB'), '.2f')} "
+                f"| {fmt(cell.get('maxRssMiB'), '.0f')} "
                 f"| {fmt(cell.get('resendsAndProbesPerMille'), '.2f')} |")
         lines.append("")
     lines.append("## Definitions")
@@ -582,6 +608,12 @@ def markdown(report):
                  "the reaped children: JVM start, JIT and GC for SwitchML; interpreter, torch import and Gloo's threads "
                  "for Gloo; mpirun's children for OpenMPI) / GB of tensor it all-reduced in the cell (warm-ups included). "
                  "**RSS MiB / rank**: the largest resident set of the rank's processes.")
+    lines.append("- **timed calls' CPU s / rank / GB**: the steady state's CPU: each rank's process CPU time "
+                 "(clock_gettime(CLOCK_PROCESS_CPUTIME_ID): every thread, JIT and GC included; Python's "
+                 "time.process_time_ns() for the torch ranks) from the call to the return of each timed all-reduce, "
+                 "summed, / GB it all-reduced in the timed calls. A host agent's CPU clock is read around the same calls "
+                 "and shared among the ranks it serves. Start-up, warm-ups, and the fill and check between calls are "
+                 "not in it.")
     lines.append("- **resends + probes per 1000 packets**: SwitchML workers' retransmitted updates plus probes, over the "
                  "whole cell, per 1000 packets they sent; the JSON also has how many of them were shown to be unneeded.")
     lines.append("")

@@ -61,6 +61,13 @@ final class RankBenchmark
         long spuriousProbes;
         long spuriousRetransmissions;
         long smoothedRttNs;
+        /**
+         * CPU time of the whole process (every thread: agents, JIT, collector) from the call to the return of each
+         * timed all-reduce, summed; -1 when the clock could not be read. The start-up, the warm-ups, and the fill
+         * and check between calls are not in it. With several ranks in one process, each rank's figure is the
+         * process's CPU in its own calls, which overlap the others'.
+         */
+        long timedCpuNs;
         String transport = "";
         String backend = "";
         int roundsChecked;
@@ -101,6 +108,7 @@ final class RankBenchmark
         final boolean peerValues)
     {
         final Result result = new Result(context.rank());
+        final ProcessCpuClock cpuClock = new ProcessCpuClock();
         final int rank = context.rank();
         final int worldSize = context.worldSize();
         final int lanes = context.lanes();
@@ -142,6 +150,7 @@ final class RankBenchmark
                 }
 
                 final long retransmissionsBefore = counters.retransmissions();
+                final long cpuBeforeNs = cpuClock.nanos();
                 final long startNs = System.nanoTime();
                 if (isFloat)
                 {
@@ -152,6 +161,7 @@ final class RankBenchmark
                     client.allReduce(ints, ints);
                 }
                 final long tatNs = System.nanoTime() - startNs;
+                final long cpuAfterNs = cpuClock.nanos();
                 if (round == 0)
                 {
                     result.firstTatNs = tatNs;
@@ -171,6 +181,8 @@ final class RankBenchmark
                     result.tatNs.recordValue(Math.min(tatNs, HIGHEST_TRACKABLE_NS));
                     result.tatsInOrderNs[result.timed++] = tatNs;
                     result.retransmissionsTimed += retransmitted;
+                    result.timedCpuNs = result.timedCpuNs < 0 || cpuBeforeNs < 0 || cpuAfterNs < 0 ?
+                        -1 : result.timedCpuNs + cpuAfterNs - cpuBeforeNs;
                 }
             }
             result.retransmissionsTotal = counters.retransmissions();
