@@ -10,6 +10,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.concurrent.locks.LockSupport;
 
 import static io.switchml.protocol.DataHeaderFlyweight.FLAG_EXPONENT_ONLY;
 import static io.switchml.protocol.DataHeaderFlyweight.FLAG_RETRANSMIT;
@@ -87,6 +88,12 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     private long lastProgressNs;
     private long lastCycleEndNs;
     private long awaitedNs;
+    private final ResultCoalescing coalescing;
+    private int resultsRead;
+    /** Whether a result was read since the agent last slept or blocked: results are flowing. */
+    private boolean readSinceIdle;
+    /** Whether the last result's slot has no chunk after the one it went on to: the stream's last window. */
+    private boolean streamTail;
     private int inFlight;
     private boolean failedAll;
 
@@ -140,6 +147,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         slotVersion = new int[localSlots];
         slotExponent = new int[localSlots];
         recovery = context.lossRecovery().create(context, localSlots, counters);
+        coalescing = new ResultCoalescing(context.idleCoalesceMaxUs() * 1000L);
         probeView = new UnsafeBuffer(ByteBuffer.allocateDirect(DataHeaderFlyweight.HEADER_LENGTH));
         for (int l = 0; l < localSlots; l++)
         {
@@ -202,6 +210,8 @@ final class ShardAgent implements Agent, LossRecovery.Actions
             }
         }
         awaitedNs = 0;
+        final int inFlightBefore = inFlight;
+        resultsRead = 0;
         int work = 0;
         if (!client.isStreamHeld())
         {
@@ -220,6 +230,8 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         }
         work += transport.flush();
         lastCycleEndNs = System.nanoTime();
+        coalescing.onCycle(lastCycleEndNs, inFlightBefore, resultsRead);
+        readSinceIdle |= resultsRead > 0;
         return work;
     }
 
@@ -233,6 +245,15 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         {
             final long wakeNs = Math.min(recovery.nextWakeNs(), lastProgressNs + progressTimeoutNs);
             final long untilNs = wakeNs - System.nanoTime();
+            final long sleepNs = Math.min(coalescing.sleepNs(inFlight, readSinceIdle, streamTail), untilNs);
+            readSinceIdle = false;
+            if (sleepNs >= ResultCoalescing.MIN_SLEEP_NS)
+            {
+                // let results gather in the socket, to be read and answered in one batch
+                awaitedNs += sleepNs;
+                LockSupport.parkNanos(sleepNs);
+                return;
+            }
             waitMs = Math.max(1, Math.min(MAX_IDLE_WAIT_MS, (untilNs + NANOS_PER_MS - 1) / NANOS_PER_MS));
         }
         awaitedNs += waitMs * NANOS_PER_MS;
@@ -455,6 +476,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         }
 
         final long nowNs = System.nanoTime();
+        resultsRead++;
         recovery.onResult(l, fromShadow, roundKey(chunk, exponentOnly), nowNs);
         slotVersion[l] ^= 1;
         lastProgressNs = nowNs;
@@ -507,6 +529,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
             slotExponent[l] = lookahead;
         }
         slotChunk[l] = chunk + slotCount;
+        streamTail = slotChunk[l] + slotCount >= submissions.streamEnd();
         onChunkDone(submission);
         if (slotChunk[l] < submissions.streamEnd())
         {

@@ -54,6 +54,14 @@ public final class WorkerContext
     /** System property: idle duty cycles an I/O agent yields the CPU before it blocks in its selector. */
     public static final String IDLE_YIELDS_PROP = "switchml.worker.idle.yields";
     public static final int IDLE_YIELDS_DEFAULT = 2;
+    /**
+     * System property: the longest an idle I/O agent sleeps to read several results at once while its slots are in
+     * flight ({@link ResultCoalescing}); 0 blocks in the selector for every result.
+     */
+    public static final String IDLE_COALESCE_MAX_US_PROP = "switchml.worker.idle.coalesce.max.us";
+    public static final int IDLE_COALESCE_MAX_US_DEFAULT = 500;
+    /** Longest coalescing sleep accepted: a tenth of the smallest retransmission timeout (10 ms). */
+    public static final int MAX_IDLE_COALESCE_US = 1000;
 
     private String applianceHost = APPLIANCE_HOST_DEFAULT;
     private int controlPort = CONTROL_PORT_DEFAULT;
@@ -91,6 +99,7 @@ public final class WorkerContext
     private long lossSeed = 1;
     private int idleSpins = Integer.getInteger(IDLE_SPINS_PROP, IDLE_SPINS_DEFAULT);
     private int idleYields = Integer.getInteger(IDLE_YIELDS_PROP, IDLE_YIELDS_DEFAULT);
+    private int idleCoalesceMaxUs = Integer.getInteger(IDLE_COALESCE_MAX_US_PROP, IDLE_COALESCE_MAX_US_DEFAULT);
 
     /**
      * Validate every option.
@@ -156,6 +165,11 @@ public final class WorkerContext
         {
             throw new IllegalArgumentException(IDLE_SPINS_PROP + " and " + IDLE_YIELDS_PROP + " must not be negative: " +
                 idleSpins + ", " + idleYields);
+        }
+        if (idleCoalesceMaxUs < 0 || idleCoalesceMaxUs > MAX_IDLE_COALESCE_US)
+        {
+            throw new IllegalArgumentException(IDLE_COALESCE_MAX_US_PROP + " must be 0 (off) to " + MAX_IDLE_COALESCE_US +
+                " us: " + idleCoalesceMaxUs);
         }
         if (progressTimeoutMs < 1 || joinTimeoutMs < 1)
         {
@@ -631,5 +645,20 @@ public final class WorkerContext
     public int idleYields()
     {
         return idleYields;
+    }
+
+    /**
+     * @param idleCoalesceMaxUs the longest an idle I/O agent sleeps to read several results at once, 0 (off) to
+     *                          {@value #MAX_IDLE_COALESCE_US} (default {@value #IDLE_COALESCE_MAX_US_DEFAULT}).
+     */
+    public WorkerContext idleCoalesceMaxUs(final int idleCoalesceMaxUs)
+    {
+        this.idleCoalesceMaxUs = idleCoalesceMaxUs;
+        return this;
+    }
+
+    public int idleCoalesceMaxUs()
+    {
+        return idleCoalesceMaxUs;
     }
 }

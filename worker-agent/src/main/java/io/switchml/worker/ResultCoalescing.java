@@ -1,0 +1,100 @@
+package io.switchml.worker;
+
+/**
+ * How long an idle I/O agent sleeps, while its slots' results are on their way, before it reads them: software
+ * interrupt moderation. Blocking in the selector wakes the agent for every result, and at 1 Gbit/s a 9 KB result
+ * comes every 72 us, so each result costs a wake-up, a receive and a send system call of its own (the rack's
+ * worker CPU was two thirds system time, docs/bench/worker-cpu-2026-11-26.md). Sleeping a while instead lets several
+ * results queue in the socket, to be read by one recvmmsg and answered by one sendmmsg (one GSO datagram).
+ * <p>
+ * The sleep must not starve the pipeline: while the agent sleeps its answered slots send nothing. It is half the
+ * time the slots now in flight take to come back at the rate results have been arriving ({@code inFlight x
+ * interval / 2}), at most {@code maxNs}; so the slots not yet answered still cover the link while the agent
+ * sleeps, and the sleep shrinks with the window at a stream's tail, where a result's delay would be the call's.
+ * Shorter than {@link #MIN_SLEEP_NS} it is not worth a timed sleep (the kernel's default timer slack is 50 us):
+ * the agent blocks in its selector as before. It does not sleep before the first results of a call (they are a
+ * round trip away, and the window is full) nor in the stream's last window (each of its results is the call's
+ * completion), so a short all-reduce keeps its latency.
+ * <p>
+ * The rate is measured over the agent's busy periods only (slots in flight), in batches of
+ * {@link #SAMPLE_RESULTS} results, smoothed by 1/4. One instance per agent thread; no allocation, no locks.
+ */
+final class ResultCoalescing
+{
+    /** Below this a timed sleep is not worth it: the agent blocks in its selector instead. */
+    static final long MIN_SLEEP_NS = 50_000;
+    /** Results per rate sample. */
+    static final int SAMPLE_RESULTS = 16;
+
+    private final long maxNs;
+    private long lastCycleNs;
+    private long busyNs;
+    private int results;
+    private long intervalNs;
+
+    /**
+     * @param maxNs the longest sleep; 0 turns coalescing off (the agent always blocks in its selector).
+     */
+    ResultCoalescing(final long maxNs)
+    {
+        if (maxNs < 0)
+        {
+            throw new IllegalArgumentException("the longest coalescing sleep must not be negative: " + maxNs + " ns");
+        }
+        this.maxNs = maxNs;
+    }
+
+    /**
+     * Account one duty cycle.
+     *
+     * @param nowNs    the cycle's start.
+     * @param inFlight slots in flight at its start.
+     * @param received results it read.
+     */
+    void onCycle(final long nowNs, final int inFlight, final int received)
+    {
+        if (inFlight == 0)
+        {
+            lastCycleNs = 0;
+            busyNs = 0;
+            results = 0;
+            return;
+        }
+        if (lastCycleNs != 0)
+        {
+            busyNs += nowNs - lastCycleNs;
+            results += received;
+            if (results >= SAMPLE_RESULTS)
+            {
+                final long sample = busyNs / results;
+                intervalNs = intervalNs == 0 ? sample : intervalNs + ((sample - intervalNs) >> 2);
+                busyNs = 0;
+                results = 0;
+            }
+        }
+        lastCycleNs = nowNs;
+    }
+
+    /**
+     * @param inFlight   slots in flight now.
+     * @param flowing    whether the last duty cycle read a result: at a call's start the first results are a round
+     *                   trip away, and the agent waits for the first of them in its selector.
+     * @param streamTail whether the stream's last window is in flight: its results end the call, so none waits.
+     * @return how long to sleep before reading the results, or 0 to block in the selector as usual.
+     */
+    long sleepNs(final int inFlight, final boolean flowing, final boolean streamTail)
+    {
+        if (maxNs == 0 || inFlight == 0 || intervalNs == 0 || !flowing || streamTail)
+        {
+            return 0;
+        }
+        final long sleepNs = Math.min(maxNs, inFlight * intervalNs / 2);
+        return sleepNs < MIN_SLEEP_NS ? 0 : sleepNs;
+    }
+
+    /** @return the smoothed interval between results while busy, 0 before the first sample. */
+    long intervalNs()
+    {
+        return intervalNs;
+    }
+}
