@@ -8,7 +8,9 @@ import org.agrona.concurrent.IdleStrategy;
  * result arrives, a submitter wakes it, or the next retransmission timer is due. Machines running
  * workers are often oversubscribed (the training framework wants the cores), so the agent must not
  * busy-spin while it waits for slow ranks; blocking in the selector adds no latency when a packet
- * arrives, unlike a backoff that parks for a fixed period.
+ * arrives, unlike a backoff that parks for a fixed period. While results stream in at a measured pace the agent
+ * sleeps to read them in batches ({@link ResultCoalescing}), straight away: spinning and yielding would only poll
+ * an empty socket.
  */
 final class SelectorIdleStrategy implements IdleStrategy
 {
@@ -37,7 +39,12 @@ final class SelectorIdleStrategy implements IdleStrategy
     public void idle()
     {
         final int cycles = idleCycles++;
-        if (cycles < spins)
+        if (cycles < spinsAndYields && agent.coalescesNow())
+        {
+            idleCycles = spinsAndYields;
+            agent.idle();
+        }
+        else if (cycles < spins)
         {
             Thread.onSpinWait();
         }

@@ -243,25 +243,41 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         long waitMs = MAX_IDLE_WAIT_MS;
         if (inFlight > 0)
         {
-            final long wakeNs = Math.min(recovery.nextWakeNs(), lastProgressNs + progressTimeoutNs);
-            final long untilNs = wakeNs - System.nanoTime();
+            final long untilNs = untilWakeNs();
             final long sleepNs = Math.min(coalescing.sleepNs(inFlight, readSinceIdle, streamTail), untilNs);
             readSinceIdle = false;
             if (sleepNs >= ResultCoalescing.MIN_SLEEP_NS)
             {
                 // let results gather in the socket, to be read and answered in one batch
                 awaitedNs += sleepNs;
+                counters.coalescedSleeps++;
                 LockSupport.parkNanos(sleepNs);
                 return;
             }
             waitMs = Math.max(1, Math.min(MAX_IDLE_WAIT_MS, (untilNs + NANOS_PER_MS - 1) / NANOS_PER_MS));
         }
         awaitedNs += waitMs * NANOS_PER_MS;
+        counters.selectorWaits++;
         transport.await(waitMs);
         if (transport.hasQueued())
         {
             transport.flush();
         }
+    }
+
+    /**
+     * @return whether {@link #idle} would sleep to coalesce results now: then spinning and yielding first would only
+     * poll an empty socket (the next result is tens of microseconds away).
+     */
+    boolean coalescesNow()
+    {
+        return inFlight > 0 &&
+            Math.min(coalescing.sleepNs(inFlight, readSinceIdle, streamTail), untilWakeNs()) >= ResultCoalescing.MIN_SLEEP_NS;
+    }
+
+    private long untilWakeNs()
+    {
+        return Math.min(recovery.nextWakeNs(), lastProgressNs + progressTimeoutNs) - System.nanoTime();
     }
 
     public void onClose()

@@ -30,6 +30,8 @@ public final class WorkerCounters
         volatile long spuriousProbes;
         volatile long spuriousRetransmissions;
         volatile long pausesNs;
+        volatile long selectorWaits;
+        volatile long coalescedSleeps;
     }
 
     private final Cells[] cells;
@@ -165,6 +167,21 @@ public final class WorkerCounters
         return sum(c -> c.pausesNs);
     }
 
+    /** @return times an idle I/O agent blocked in its selector, woken by the next packet, a submitter or a timer. */
+    public long selectorWaits()
+    {
+        return sum(c -> c.selectorWaits);
+    }
+
+    /**
+     * @return times an idle I/O agent slept while results were on their way, to read several at once
+     * ({@link ResultCoalescing}).
+     */
+    public long coalescedSleeps()
+    {
+        return sum(c -> c.coalescedSleeps);
+    }
+
     /**
      * @return probes that were not needed: the probed slot's result came from its normal completion with no NACK in
      * between (its update and its result were both on their way). Probes answered with a PENDING (the slot waited
@@ -200,7 +217,8 @@ public final class WorkerCounters
             nacksReceived() + " pendings=" + pendingsReceived() +
             " staleResults=" + staleResults() + " malformed=" + malformedResults() + " sendFailures=" + sendFailures() +
             " spuriousProbes=" + spuriousProbes() + " spuriousRetransmissions=" + spuriousRetransmissions() +
-            " pausedMs=" + pausesNs() / 1_000_000 +
+            " pausedMs=" + pausesNs() / 1_000_000 + " selectorWaits=" + selectorWaits() +
+            " coalescedSleeps=" + coalescedSleeps() +
             " lossInjected=" + lossInjected() + " allReduces=" + allReduces() + " exponentOnly=" + exponentOnlyPackets() +
             " lookaheadMisses=" + lookaheadMisses();
     }

@@ -59,6 +59,8 @@ final class RankBenchmark
         long packetsReceived;
         long staleResults;
         long spuriousProbes;
+        long selectorWaits;
+        long coalescedSleeps;
         long spuriousRetransmissions;
         long smoothedRttNs;
         /**
@@ -195,6 +197,8 @@ final class RankBenchmark
             result.packetsReceived = counters.packetsReceived();
             result.staleResults = counters.staleResults();
             result.spuriousProbes = counters.spuriousProbes();
+            result.selectorWaits = counters.selectorWaits();
+            result.coalescedSleeps = counters.coalescedSleeps();
             result.spuriousRetransmissions = counters.spuriousRetransmissions();
             result.smoothedRttNs = client.smoothedRttNs();
         }

@@ -383,6 +383,8 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 .field("packets_received", sum(r -> r.packetsReceived))
                 .field("stale_results", sum(r -> r.staleResults))
                 .field("spurious_probes_total", sum(r -> r.spuriousProbes))
+                .field("selector_waits_total", sum(r -> r.selectorWaits))
+                .field("coalesced_sleeps_total", sum(r -> r.coalescedSleeps))
                 .field("spurious_retransmissions_total", sum(r -> r.spuriousRetransmissions))
                 .field("transport", results.length > 0 ? results[0].transport : "")
                 .field("backend", results.length > 0 ? results[0].backend : "")

@@ -185,6 +185,8 @@ final class DirectLink implements JobLink
         counters.put("spuriousRetransmissions", WorkerCounters::spuriousRetransmissions);
         counters.put("probes", WorkerCounters::probesSent);
         counters.put("spuriousProbes", WorkerCounters::spuriousProbes);
+        counters.put("selectorWaits", WorkerCounters::selectorWaits);
+        counters.put("coalescedSleeps", WorkerCounters::coalescedSleeps);
         counters.put("nacks", WorkerCounters::nacksReceived);
         counters.put("pendings", WorkerCounters::pendingsReceived);
         counters.put("staleResults", WorkerCounters::staleResults);
