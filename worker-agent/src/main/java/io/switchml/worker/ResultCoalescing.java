@@ -3,9 +3,10 @@ package io.switchml.worker;
 /**
  * How long an idle I/O agent sleeps, while its slots' results are on their way, before it reads them: software
  * interrupt moderation. Blocking in the selector wakes the agent for every result, and at 1 Gbit/s a 9 KB result
- * comes every 72 us, so each result costs a wake-up, a receive and a send system call of its own (the rack's
- * worker CPU was two thirds system time, docs/bench/worker-cpu-2026-11-26.md). Sleeping a while instead lets several
- * results queue in the socket, to be read by one recvmmsg and answered by one sendmmsg (one GSO datagram).
+ * comes every 72 us, so each result costs a wake-up, a receive and a send system call of its own, and the idle
+ * strategy's spins and yields before each wait poll an empty socket (docs/bench/worker-transport-2026-11-25.md,
+ * session 30). Sleeping a while instead lets several results queue in the socket, to be read by one recvmmsg and
+ * answered by one sendmmsg (one GSO datagram).
  * <p>
  * The sleep must not starve the pipeline: while the agent sleeps its answered slots send nothing. It is half the
  * time the slots now in flight take to come back at the rate results have been arriving ({@code inFlight x

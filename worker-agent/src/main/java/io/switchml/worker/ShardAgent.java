@@ -244,9 +244,9 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         if (inFlight > 0)
         {
             final long untilNs = untilWakeNs();
-            final long sleepNs = Math.min(coalescing.sleepNs(inFlight, readSinceIdle, streamTail), untilNs);
+            final long sleepNs = coalescing.sleepNs(inFlight, readSinceIdle, streamTail);
             readSinceIdle = false;
-            if (sleepNs >= ResultCoalescing.MIN_SLEEP_NS)
+            if (sleepNs >= ResultCoalescing.MIN_SLEEP_NS && sleepNs < untilNs)
             {
                 // let results gather in the socket, to be read and answered in one batch
                 awaitedNs += sleepNs;
@@ -267,12 +267,18 @@ final class ShardAgent implements Agent, LossRecovery.Actions
 
     /**
      * @return whether {@link #idle} would sleep to coalesce results now: then spinning and yielding first would only
-     * poll an empty socket (the next result is tens of microseconds away).
+     * poll an empty socket (the next result is tens of microseconds away). Never while a loss-recovery timer (a
+     * suspect slot's reorder window, the tail probe) falls due within the sleep: the agent then waits as before, woken
+     * by the first result, which may clear the suspicion.
      */
     boolean coalescesNow()
     {
-        return inFlight > 0 &&
-            Math.min(coalescing.sleepNs(inFlight, readSinceIdle, streamTail), untilWakeNs()) >= ResultCoalescing.MIN_SLEEP_NS;
+        if (inFlight == 0)
+        {
+            return false;
+        }
+        final long sleepNs = coalescing.sleepNs(inFlight, readSinceIdle, streamTail);
+        return sleepNs >= ResultCoalescing.MIN_SLEEP_NS && sleepNs < untilWakeNs();
     }
 
     private long untilWakeNs()
