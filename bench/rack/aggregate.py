@@ -93,6 +93,30 @@ def cpu_split(paths):
     return user, system, rss
 
 
+def add_agent_shares(ranks):
+    """The host agents' CPU in the timed calls, for ranks served by one (switchml_host_allreduce.py): per agent and
+    round, its CPU clock from the first of its ranks to start the call to the last to return it, summed over the rounds
+    and shared equally among its ranks; added to each rank's own CPU as its timedCpuSec. Ranks without marks keep
+    what they reported."""
+    served = [r for r in ranks if r.get("agentPid") is not None]
+    if not served:
+        return
+    if any(not r.get("agentCpuMarksNs") or r.get("timedOwnCpuSec") is None for r in served):
+        for r in served:
+            r["timedCpuSec"] = None  # an agent's clock could not be read: no figure rather than a low one
+        return
+    by_agent = {}
+    for r in served:
+        by_agent.setdefault(r["agentPid"], []).append(r)
+    for group in by_agent.values():
+        rounds = min(len(r["agentCpuMarksNs"]) for r in group)
+        agent_ns = sum(max(r["agentCpuMarksNs"][i][1] for r in group) - min(r["agentCpuMarksNs"][i][0] for r in group)
+                       for i in range(rounds))
+        for r in group:
+            r["timedCpuSec"] = r["timedOwnCpuSec"] + agent_ns / len(group) / 1e9
+            r["timedAgentCpuSec"] = agent_ns / len(group) / 1e9
+
+
 def load_cell(cell_dir):
     meta = read_meta(cell_dir)
     system = meta["system"]
@@ -116,7 +140,8 @@ def load_cell(cell_dir):
                               "tatP99Ms": data.get("tat_p99_ms"), "tatMaxMs": data.get("tat_max_ms"),
                               "samples": data.get("samples"), "retransmissions": data.get("retransmissions"),
                               "smoothedRttMs": rank.get("smoothed_rtt_ms"), "firstTatMs": rank.get("first_tat_ms"),
-                              "timedCpuSec": rank.get("timed_cpu_sec")})
+                              "timedCpuSec": rank.get("timed_cpu_sec"), "timedOwnCpuSec": rank.get("timed_own_cpu_sec"),
+                              "agentPid": rank.get("agent_pid"), "agentCpuMarksNs": rank.get("agent_cpu_marks_ns")})
                 retransmissions = (retransmissions or 0) + (data.get("retransmissions") or 0)
                 recovery["resends"] += data.get("retransmissions_total") or 0
                 recovery["probes"] += data.get("probes_total") or 0
@@ -187,6 +212,7 @@ def load_cell(cell_dir):
     cell["cpuSecPerRankPerGB"] = round((user + sys_) / workers / tensor_gb, 3) if tensor_gb else None
     cell["maxRssMiB"] = round(rss / 1024, 1) if rss else None
     # CPU in the timed calls alone: each rank's process (and its host agent's share) from the call to its return
+    add_agent_shares(ranks)
     timed = [r.get("timedCpuSec") for r in ranks]
     timed_gb = meta["sizeBytes"] * int(meta["iterations"]) / 1e9
     cell["timedCpuSecPerRankPerGB"] = (round(sum(timed) / workers / timed_gb, 3)

@@ -482,7 +482,7 @@ run_switchml() {
         --token "rack-bench-$$-$CELL_SEQ" --world "$WORKERS" --rank "$r" --appliance "$appliance_addr:$ctl_port" \
         --elements "$((CUR_BYTES / 4))" --iterations "$CUR_ITER" --warmups "$CUR_WARM" -k "$lanes" -s "$slots" \
         --mac "$MAC" --system "$system" --local-world "$([ "$system" = switchml-node ] && echo "$WORKERS" || echo 1)" \
-        --agent-pid "${HOST_AGENT_PIDS[$((HOST_AGENTS > 1 ? r : 0))]}" --agent-ranks "$((WORKERS / HOST_AGENTS))" \
+        --agent-pid "${HOST_AGENT_PIDS[$((HOST_AGENTS > 1 ? r : 0))]}" \
         > "$CELL/rank$r.json" 2> "$CELL/rank$r.err" &
       pids+=($!)
     done

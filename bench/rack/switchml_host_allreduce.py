@@ -44,9 +44,8 @@ def main() -> int:
                         help="ranks of the job on this host, summed in the agent (1: one worker per rank)")
     parser.add_argument("--system", default="switchml-host", help="the system name the JSON reports")
     parser.add_argument("--agent-pid", type=int,
-                        help="the host agent's process id: its CPU in the timed calls, shared among --agent-ranks, is "
-                             "counted with the rank's own")
-    parser.add_argument("--agent-ranks", type=int, default=1, help="ranks the agent serves in this run")
+                        help="the host agent's process id: its CPU clock is read around each timed call, for its share "
+                             "of the CPU in the timed calls (bench/rack/aggregate.py)")
     args = parser.parse_args()
     if args.local_world < 1 or args.world % args.local_world:
         parser.error("--local-world must be 1 or more and divide --world")
@@ -66,10 +65,19 @@ def main() -> int:
     error = None
     before = None
     # The agent's CPU clock (Linux's process CPU clock id for another pid, as glibc's clock_getcpuclockid makes it): every
-    # thread of the agent, in nanoseconds, like this process's time.process_time_ns().
+    # thread of the agent, in nanoseconds, like this process's time.process_time_ns(). Read before and after each timed
+    # call; bench/rack/aggregate.py takes, round by round, the span from the first rank's start to the last rank's end
+    # over the ranks sharing the agent, so that agent CPU spent while only some of them were in their calls counts.
     agent_clock = ((~args.agent_pid) << 3) | 2 if args.agent_pid else None
+
+    def agent_cpu_ns():
+        try:
+            return time.clock_gettime_ns(agent_clock) if agent_clock is not None else None
+        except OSError:
+            return None  # the agent is gone: the call fails too, and no CPU figure is reported
+
     timed_cpu_ns = 0
-    timed_agent_cpu_ns = 0
+    agent_marks = []
     try:
         for round_ in range(args.warmups + args.iterations):
             tensor.copy_(mine)
@@ -77,11 +85,11 @@ def main() -> int:
             if round_ == args.warmups:
                 before = client.stats()
             cpu_start = time.process_time_ns()
-            agent_start = time.clock_gettime_ns(agent_clock) if agent_clock is not None else 0
+            agent_start = agent_cpu_ns()
             start = time.perf_counter_ns()
             client.all_reduce(tensor)
             elapsed = time.perf_counter_ns() - start
-            agent_cpu = time.clock_gettime_ns(agent_clock) - agent_start if agent_clock is not None else 0
+            agent_end = agent_cpu_ns()
             cpu = time.process_time_ns() - cpu_start
             if first_ms is None:
                 first_ms = elapsed / 1e6
@@ -92,7 +100,7 @@ def main() -> int:
             if round_ >= args.warmups:
                 samples_ms.append(elapsed / 1e6)
                 timed_cpu_ns += cpu
-                timed_agent_cpu_ns += agent_cpu
+                agent_marks.append([agent_start, agent_end])
         after = client.stats()
         if args.rank % args.local_world:
             after = before = None  # the node's counters are local rank 0's to report
@@ -116,9 +124,9 @@ def main() -> int:
         "packets_sent": after["packetsSent"] if after else None,
         "ranks": [{"rank": args.rank, "first_tat_ms": first_ms,
                    "smoothed_rtt_ms": after["smoothedRttNs"] / 1e6 if after else None,
-                   "timed_cpu_sec": ((timed_cpu_ns + timed_agent_cpu_ns / args.agent_ranks) / 1e9
-                                     if agent_clock is not None else None),
-                   "timed_agent_cpu_sec": timed_agent_cpu_ns / args.agent_ranks / 1e9 if agent_clock is not None else None}],
+                   "timed_own_cpu_sec": timed_cpu_ns / 1e9, "agent_pid": args.agent_pid,
+                   "agent_cpu_marks_ns": (agent_marks if agent_marks and None not in sum(agent_marks, [])
+                                          else None)}],
         "torch": torch.__version__}), flush=True)
     return 0 if error is None else 1
 

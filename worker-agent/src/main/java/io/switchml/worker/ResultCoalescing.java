@@ -10,15 +10,23 @@ package io.switchml.worker;
  * <p>
  * The sleep must not starve the pipeline: while the agent sleeps its answered slots send nothing. It is half the
  * time the slots now in flight take to come back at the rate results have been arriving ({@code inFlight x
- * interval / 2}), at most {@code maxNs}; so the slots not yet answered still cover the link while the agent
- * sleeps, and the sleep shrinks with the window at a stream's tail, where a result's delay would be the call's.
- * Shorter than {@link #MIN_SLEEP_NS} it is not worth a timed sleep (the kernel's default timer slack is 50 us):
- * the agent blocks in its selector as before. It does not sleep before the first results of a call (they are a
- * round trip away, and the window is full) nor in the stream's last window (each of its results is the call's
- * completion), so a short all-reduce keeps its latency.
+ * interval / 2}), at most {@code maxNs}, so the slots not yet answered still cover the link while the agent sleeps.
+ * There is no sleep
+ * <ul>
+ * <li>shorter than {@link #MIN_SLEEP_NS}: not worth a timed sleep (the kernel's default timer slack is 50 us);</li>
+ * <li>before a call's first results (not flowing yet: they are a round trip away, and the window is full);</li>
+ * <li>in the stream's last window (each of its results is the call's completion), so a short all-reduce keeps its
+ * latency;</li>
+ * <li>across a loss-recovery timer (a suspect slot's reorder window, the tail probe): the agent then waits as before,
+ * woken by the first result, which may clear the suspicion;</li>
+ * <li>while sends wait for room in the socket buffer: the selector wakes the agent when there is.</li>
+ * </ul>
+ * Then the agent blocks in its selector as before.
  * <p>
- * The rate is measured over the agent's busy periods only (slots in flight), in batches of
- * {@link #SAMPLE_RESULTS} results, smoothed by 1/4. One instance per agent thread; no allocation, no locks.
+ * The rate is measured from the first cycle that reads a result while slots are in flight, in batches of
+ * {@link #SAMPLE_RESULTS} results, smoothed by 1/4; a gap between cycles longer than {@link #MAX_GAP_NS} (a pause, a
+ * timeout, a peer that stalled) is not a result rate and discards the sample under way. One instance per agent
+ * thread; no allocation, no locks.
  */
 final class ResultCoalescing
 {
@@ -26,6 +34,8 @@ final class ResultCoalescing
     static final long MIN_SLEEP_NS = 50_000;
     /** Results per rate sample. */
     static final int SAMPLE_RESULTS = 16;
+    /** A longer gap between two duty cycles is not the result rate: twice the longest sleep allowed. */
+    static final long MAX_GAP_NS = 2_000_000;
 
     private final long maxNs;
     private long lastCycleNs;
@@ -38,9 +48,10 @@ final class ResultCoalescing
      */
     ResultCoalescing(final long maxNs)
     {
-        if (maxNs < 0)
+        if (maxNs < 0 || maxNs > MAX_GAP_NS / 2)
         {
-            throw new IllegalArgumentException("the longest coalescing sleep must not be negative: " + maxNs + " ns");
+            throw new IllegalArgumentException("the longest coalescing sleep must be 0 to " + MAX_GAP_NS / 2 + " ns: " +
+                maxNs + " ns");
         }
         this.maxNs = maxNs;
     }
@@ -48,7 +59,7 @@ final class ResultCoalescing
     /**
      * Account one duty cycle.
      *
-     * @param nowNs    the cycle's start.
+     * @param nowNs    the cycle's end.
      * @param inFlight slots in flight at its start.
      * @param received results it read.
      */
@@ -63,34 +74,50 @@ final class ResultCoalescing
         }
         if (lastCycleNs != 0)
         {
-            busyNs += nowNs - lastCycleNs;
-            results += received;
-            if (results >= SAMPLE_RESULTS)
+            final long gapNs = nowNs - lastCycleNs;
+            if (gapNs > MAX_GAP_NS)
             {
-                final long sample = busyNs / results;
-                intervalNs = intervalNs == 0 ? sample : intervalNs + ((sample - intervalNs) >> 2);
                 busyNs = 0;
                 results = 0;
             }
+            else
+            {
+                busyNs += gapNs;
+                results += received;
+                if (results >= SAMPLE_RESULTS)
+                {
+                    final long sample = busyNs / results;
+                    intervalNs = intervalNs == 0 ? sample : intervalNs + ((sample - intervalNs) >> 2);
+                    busyNs = 0;
+                    results = 0;
+                }
+            }
+            lastCycleNs = nowNs;
         }
-        lastCycleNs = nowNs;
+        else if (received > 0)
+        {
+            lastCycleNs = nowNs;
+        }
     }
 
     /**
-     * @param inFlight   slots in flight now.
-     * @param flowing    whether the last duty cycle read a result: at a call's start the first results are a round
-     *                   trip away, and the agent waits for the first of them in its selector.
-     * @param streamTail whether the stream's last window is in flight: its results end the call, so none waits.
+     * @param inFlight    slots in flight now.
+     * @param flowing     whether a result was read since the agent last slept or blocked.
+     * @param streamTail  whether the stream's last window is in flight.
+     * @param untilWakeNs time until the next loss-recovery timer falls due.
+     * @param sendsQueued whether sends wait for room in the socket buffer.
      * @return how long to sleep before reading the results, or 0 to block in the selector as usual.
      */
-    long sleepNs(final int inFlight, final boolean flowing, final boolean streamTail)
+    long sleepNs(
+        final int inFlight, final boolean flowing, final boolean streamTail, final long untilWakeNs,
+        final boolean sendsQueued)
     {
-        if (maxNs == 0 || inFlight == 0 || intervalNs == 0 || !flowing || streamTail)
+        if (maxNs == 0 || inFlight == 0 || intervalNs == 0 || !flowing || streamTail || sendsQueued)
         {
             return 0;
         }
         final long sleepNs = Math.min(maxNs, inFlight * intervalNs / 2);
-        return sleepNs < MIN_SLEEP_NS ? 0 : sleepNs;
+        return sleepNs < MIN_SLEEP_NS || sleepNs >= untilWakeNs ? 0 : sleepNs;
     }
 
     /** @return the smoothed interval between results while busy, 0 before the first sample. */

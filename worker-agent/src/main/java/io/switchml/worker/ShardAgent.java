@@ -89,6 +89,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     private long lastCycleEndNs;
     private long awaitedNs;
     private final ResultCoalescing coalescing;
+    private volatile Thread agentThread;
     private int resultsRead;
     /** Whether a result was read since the agent last slept or blocked: results are flowing. */
     private boolean readSinceIdle;
@@ -160,6 +161,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
 
     public void onStart()
     {
+        agentThread = Thread.currentThread();
         transport.onStart();
     }
 
@@ -182,6 +184,12 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     void wakeup()
     {
         transport.wakeup();
+        final Thread thread = agentThread;
+        if (thread != null)
+        {
+            // ends a coalescing sleep (or makes the next one return at once)
+            LockSupport.unpark(thread);
+        }
     }
 
     long smoothedRttNs()
@@ -244,9 +252,10 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         if (inFlight > 0)
         {
             final long untilNs = untilWakeNs();
-            final long sleepNs = coalescing.sleepNs(inFlight, readSinceIdle, streamTail);
+            final long sleepNs =
+                coalescing.sleepNs(inFlight, readSinceIdle, streamTail, untilNs, transport.hasQueued());
             readSinceIdle = false;
-            if (sleepNs >= ResultCoalescing.MIN_SLEEP_NS && sleepNs < untilNs)
+            if (sleepNs > 0)
             {
                 // let results gather in the socket, to be read and answered in one batch
                 awaitedNs += sleepNs;
@@ -266,19 +275,13 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     }
 
     /**
-     * @return whether {@link #idle} would sleep to coalesce results now: then spinning and yielding first would only
-     * poll an empty socket (the next result is tens of microseconds away). Never while a loss-recovery timer (a
-     * suspect slot's reorder window, the tail probe) falls due within the sleep: the agent then waits as before, woken
-     * by the first result, which may clear the suspicion.
+     * @return whether {@link #idle} would sleep to coalesce results now ({@link ResultCoalescing}): then spinning and
+     * yielding first would only poll an empty socket (the next result is tens of microseconds away).
      */
     boolean coalescesNow()
     {
-        if (inFlight == 0)
-        {
-            return false;
-        }
-        final long sleepNs = coalescing.sleepNs(inFlight, readSinceIdle, streamTail);
-        return sleepNs >= ResultCoalescing.MIN_SLEEP_NS && sleepNs < untilWakeNs();
+        return inFlight > 0 &&
+            coalescing.sleepNs(inFlight, readSinceIdle, streamTail, untilWakeNs(), transport.hasQueued()) > 0;
     }
 
     private long untilWakeNs()
@@ -310,6 +313,9 @@ final class ShardAgent implements Agent, LossRecovery.Actions
                     {
                         lastProgressNs = nowNs;
                         recovery.onStreamStart(nowNs);
+                        // no coalescing before this stream's first result, which also tells whether it is in its tail
+                        readSinceIdle = false;
+                        streamTail = false;
                     }
                     start(l, nowNs);
                 }

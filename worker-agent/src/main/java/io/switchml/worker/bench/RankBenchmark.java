@@ -66,8 +66,8 @@ final class RankBenchmark
         /**
          * CPU time of the whole process (every thread: agents, JIT, collector) from the call to the return of each
          * timed all-reduce, summed; -1 when the clock could not be read. The start-up, the warm-ups, and the fill
-         * and check between calls are not in it. With several ranks in one process, each rank's figure is the
-         * process's CPU in its own calls, which overlap the others'.
+         * and check between calls are not in it. With several ranks in one process it is the process's CPU in this
+         * rank's calls, which overlap the others' ({@code worker bench --json} then reports none).
          */
         long timedCpuNs;
         String transport = "";

@@ -406,7 +406,9 @@ public final class WorkerBenchCommand implements Callable<Integer>
                     .field("retransmissions_total", result.retransmissionsTotal)
                     .field("smoothed_rtt_ms", ms(result.smoothedRttNs))
                     .field("first_tat_ms", result.firstTatNs >= 0 ? ms(result.firstTatNs) : Double.NaN)
-                    .field("timed_cpu_sec", result.timedCpuNs >= 0 ? result.timedCpuNs / 1e9 : Double.NaN)
+                    // the process's CPU: one rank's figure only where the process runs one rank
+                    .field("timed_cpu_sec", result.timedCpuNs >= 0 && results.length == 1 ?
+                        result.timedCpuNs / 1e9 : Double.NaN)
                     .beginArray("tats_ms");
                 for (int i = 0; i < result.timed; i++)
                 {
