@@ -96,7 +96,7 @@ def cpu_split(paths):
 def add_agent_shares(ranks):
     """The host agents' CPU in the timed calls, for ranks served by one (switchml_host_allreduce.py): per agent and
     round, its CPU clock from the first of its ranks to start the call to the last to return it, summed over the rounds
-    and shared equally among its ranks; added to each rank's own CPU as its timedCpuSec. Ranks without marks keep
+    and shared equally among its ranks; added to each rank's own CPU as its timedCpuSec. Ranks no agent serves keep
     what they reported."""
     served = [r for r in ranks if r.get("agentPid") is not None]
     if not served:
@@ -114,7 +114,6 @@ def add_agent_shares(ranks):
                        for i in range(rounds))
         for r in group:
             r["timedCpuSec"] = r["timedOwnCpuSec"] + agent_ns / len(group) / 1e9
-            r["timedAgentCpuSec"] = agent_ns / len(group) / 1e9
 
 
 def load_cell(cell_dir):

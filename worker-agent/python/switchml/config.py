@@ -137,10 +137,12 @@ class Config:
             if any(arg == managed or arg.startswith(managed + "=") for arg in self.agent_args):
                 raise ValueError("%s must not set %s: the process group sets it" % (args_where, managed))
         self.host_agent, host_where = _env_or(options, "host_agent")
+        open_extra = None
         if self.host_agent == "off":
             self.host_agent = None
         elif self.host_agent == "auto":
-            self.host_agent = HOST_AGENT_SOCKET if self._may_use_packaged_agent(args_where) else None
+            open_extra = self._packaged_agent_open_extra(args_where)
+            self.host_agent = HOST_AGENT_SOCKET if open_extra is not None else None
         if self.host_agent and self.socket:
             raise ValueError("%s and a socket (SWITCHML_SOCKET / pg_options['socket']) exclude each other" % host_where)
         if self.host_agent:
@@ -149,7 +151,9 @@ class Config:
                 if value:
                     raise ValueError("%s is the host agent's own option (switchml worker host --%s), not a rank's; "
                                      "unset it with %s" % (where, key.replace("_", "-"), host_where))
-        self.open_extra = self._open_extra(args_where) if self.host_agent else {}
+        if self.host_agent and open_extra is None:
+            open_extra = self._open_extra(args_where)
+        self.open_extra = open_extra if self.host_agent else {}
         self.local_world = self._local_world(options)
         shm_bytes, where = _env_or(options, "shm_bytes")
         self.shm_bytes = _int(shm_bytes, where, 4096, 1 << 40)
@@ -158,16 +162,17 @@ class Config:
         timeout, where = _env_or(options, "join_timeout_s")
         self.join_timeout_s = _int(timeout, where, 1, 3600)
 
-    def _may_use_packaged_agent(self, args_where):
-        """SWITCHML_HOST_AGENT=auto: the packaged host agent serves (its socket takes a connection), and this rank
-        sets nothing only an agent of its own could honour (a socket, credentials, TLS, other agent options)."""
+    def _packaged_agent_open_extra(self, args_where):
+        """SWITCHML_HOST_AGENT=auto: the OPEN fields of the agent options (see _open_extra) when the packaged host
+        agent serves (its socket takes a connection) and this rank sets nothing only an agent of its own could honour
+        (a socket, credentials, TLS, other agent options); None when it is not to be used."""
         if self.socket or self.credential_file or self.tls_ca or os.environ.get("SWITCHML_CREDENTIAL"):
-            return False
+            return None
         try:
-            self._open_extra(args_where)
+            open_extra = self._open_extra(args_where)
         except ValueError:
-            return False
-        return _is_socket(HOST_AGENT_SOCKET)
+            return None
+        return open_extra if _is_socket(HOST_AGENT_SOCKET) else None
 
     def _local_world(self, options):
         """How many of the job's ranks this host runs, when the host agent sums them (else 1): torchrun's

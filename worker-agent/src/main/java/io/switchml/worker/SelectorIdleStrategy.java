@@ -39,10 +39,9 @@ final class SelectorIdleStrategy implements IdleStrategy
     public void idle()
     {
         final int cycles = idleCycles++;
-        if (cycles < spinsAndYields && agent.coalescesNow())
+        if (cycles < spinsAndYields && agent.coalesce())
         {
             idleCycles = spinsAndYields;
-            agent.idle();
         }
         else if (cycles < spins)
         {

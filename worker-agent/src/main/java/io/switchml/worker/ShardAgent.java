@@ -248,21 +248,15 @@ final class ShardAgent implements Agent, LossRecovery.Actions
      */
     void idle()
     {
+        if (coalesce())
+        {
+            return;
+        }
+        readSinceIdle = false;
         long waitMs = MAX_IDLE_WAIT_MS;
         if (inFlight > 0)
         {
             final long untilNs = untilWakeNs();
-            final long sleepNs =
-                coalescing.sleepNs(inFlight, readSinceIdle, streamTail, untilNs, transport.hasQueued());
-            readSinceIdle = false;
-            if (sleepNs > 0)
-            {
-                // let results gather in the socket, to be read and answered in one batch
-                awaitedNs += sleepNs;
-                counters.coalescedSleeps++;
-                LockSupport.parkNanos(sleepNs);
-                return;
-            }
             waitMs = Math.max(1, Math.min(MAX_IDLE_WAIT_MS, (untilNs + NANOS_PER_MS - 1) / NANOS_PER_MS));
         }
         awaitedNs += waitMs * NANOS_PER_MS;
@@ -275,13 +269,29 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     }
 
     /**
-     * @return whether {@link #idle} would sleep to coalesce results now ({@link ResultCoalescing}): then spinning and
-     * yielding first would only poll an empty socket (the next result is tens of microseconds away).
+     * Sleep while results gather in the socket, to read and answer them in one batch, where {@link ResultCoalescing}
+     * says so; the idle strategy tries it before spinning and yielding, which would only poll an empty socket (the
+     * next result is tens of microseconds away), and {@link #idle} before blocking.
+     *
+     * @return whether the agent slept.
      */
-    boolean coalescesNow()
+    boolean coalesce()
     {
-        return inFlight > 0 &&
-            coalescing.sleepNs(inFlight, readSinceIdle, streamTail, untilWakeNs(), transport.hasQueued()) > 0;
+        if (inFlight == 0)
+        {
+            return false;
+        }
+        final long sleepNs =
+            coalescing.sleepNs(inFlight, readSinceIdle, streamTail, untilWakeNs(), transport.hasQueued());
+        if (sleepNs == 0)
+        {
+            return false;
+        }
+        readSinceIdle = false;
+        awaitedNs += sleepNs;
+        counters.coalescedSleeps++;
+        LockSupport.parkNanos(sleepNs);
+        return true;
     }
 
     private long untilWakeNs()

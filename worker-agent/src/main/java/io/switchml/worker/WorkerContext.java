@@ -61,7 +61,7 @@ public final class WorkerContext
     public static final String IDLE_COALESCE_MAX_US_PROP = "switchml.worker.idle.coalesce.max.us";
     public static final int IDLE_COALESCE_MAX_US_DEFAULT = 500;
     /** Longest coalescing sleep accepted (a sleep never crosses a loss-recovery timer either). */
-    public static final int MAX_IDLE_COALESCE_US = 1000;
+    public static final int MAX_IDLE_COALESCE_US = (int)(ResultCoalescing.MAX_SLEEP_NS / 1000);
 
     private String applianceHost = APPLIANCE_HOST_DEFAULT;
     private int controlPort = CONTROL_PORT_DEFAULT;

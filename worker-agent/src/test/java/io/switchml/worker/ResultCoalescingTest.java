@@ -80,7 +80,7 @@ class ResultCoalescingTest
         stream(coalescing, ResultCoalescing.SAMPLE_RESULTS, 72 * US, 16);
         assertEquals(0, sleep(coalescing, 16));
         assertThrows(IllegalArgumentException.class, () -> new ResultCoalescing(-1));
-        assertThrows(IllegalArgumentException.class, () -> new ResultCoalescing(ResultCoalescing.MAX_GAP_NS));
+        assertThrows(IllegalArgumentException.class, () -> new ResultCoalescing(ResultCoalescing.MAX_SLEEP_NS + 1));
     }
 
     @Test

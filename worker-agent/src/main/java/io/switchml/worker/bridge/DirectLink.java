@@ -60,19 +60,14 @@ final class DirectLink implements JobLink
     }
 
     /**
-     * @return whether an int32 job is served beside the float job.
+     * @throws IllegalArgumentException when no int32 job is served beside the float job.
      */
-    boolean servesInt32()
+    void requireInt32()
     {
-        return int32Job != null;
-    }
-
-    /**
-     * @return the float job's client, or null before {@link #join}.
-     */
-    WorkerClient client()
-    {
-        return client;
+        if (int32Job == null)
+        {
+            throw new IllegalArgumentException("this bridge serves no int32 job (started without one)");
+        }
     }
 
     @Override
@@ -101,10 +96,7 @@ final class DirectLink implements JobLink
         {
             return joined;
         }
-        if (int32Job == null)
-        {
-            throw new IllegalArgumentException("this bridge serves no int32 job (started without one)");
-        }
+        requireInt32();
         joined = WorkerClient.connect(int32Job);
         synchronized (this)
         {

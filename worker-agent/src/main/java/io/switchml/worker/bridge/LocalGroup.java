@@ -256,10 +256,7 @@ final class LocalGroup
         @Override
         public CompletableFuture<Void> allReduceInts(final MemorySegment range)
         {
-            if (!node.servesInt32())
-            {
-                throw new IllegalArgumentException("this bridge serves no int32 job (started without one)");
-            }
+            node.requireInt32();
             return rounds.submit(localRank, range, true, ReduceOp.SUM);
         }
 

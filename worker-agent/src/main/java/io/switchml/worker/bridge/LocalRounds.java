@@ -123,11 +123,7 @@ final class LocalRounds
      */
     CompletableFuture<Void> submit(final int localRank, final MemorySegment range, final boolean ints, final ReduceOp op)
     {
-        return submit(localRank, new Pending(range, ints, op, new CompletableFuture<>()));
-    }
-
-    private CompletableFuture<Void> submit(final int localRank, final Pending pending)
-    {
+        final Pending pending = new Pending(range, ints, op, new CompletableFuture<>());
         final Round round;
         synchronized (this)
         {
@@ -254,11 +250,19 @@ final class LocalRounds
             final MemorySegment result = requests[0].range.asSlice(offset, length);
             if (requests[0].op == ReduceOp.AVERAGE)
             {
-                LocalSum.scaleFloats(result, (float)(1.0 / worldSize));
+                final MemorySegment[] copies = new MemorySegment[localWorld - 1];
+                for (int i = 1; i < localWorld; i++)
+                {
+                    copies[i - 1] = requests[i].range.asSlice(offset, length);
+                }
+                LocalSum.scaleAndCopy(result, (float)(1.0 / worldSize), copies);
             }
-            for (int i = 1; i < localWorld; i++)
+            else
             {
-                MemorySegment.copy(result, 0, requests[i].range, offset, length);
+                for (int i = 1; i < localWorld; i++)
+                {
+                    MemorySegment.copy(result, 0, requests[i].range, offset, length);
+                }
             }
             if (--round.chunksLeft == 0)
             {

@@ -4,9 +4,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * The element loops of a {@link LocalGroup}: adding the host's other ranks' ranges into one, and scaling it. They work
- * on the shared memory in place, in blocks that stay in the core's cache while every rank's block is added, so each
- * range is read from memory once. Plain loops over constant layouts, which the JIT vectorises.
+ * The element loops of a {@link LocalGroup}: adding the host's other ranks' ranges into one, and scaling it while it
+ * is copied back. They work on the shared memory in place, in blocks that stay in the core's cache while every rank's
+ * block is added (or copied), so each range is read from memory once. Plain loops over constant layouts, which the JIT vectorises.
  */
 final class LocalSum
 {
@@ -67,14 +67,23 @@ final class LocalSum
     }
 
     /**
-     * {@code range[i] *= factor}, float32.
+     * {@code result[i] *= factor}, float32, and the scaled result copied into each of {@code copies} (ranges of the same
+     * size), block by block, so that the result is read from memory once rather than once to scale and again to copy.
      */
-    static void scaleFloats(final MemorySegment range, final float factor)
+    static void scaleAndCopy(final MemorySegment result, final float factor, final MemorySegment[] copies)
     {
-        final long bytes = range.byteSize();
-        for (long i = 0; i < bytes; i += Float.BYTES)
+        final long bytes = result.byteSize();
+        for (long block = 0; block < bytes; block += BLOCK_BYTES)
         {
-            range.set(FLOAT, i, range.get(FLOAT, i) * factor);
+            final long end = Math.min(bytes, block + BLOCK_BYTES);
+            for (long i = block; i < end; i += Float.BYTES)
+            {
+                result.set(FLOAT, i, result.get(FLOAT, i) * factor);
+            }
+            for (final MemorySegment copy : copies)
+            {
+                MemorySegment.copy(result, block, copy, block, end - block);
+            }
         }
     }
 
