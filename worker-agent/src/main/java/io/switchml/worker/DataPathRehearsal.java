@@ -1,10 +1,8 @@
 package io.switchml.worker;
 
-import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.ElementType;
 import io.switchml.worker.transport.DatagramTransport;
 import io.switchml.worker.transport.TransportKind;
-import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
 import java.net.Inet4Address;
@@ -31,7 +29,10 @@ import java.util.function.LongSupplier;
  * Nothing reaches the appliance, and the rehearsal's state goes away with it. Small packets (k = {@link #LANES}) give
  * the per-packet code its tens of thousands of invocations within a few tens of megabytes; the per-element kernels
  * at the job's own k are {@link DataPathWarmUp}'s. Float tensors go through both a {@code float[]} and a direct
- * {@code FloatBuffer} (the bench's and the PyTorch bridge's views), one call at a time and several in flight.
+ * {@code FloatBuffer} (the bench's and the PyTorch bridge's views), one call at a time and several in flight; a tensor
+ * of zeros and a one-element call (a barrier) take the paths of a block with no exponent. The reflector
+ * ({@link RehearsalReflector}) drops, duplicates and reorders a few results and answers probes, so that loss recovery's
+ * paths run too.
  * <p>
  * It is bounded by a deadline and a fixed number of rounds; anything that goes wrong ends it quietly (it is only a
  * warm-up), reported through the return value.
@@ -51,6 +52,7 @@ final class DataPathRehearsal
     private static final int JOB_ID = 0x5EED;
 
     private final WorkerContext job;
+    private WorkerCounters counters;
 
     DataPathRehearsal(final WorkerContext job)
     {
@@ -93,14 +95,15 @@ final class DataPathRehearsal
         final TransportKind kind = context.transport().resolve();
         DatagramTransport worker = null;
         WorkerClient client = null;
-        Reflector reflector = null;
+        RehearsalReflector reflector = null;
         try (ServerSocket server = new ServerSocket(0, 1, loopback);
             Socket control = new Socket(loopback, server.getLocalPort());
             Socket controlPeer = server.accept())
         {
             worker = WorkerClient.openTransport(kind, context, loopback);
-            reflector = new Reflector(WorkerClient.openTransport(kind, context, loopback));
+            reflector = new RehearsalReflector(WorkerClient.openTransport(kind, context, loopback), LANES);
             client = reflector.connectClient(context, worker, loopback, control, JOB_ID);
+            counters = client.counters();
             return ElementType.isFloat(job.elementType()) ? floatRounds(client, deadline) : intRounds(client, deadline);
         }
         catch (final IOException | RuntimeException ex)
@@ -124,6 +127,14 @@ final class DataPathRehearsal
         }
     }
 
+    /**
+     * @return the rehearsal client's counters (probes, NACKs, PENDINGs, stale results), or null before it connected.
+     */
+    WorkerCounters counters()
+    {
+        return counters;
+    }
+
     private static int floatRounds(final WorkerClient client, final LongSupplier deadline)
     {
         final float[] values = new float[ELEMENTS];
@@ -141,13 +152,22 @@ final class DataPathRehearsal
         final float[][] pipelined = new float[IN_FLIGHT][ELEMENTS];
         @SuppressWarnings("unchecked")
         final CompletableFuture<Void>[] futures = new CompletableFuture[IN_FLIGHT];
+        // all zeros (a block with no exponent, as a gradient's unused rows give) and one element (a barrier)
+        final float[] zeros = new float[ELEMENTS];
+        final float[] zerosResult = new float[ELEMENTS];
+        final float[] one = new float[1];
         int done = 0;
         while (done < ROUNDS && System.nanoTime() - deadline.getAsLong() < 0)
         {
-            switch (done % 3)
+            switch (done % 4)
             {
                 case 0 -> client.allReduce(partial, partialResult, ReduceOp.SUM);
                 case 1 -> client.allReduce(direct, directResult, ReduceOp.AVERAGE);
+                case 3 ->
+                {
+                    client.allReduce(zeros, zerosResult, ReduceOp.SUM);
+                    client.allReduce(one, one, ReduceOp.SUM);
+                }
                 default ->
                 {
                     for (int i = 0; i < IN_FLIGHT; i++)
@@ -172,41 +192,23 @@ final class DataPathRehearsal
         final int[] result = new int[ELEMENTS];
         final int[] partial = java.util.Arrays.copyOf(values, ELEMENTS - LANES / 3);
         final int[] partialResult = new int[partial.length];
+        final int[] zeros = new int[ELEMENTS];
+        final int[] one = new int[1];
         int done = 0;
         while (done < ROUNDS && System.nanoTime() - deadline.getAsLong() < 0)
         {
-            if ((done & 1) == 0)
+            switch (done % 3)
             {
-                client.allReduce(values, result);
-            }
-            else
-            {
-                client.allReduce(partial, partialResult);
+                case 0 -> client.allReduce(values, result);
+                case 1 -> client.allReduce(partial, partialResult);
+                default ->
+                {
+                    client.allReduce(zeros, result);
+                    client.allReduce(one, one);
+                }
             }
             done++;
         }
         return done;
-    }
-
-    /**
-     * The appliance's part: every update comes back as its result, on the same transport class as
-     * the worker's (so its send and receive paths are rehearsed twice over). Probes are not answered: there is no
-     * loss on loopback, and the rehearsal is bounded anyway.
-     */
-    private static final class Reflector extends LoopbackPeer
-    {
-        Reflector(final DatagramTransport transport)
-        {
-            super(transport, "switchml-rehearsal-reflector");
-        }
-
-        public void onDatagram(final UnsafeBuffer buffer, final int length)
-        {
-            if (length >= DataHeaderFlyweight.HEADER_LENGTH &&
-                buffer.getByte(DataHeaderFlyweight.TYPE_OFFSET) == DataHeaderFlyweight.TYPE_UPDATE)
-            {
-                sendAsResult(buffer, length);
-            }
-        }
     }
 }

@@ -8,6 +8,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The rehearsal drives a real client through real loopback sockets to its reflector: given the time, every element
@@ -31,6 +32,24 @@ class DataPathRehearsalTest
     {
         assertEquals(DataPathRehearsal.ROUNDS,
             rehearse(ElementType.FLOAT32, TransportKind.NIO, System.nanoTime() + GENEROUS_NS));
+        assertNoRehearsalThreads();
+    }
+
+    @Test
+    void takesTheRarePathsOfLossRecovery()
+    {
+        final WorkerContext job = new WorkerContext().elementType(ElementType.FLOAT32).lanes(8176).slots(32).worldSize(4)
+            .rank(2).transport(TransportKind.NATIVE);
+        final DataPathRehearsal rehearsal = new DataPathRehearsal(job);
+        final long deadlineNs = System.nanoTime() + GENEROUS_NS;
+        assertEquals(DataPathRehearsal.ROUNDS, rehearsal.run(() -> deadlineNs));
+        final WorkerCounters counters = rehearsal.counters();
+        // the reflector drops, duplicates and reorders results and answers probes: each path must have run
+        assertTrue(counters.probesSent() > 0, "probes " + counters.probesSent());
+        assertTrue(counters.nacksReceived() > 0, "NACKs " + counters.nacksReceived());
+        assertTrue(counters.pendingsReceived() > 0, "PENDINGs " + counters.pendingsReceived());
+        assertTrue(counters.retransmissions() > 0, "retransmissions " + counters.retransmissions());
+        assertTrue(counters.staleResults() > 0, "stale results " + counters.staleResults());
         assertNoRehearsalThreads();
     }
 
