@@ -35,7 +35,8 @@ import java.util.concurrent.TimeUnit;
  * (dist/src/build/stage-lib.sh, through the launcher with {@code SWITCHML_AOT=train}). One JVM goes through what
  * the cache should hold: the usage of every command (their picocli models), the appliance's configuration,
  * {@code worker serve} agents joining a job on an appliance and all-reducing through their socket and shared memory
- * for a client, as a training process would (MAC on, the packaged default), and the demo (MAC off). The JVM writes
+ * for a client, as a training process would (MAC on, the packaged default; every third tensor all zeros), and the demo
+ * (MAC off). The JVM writes
  * the cache when it exits (JEP 514), with the classes loaded and linked and the method profiles (JEP 515) of this run.
  */
 @Command(name = "aot-train", hidden = true, mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,

@@ -101,7 +101,7 @@ final class DataPathRehearsal
             Socket controlPeer = server.accept())
         {
             worker = WorkerClient.openTransport(kind, context, loopback);
-            reflector = new RehearsalReflector(WorkerClient.openTransport(kind, context, loopback), LANES);
+            reflector = new RehearsalReflector(WorkerClient.openTransport(kind, context, loopback), LANES, SLOTS);
             client = reflector.connectClient(context, worker, loopback, control, JOB_ID);
             counters = client.counters();
             return ElementType.isFloat(job.elementType()) ? floatRounds(client, deadline) : intRounds(client, deadline);
@@ -162,12 +162,12 @@ final class DataPathRehearsal
             switch (done % 4)
             {
                 case 0 -> client.allReduce(partial, partialResult, ReduceOp.SUM);
-                case 1 -> client.allReduce(direct, directResult, ReduceOp.AVERAGE);
-                case 3 ->
+                case 1 ->
                 {
                     client.allReduce(zeros, zerosResult, ReduceOp.SUM);
                     client.allReduce(one, one, ReduceOp.SUM);
                 }
+                case 2 -> client.allReduce(direct, directResult, ReduceOp.AVERAGE);
                 default ->
                 {
                     for (int i = 0; i < IN_FLIGHT; i++)
@@ -200,12 +200,12 @@ final class DataPathRehearsal
             switch (done % 3)
             {
                 case 0 -> client.allReduce(values, result);
-                case 1 -> client.allReduce(partial, partialResult);
-                default ->
+                case 1 ->
                 {
                     client.allReduce(zeros, result);
                     client.allReduce(one, one);
                 }
+                default -> client.allReduce(partial, partialResult);
             }
             done++;
         }

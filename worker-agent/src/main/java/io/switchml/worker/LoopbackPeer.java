@@ -7,7 +7,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 /**
  * A stand-in for the appliance on a local socket: a thread that receives a worker's datagrams on its own transport
  * and answers them as {@link #onDatagram} decides, for the join-time rehearsal ({@link DataPathRehearsal}) and for
- * tests that script the appliance's answers. Not the appliance: it keeps no slots and sums nothing.
+ * tests that script the appliance's answers. Not the appliance: it sums nothing.
  */
 abstract class LoopbackPeer implements DatagramTransport.Receiver
 {

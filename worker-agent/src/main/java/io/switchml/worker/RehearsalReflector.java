@@ -14,14 +14,16 @@ import java.nio.ByteOrder;
  * until C2 has compiled it again. On a loopback job of 4 agent JVMs on 2 cores that happened to the I/O agent's
  * result handling, loss recovery and receive loop during the first dozen all-reduces (one probe per 1,000 packets is
  * enough to take each branch), each time for several all-reduces (docs/bench/worker-transport-2026-11-25.md, session
- * 31). So, counting updates, after the first {@link #PLAIN_UPDATES} it
+ * 31). So, counting updates, after the first {@link #PLAIN_UPDATES} (from the rehearsal's 4th all-reduce on) it
  * <ul>
  * <li>drops one now and then: the later results make the worker suspect it and probe, it answers the probe with a
- * NACK as the appliance would, and answers the resent update with a shadow result (flagged as a retransmission);</li>
- * <li>answers a probe about a slot it did not drop with PENDING, and the next one with a shadow result (so the worker
- * gets that result twice, the second time stale);</li>
+ * NACK as the appliance would (it has not got that round's update), and the resent update with a result;</li>
+ * <li>answers a probe about a round whose result went out with PENDING, and the next one with the result from its copy
+ * of it, flagged as a retransmission (a shadow result; the worker may then get that result twice, once stale), as it
+ * answers a resent update whose result went out;</li>
  * <li>sends a result twice;</li>
- * <li>holds a result back until after the next one (reordered).</li>
+ * <li>holds a result back until after the next one, or its next turn (reordered);</li>
+ * <li>keeps a round waiting, as for another rank, until the worker probes it: PENDING, then the result.</li>
  * </ul>
  * Its sums are not the job's and nobody reads them; the rehearsal is bounded by its deadline. One thread; it keeps a
  * copy of each slot's latest result (the rehearsal's pool is small) and allocates nothing per packet.
@@ -35,18 +37,29 @@ final class RehearsalReflector extends LoopbackPeer
     static final long PLAIN_UPDATES = 1024;
     /** Every this many updates, one is dropped. */
     static final int DROP_EVERY = 97;
-    /** Every this many updates (offset from the drops), a result is sent twice. */
+    /** Every this many updates, a result is sent twice. */
     static final int DUPLICATE_EVERY = 89;
-    /** Every this many updates (offset from the others), a result is held back until after the next. */
+    /** Every this many updates, a result is held back until after the next (or until the reflector's next turn). */
     static final int REORDER_EVERY = 83;
-    private static final int MAX_SLOTS = 256;
+    /** Every this many updates, the round waits (for another rank, as it were) until the worker probes it. */
+    static final int STALL_EVERY = 79;
+    /** Where in its period each happens: apart, so that they seldom fall on one update (the first that applies wins). */
+    private static final int DROP_AT = 13;
+    private static final int DUPLICATE_AT = 29;
+    private static final int REORDER_AT = 41;
+    private static final int STALL_AT = 61;
+    /** The flags that tell a slot's round apart besides its chunk: pool version and exponent-only. */
+    private static final int ROUND_FLAGS = DataHeaderFlyweight.FLAG_POOL_VERSION | DataHeaderFlyweight.FLAG_EXPONENT_ONLY;
 
+    private final int slots;
     private final int maxPacket;
+    /** The latest result of each slot, to answer a probe or a resend with, as the appliance's shadow copy does. */
     private final UnsafeBuffer copies;
-    private final int[] copyLength = new int[MAX_SLOTS];
-    private final long[] copySequence = new long[MAX_SLOTS];
-    private final long[] droppedSequence = new long[MAX_SLOTS];
-    private final int[] probesAnswered = new int[MAX_SLOTS];
+    private final int[] copyLength;
+    private final long[] copySequence;
+    private final int[] copyFlags;
+    private final int[] probesAnswered;
+    private final boolean[] stalled;
     private final UnsafeBuffer held;
     private final UnsafeBuffer answer = new UnsafeBuffer(new byte[DataHeaderFlyweight.HEADER_LENGTH]);
     private final UnsafeBuffer copyView = new UnsafeBuffer(new byte[0]);
@@ -56,14 +69,20 @@ final class RehearsalReflector extends LoopbackPeer
     /**
      * @param transport the reflector's socket.
      * @param lanes     elements per packet of the rehearsal.
+     * @param slots     slot indices of the rehearsal's pool (every shard's).
      */
-    RehearsalReflector(final DatagramTransport transport, final int lanes)
+    RehearsalReflector(final DatagramTransport transport, final int lanes, final int slots)
     {
         super(transport, "switchml-rehearsal-reflector");
+        this.slots = slots;
         maxPacket = DataHeaderFlyweight.HEADER_LENGTH + lanes * Integer.BYTES;
-        copies = new UnsafeBuffer(new byte[MAX_SLOTS * maxPacket]);
+        copies = new UnsafeBuffer(new byte[slots * maxPacket]);
+        copyLength = new int[slots];
+        copySequence = new long[slots];
+        copyFlags = new int[slots];
+        probesAnswered = new int[slots];
+        stalled = new boolean[slots];
         held = new UnsafeBuffer(new byte[maxPacket]);
-        java.util.Arrays.fill(droppedSequence, -1);
         java.util.Arrays.fill(copySequence, -1);
     }
 
@@ -75,7 +94,7 @@ final class RehearsalReflector extends LoopbackPeer
         }
         header.wrap(buffer, 0);
         final int slot = header.slotIndex();
-        if (slot < 0 || slot >= MAX_SLOTS)
+        if (slot < 0 || slot >= slots)
         {
             return;
         }
@@ -90,63 +109,105 @@ final class RehearsalReflector extends LoopbackPeer
         }
     }
 
+    /**
+     * A held result goes out at the latest on the reflector's next turn: after the results of that turn's batch.
+     */
+    void onTurn()
+    {
+        sendHeld();
+    }
+
     private void onUpdate(final UnsafeBuffer buffer, final int length, final int slot)
     {
         final long sequence = header.chunkSequence();
-        final boolean resent = (header.flags() & DataHeaderFlyweight.FLAG_RETRANSMIT) != 0;
-        final long n = ++updates;
-        final boolean rare = n > PLAIN_UPDATES && !resent;
-        if (rare && n % DROP_EVERY == 13)
+        final int roundFlags = header.flags() & ROUND_FLAGS;
+        if ((header.flags() & DataHeaderFlyweight.FLAG_RETRANSMIT) != 0 && holds(slot, sequence, roundFlags))
         {
-            droppedSequence[slot] = sequence;
+            stalled[slot] = false;
+            // a resend of an update whose result went out: the shadow copy answers, flagged as a retransmission
+            sendCopy(slot);
             return;
         }
-        droppedSequence[slot] = -1;
-        probesAnswered[slot] = 0;
-        header.type(DataHeaderFlyweight.TYPE_RESULT).mac(0L);
-        if (!resent)
+        final long n = ++updates;
+        final boolean rare = n > PLAIN_UPDATES;
+        if (rare && n % DROP_EVERY == DROP_AT)
         {
-            header.flags(header.flags() & ~DataHeaderFlyweight.FLAG_RETRANSMIT);
+            return;
         }
+        header.type(DataHeaderFlyweight.TYPE_RESULT).mac(0L)
+            .flags(header.flags() & ~DataHeaderFlyweight.FLAG_RETRANSMIT);
         copies.putBytes(slot * maxPacket, buffer, 0, length);
         copyLength[slot] = length;
         copySequence[slot] = sequence;
-        if (rare && heldLength == 0 && n % REORDER_EVERY == 41)
+        copyFlags[slot] = roundFlags;
+        probesAnswered[slot] = 0;
+        stalled[slot] = rare && n % STALL_EVERY == STALL_AT;
+        if (stalled[slot])
+        {
+            return;
+        }
+        if (rare && heldLength == 0 && n % REORDER_EVERY == REORDER_AT)
         {
             held.putBytes(0, buffer, 0, length);
             heldLength = length;
             return;
         }
         transport.send(buffer, length);
-        if (rare && n % DUPLICATE_EVERY == 29)
+        if (rare && n % DUPLICATE_EVERY == DUPLICATE_AT)
         {
             transport.send(buffer, length);
         }
-        if (heldLength != 0)
-        {
-            transport.send(held, heldLength);
-            heldLength = 0;
-        }
+        sendHeld();
     }
 
+    /**
+     * As the appliance answers: NACK when it has not got this round's update (dropped, or lost on the way), else
+     * PENDING and the shadow copy's result in turn (a completed round whose result the worker has not seen yet).
+     */
     private void onProbe(final UnsafeBuffer probe, final int slot)
     {
-        final long sequence = header.chunkSequence();
-        if (droppedSequence[slot] == sequence)
+        if (!holds(slot, header.chunkSequence(), header.flags() & ROUND_FLAGS))
         {
             answer(probe, DataHeaderFlyweight.TYPE_NACK);
         }
-        else if (copySequence[slot] == sequence && (probesAnswered[slot]++ & 1) == 1)
+        else if (stalled[slot])
         {
-            final int at = slot * maxPacket;
-            copies.putByte(at + DataHeaderFlyweight.FLAGS_OFFSET,
-                (byte)(copies.getByte(at + DataHeaderFlyweight.FLAGS_OFFSET) | DataHeaderFlyweight.FLAG_RETRANSMIT));
-            copyView.wrap(copies, at, copyLength[slot]);
+            // the round was waiting: PENDING, then its result completes it as it would when the last rank's update came
+            stalled[slot] = false;
+            answer(probe, DataHeaderFlyweight.TYPE_PENDING);
+            copyView.wrap(copies, slot * maxPacket, copyLength[slot]);
             transport.send(copyView, copyLength[slot]);
+        }
+        else if ((probesAnswered[slot]++ & 1) == 1)
+        {
+            sendCopy(slot);
         }
         else
         {
             answer(probe, DataHeaderFlyweight.TYPE_PENDING);
+        }
+    }
+
+    private boolean holds(final int slot, final long sequence, final int roundFlags)
+    {
+        return copySequence[slot] == sequence && copyFlags[slot] == roundFlags;
+    }
+
+    private void sendCopy(final int slot)
+    {
+        final int at = slot * maxPacket;
+        copies.putByte(at + DataHeaderFlyweight.FLAGS_OFFSET,
+            (byte)(copies.getByte(at + DataHeaderFlyweight.FLAGS_OFFSET) | DataHeaderFlyweight.FLAG_RETRANSMIT));
+        copyView.wrap(copies, at, copyLength[slot]);
+        transport.send(copyView, copyLength[slot]);
+    }
+
+    private void sendHeld()
+    {
+        if (heldLength != 0)
+        {
+            transport.send(held, heldLength);
+            heldLength = 0;
         }
     }
 

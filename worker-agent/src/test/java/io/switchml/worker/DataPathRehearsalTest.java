@@ -3,6 +3,7 @@ package io.switchml.worker;
 import io.switchml.protocol.ElementType;
 import io.switchml.worker.transport.TransportKind;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -36,11 +37,10 @@ class DataPathRehearsalTest
     }
 
     @Test
+    @Timeout(60)
     void takesTheRarePathsOfLossRecovery()
     {
-        final WorkerContext job = new WorkerContext().elementType(ElementType.FLOAT32).lanes(8176).slots(32).worldSize(4)
-            .rank(2).transport(TransportKind.NATIVE);
-        final DataPathRehearsal rehearsal = new DataPathRehearsal(job);
+        final DataPathRehearsal rehearsal = new DataPathRehearsal(job(ElementType.FLOAT32, TransportKind.NATIVE));
         final long deadlineNs = System.nanoTime() + GENEROUS_NS;
         assertEquals(DataPathRehearsal.ROUNDS, rehearsal.run(() -> deadlineNs));
         final WorkerCounters counters = rehearsal.counters();
@@ -62,9 +62,12 @@ class DataPathRehearsalTest
 
     private static int rehearse(final byte type, final TransportKind transport, final long deadlineNs)
     {
-        final WorkerContext job = new WorkerContext().elementType(type).lanes(8176).slots(32).worldSize(4).rank(2)
-            .transport(transport);
-        return new DataPathRehearsal(job).run(() -> deadlineNs);
+        return new DataPathRehearsal(job(type, transport)).run(() -> deadlineNs);
+    }
+
+    private static WorkerContext job(final byte type, final TransportKind transport)
+    {
+        return new WorkerContext().elementType(type).lanes(8176).slots(32).worldSize(4).rank(2).transport(transport);
     }
 
     private static void assertNoRehearsalThreads()
