@@ -553,7 +553,8 @@ def markdown(report):
                  f"loss by nftables on every bridge port in both directions (a frame crosses two lossy ports); "
                  f"veth offloads: {run_['offload']}; SwitchML MAC {run_['mac']}; SwitchML results "
                  f"{'multicast' if run_.get('multicast') == 'on' else 'unicast to each worker'}; SwitchML fast retransmission "
-                 f"{run_.get('fastRetransmit', 'off')}")
+                 f"{run_.get('fastRetransmit', 'off')}; appliance shard threads "
+                 f"{'unpinned' if run_.get('shardCpus', 'none') == 'none' else 'pinned to CPU ' + run_['shardCpus']}")
     loads = [c.get("loadAvgBefore") for c in cells if isinstance(c.get("loadAvgBefore"), (int, float))]
     busy = [c.get("cpuBusyFraction") for c in cells if isinstance(c.get("cpuBusyFraction"), (int, float))]
     if loads:
@@ -747,6 +748,7 @@ def main() -> int:
     parser.add_argument("--appliance-rate", default="none")
     parser.add_argument("--mac", default="off")
     parser.add_argument("--multicast", default="off")
+    parser.add_argument("--shard-cpus", default="none")
     parser.add_argument("--fast-retransmit", default="off")
     parser.add_argument("--offload", default="auto")
     parser.add_argument("--repeat", type=int, default=1)
@@ -775,7 +777,7 @@ def main() -> int:
         "run": {"date": date, "suffix": suffix, "started": args.started, "finished": args.finished,
                 "command": args.command, "build": args.build, "buildDirty": args.build_dirty, "buildTime": args.build_time,
                 "workers": args.workers, "mtu": args.mtu, "applianceRate": args.appliance_rate, "mac": args.mac,
-                "multicast": args.multicast, "fastRetransmit": args.fast_retransmit,
+                "multicast": args.multicast, "shardCpus": args.shard_cpus, "fastRetransmit": args.fast_retransmit,
                 "offload": args.offload, "repeat": args.repeat},
         "machine": machine(cells),
         "definitions": {

@@ -34,6 +34,7 @@ RTO_MS=
 FAST_RETRANSMIT=on
 MULTICAST=on
 SHARDS=1
+SHARD_CPUS=default
 OFFLOAD=auto
 MPI_LOOPBACK_BTL=tcp
 OUT_DIR=$ROOT/docs/bench
@@ -80,6 +81,10 @@ Measurement
   --rto-ms N             SwitchML workers' initial retransmission timeout (default: the worker's, 20 ms; a value
                          below the worker's 10 ms minimum lowers the minimum too)
   --shards N             appliance data-plane shards (threads, one UDP port each; default 1)
+  --shard-cpus LIST|none the appliance's shard threads' CPUs (--shard-cpus of 'switchml appliance'); default: CPU 1
+                         for one shard on a host of 2 or more CPUs, as the packaged configuration pins it; none:
+                         unpinned (unpinned on loopback, about one cell in four ran every call at 1.5x: the shard
+                         thread moved between the cores the ranks share and copied at half speed; session 31)
   --multicast on|off     the appliance multicasts each result once to the job's group, as the paper's switch
                          does (default on; the rack routes 224.0.0.0/4 to its links, and on loopback lo gets
                          the multicast flag and that route for the run, both undone at the end); off: one
@@ -130,6 +135,7 @@ while [ $# -gt 0 ]; do
     --fast-retransmit) FAST_RETRANSMIT=$2; shift 2 ;;
     --multicast) MULTICAST=$2; shift 2 ;;
     --shards) SHARDS=$2; shift 2 ;;
+    --shard-cpus) SHARD_CPUS=$2; shift 2 ;;
     --offload) OFFLOAD=$2; shift 2 ;;
     --mpi-loopback-btl) MPI_LOOPBACK_BTL=$2; shift 2 ;;
     --cell-timeout) CELL_TIMEOUT=$2; shift 2 ;;
@@ -171,6 +177,10 @@ case "$MAC" in on|off) ;; *) die "--mac must be on or off" ;; esac
 case "$FAST_RETRANSMIT" in on|off) ;; *) die "--fast-retransmit must be on or off" ;; esac
 case "$MULTICAST" in on|off) ;; *) die "--multicast must be on or off" ;; esac
 [[ "$SHARDS" =~ ^[1-9][0-9]*$ ]] || die "--shards must be a positive integer"
+if [ "$SHARD_CPUS" = default ]; then
+  if [ "$SHARDS" = 1 ] && [ "$(nproc)" -ge 2 ]; then SHARD_CPUS=1; else SHARD_CPUS=none; fi
+fi
+[ "$SHARD_CPUS" = none ] || [[ "$SHARD_CPUS" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--shard-cpus must be a list of CPUs (1 or 2,3) or none"
 case "$OFFLOAD" in auto|on|off) ;; *) die "--offload must be auto, on or off" ;; esac
 [[ "$REPEAT" =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer"
 [[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 2 ] && [ "$WORKERS" -le 200 ] || die "--workers must be 2..200"
@@ -445,11 +455,12 @@ run_switchml() {
   echo "fastRetransmit=$FAST_RETRANSMIT" >> "$CELL/meta.txt"
   echo "multicast=$MULTICAST" >> "$CELL/meta.txt"
   echo "shards=$SHARDS" >> "$CELL/meta.txt"
+  echo "shardCpus=$SHARD_CPUS" >> "$CELL/meta.txt"
   echo "javaOpts=${SWITCHML_BENCH_JAVA_OPTS:-}" >> "$CELL/meta.txt"
   mkdir -p "$CELL/appliance"
   SWITCHML_JAVA_OPTS="-Xmx1g ${SWITCHML_BENCH_JAVA_OPTS:-}" in_ns "$(rack_ns_ap)" "$PY" "$HERE/cpuwrap.py" --out "$CELL/appliance.cpu.json" -- \
     "$SWITCHML" appliance --bind "$appliance_addr" --data-port "$data_port" --control-port "$ctl_port" \
-    --http-port -1 --dir "$CELL/appliance" --insecure-control --mac "$MAC" --shards "$SHARDS" ${MULTICAST_GROUP:+--multicast "$MULTICAST_GROUP"} \
+    --http-port -1 --dir "$CELL/appliance" --insecure-control --mac "$MAC" --shards "$SHARDS" $([ "$SHARD_CPUS" = none ] || echo "--shard-cpus $SHARD_CPUS") ${MULTICAST_GROUP:+--multicast "$MULTICAST_GROUP"} \
     > "$CELL/appliance.log" 2>&1 &
   ap_pid=$!
   for _ in $(seq 300); do
@@ -746,6 +757,6 @@ mkdir -p "$OUT_DIR"
 "$PY" "$HERE/aggregate.py" --cells "$WORK/cells" --out "$OUT_DIR" ${TAG:+--tag "$TAG"} \
   --command "${SWITCHML_BENCH_JAVA_OPTS:+SWITCHML_BENCH_JAVA_OPTS='$SWITCHML_BENCH_JAVA_OPTS' }bench/rack/run.sh${ORIG_ARGS:+ $ORIG_ARGS}" --started "$RUN_STARTED" --finished "$RUN_FINISHED" \
   --build "$BUILD_COMMIT" --build-dirty "$BUILD_DIRTY" --build-time "$BUILD_TIME" --workers "$WORKERS" --mtu "$MTU" \
-  --appliance-rate "$APPLIANCE_RATE" --mac "$MAC" --multicast "$MULTICAST" \
+  --appliance-rate "$APPLIANCE_RATE" --mac "$MAC" --multicast "$MULTICAST" --shard-cpus "$SHARD_CPUS" \
   --fast-retransmit "$FAST_RETRANSMIT" --offload "$OFFLOAD" --repeat "$REPEAT"
 log "raw cells kept in $WORK/cells"
