@@ -65,9 +65,17 @@ abstract class LoopbackPeer implements DatagramTransport.Receiver
      */
     final void sendAsResult(final UnsafeBuffer update, final int length)
     {
+        toResult(update);
+        transport.send(update, length);
+    }
+
+    /**
+     * Turn an update into its result in place, as {@link #sendAsResult} sends it.
+     */
+    final void toResult(final UnsafeBuffer update)
+    {
         header.wrap(update, 0);
         header.type(DataHeaderFlyweight.TYPE_RESULT).flags(header.flags() & ~DataHeaderFlyweight.FLAG_RETRANSMIT).mac(0L);
-        transport.send(update, length);
     }
 
     final void close()

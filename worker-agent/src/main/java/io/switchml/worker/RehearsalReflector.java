@@ -4,8 +4,6 @@ import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.worker.transport.DatagramTransport;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.nio.ByteOrder;
-
 /**
  * The appliance's part in a {@link DataPathRehearsal}: every update comes back as its result, and now and then the
  * way a real network and a real appliance send them back, so that the rare paths of the worker run before the job
@@ -14,7 +12,7 @@ import java.nio.ByteOrder;
  * until C2 has compiled it again. On a loopback job of 4 agent JVMs on 2 cores that happened to the I/O agent's
  * result handling, loss recovery and receive loop during the first dozen all-reduces (one probe per 1,000 packets is
  * enough to take each branch), each time for several all-reduces (docs/bench/worker-transport-2026-11-25.md, session
- * 31). So, counting updates, after the first {@link #PLAIN_UPDATES} (from the rehearsal's 4th all-reduce on) it
+ * 31). So, counting updates, after the first {@link #PLAIN_UPDATES} (from about the rehearsal's 4th all-reduce on) it
  * <ul>
  * <li>drops one now and then: the later results make the worker suspect it and probe, it answers the probe with a
  * NACK as the appliance would (it has not got that round's update), and the resent update with a result;</li>
@@ -61,7 +59,6 @@ final class RehearsalReflector extends LoopbackPeer
     private final int[] probesAnswered;
     private final boolean[] stalled;
     private final UnsafeBuffer held;
-    private final UnsafeBuffer answer = new UnsafeBuffer(new byte[DataHeaderFlyweight.HEADER_LENGTH]);
     private final UnsafeBuffer copyView = new UnsafeBuffer(new byte[0]);
     private int heldLength;
     private long updates;
@@ -125,7 +122,7 @@ final class RehearsalReflector extends LoopbackPeer
         {
             stalled[slot] = false;
             // a resend of an update whose result went out: the shadow copy answers, flagged as a retransmission
-            sendCopy(slot);
+            sendCopy(slot, true);
             return;
         }
         final long n = ++updates;
@@ -134,8 +131,7 @@ final class RehearsalReflector extends LoopbackPeer
         {
             return;
         }
-        header.type(DataHeaderFlyweight.TYPE_RESULT).mac(0L)
-            .flags(header.flags() & ~DataHeaderFlyweight.FLAG_RETRANSMIT);
+        toResult(buffer);
         copies.putBytes(slot * maxPacket, buffer, 0, length);
         copyLength[slot] = length;
         copySequence[slot] = sequence;
@@ -175,12 +171,11 @@ final class RehearsalReflector extends LoopbackPeer
             // the round was waiting: PENDING, then its result completes it as it would when the last rank's update came
             stalled[slot] = false;
             answer(probe, DataHeaderFlyweight.TYPE_PENDING);
-            copyView.wrap(copies, slot * maxPacket, copyLength[slot]);
-            transport.send(copyView, copyLength[slot]);
+            sendCopy(slot, false);
         }
         else if ((probesAnswered[slot]++ & 1) == 1)
         {
-            sendCopy(slot);
+            sendCopy(slot, true);
         }
         else
         {
@@ -193,12 +188,17 @@ final class RehearsalReflector extends LoopbackPeer
         return copySequence[slot] == sequence && copyFlags[slot] == roundFlags;
     }
 
-    private void sendCopy(final int slot)
+    /**
+     * Send a slot's copy of its latest result: as a shadow result (flagged as a retransmission) or as the round's
+     * normal completion.
+     */
+    private void sendCopy(final int slot, final boolean shadow)
     {
-        final int at = slot * maxPacket;
-        copies.putByte(at + DataHeaderFlyweight.FLAGS_OFFSET,
-            (byte)(copies.getByte(at + DataHeaderFlyweight.FLAGS_OFFSET) | DataHeaderFlyweight.FLAG_RETRANSMIT));
-        copyView.wrap(copies, at, copyLength[slot]);
+        final int flagsAt = slot * maxPacket + DataHeaderFlyweight.FLAGS_OFFSET;
+        final byte flags = copies.getByte(flagsAt);
+        copies.putByte(flagsAt, (byte)(shadow ?
+            flags | DataHeaderFlyweight.FLAG_RETRANSMIT : flags & ~DataHeaderFlyweight.FLAG_RETRANSMIT));
+        copyView.wrap(copies, slot * maxPacket, copyLength[slot]);
         transport.send(copyView, copyLength[slot]);
     }
 
@@ -212,13 +212,12 @@ final class RehearsalReflector extends LoopbackPeer
     }
 
     /**
-     * A header-only answer to a probe, as the appliance writes it: the probe's header with another type, MAC zero.
+     * A header-only answer to a probe, as the appliance writes it: the probe's header (which {@link #header} wraps)
+     * retyped in place, MAC zero; the send copies it.
      */
     private void answer(final UnsafeBuffer probe, final byte type)
     {
-        answer.putBytes(0, probe, 0, DataHeaderFlyweight.HEADER_LENGTH);
-        answer.putByte(DataHeaderFlyweight.TYPE_OFFSET, type);
-        answer.putLong(DataHeaderFlyweight.MAC_OFFSET, 0L, ByteOrder.BIG_ENDIAN);
-        transport.send(answer, DataHeaderFlyweight.HEADER_LENGTH);
+        header.type(type).mac(0L);
+        transport.send(probe, DataHeaderFlyweight.HEADER_LENGTH);
     }
 }
