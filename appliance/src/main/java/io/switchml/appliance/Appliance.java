@@ -416,6 +416,18 @@ public final class Appliance implements AutoCloseable
     }
 
     /**
+     * Run the start-up rehearsal ({@link io.switchml.appliance.control.StartupRehearsal}): two jobs of its own through
+     * the shards, so that the first real job meets compiled code. Call once, after {@link #launch} and before saying
+     * the appliance is ready.
+     *
+     * @return what it did.
+     */
+    public io.switchml.appliance.control.StartupRehearsal.Outcome rehearse()
+    {
+        return new io.switchml.appliance.control.StartupRehearsal(registry, context.resolvedBindAddress(), dataPlane.ports()).run();
+    }
+
+    /**
      * @return the UDP port of the first shard.
      */
     public int dataPort()

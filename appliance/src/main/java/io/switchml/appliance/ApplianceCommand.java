@@ -74,6 +74,10 @@ public final class ApplianceCommand implements Callable<Integer>
     @Option(names = "--mac", description = "Default for jobs: on or off (default on).")
     private String mac;
 
+    @Option(names = "--rehearsal", description = "Run two short jobs of its own through the shards before saying it is " +
+        "ready, so that the first job meets compiled code: on or off (default on).")
+    private String rehearsal;
+
     @Option(names = "--slot-timeout-ms", description = "Default for jobs: abort when a slot stays partly filled this long (default " +
         ApplianceContext.SLOT_TIMEOUT_MS_DEFAULT + ").")
     private Long slotTimeoutMs;
@@ -172,6 +176,18 @@ public final class ApplianceCommand implements Callable<Integer>
             stopped.countDown();
         }, "switchml-shutdown"));
         appliance.pinning().forEach(line -> LOG.info("{}", line));
+        if (context.rehearsal())
+        {
+            final io.switchml.appliance.control.StartupRehearsal.Outcome rehearsal = appliance.rehearse();
+            if (rehearsal.stopped() == null)
+            {
+                LOG.info("{}", rehearsal.describe());
+            }
+            else
+            {
+                LOG.warn("{}", rehearsal.describe());
+            }
+        }
         LOG.info("switchml appliance ready: data udp " + context.resolvedBindAddress().getHostAddress() + ":" +
             appliance.dataPort() + " (" + context.shards() + " shard(s), " + appliance.transportName() + "), control tcp " +
             context.resolvedBindAddress().getHostAddress() + ":" + appliance.controlPort() +
@@ -325,6 +341,12 @@ public final class ApplianceCommand implements Callable<Integer>
         {
             final Properties override = new Properties();
             override.setProperty(ApplianceContext.MAC_PROP, mac);
+            context.apply(override);
+        }
+        if (rehearsal != null)
+        {
+            final Properties override = new Properties();
+            override.setProperty(ApplianceContext.REHEARSAL_PROP, rehearsal);
             context.apply(override);
         }
         if (slotTimeoutMs != null)

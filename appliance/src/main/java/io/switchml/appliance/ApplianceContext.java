@@ -110,6 +110,13 @@ public final class ApplianceContext
     public static final String MAC_PROP = "switchml.appliance.mac";
     public static final boolean MAC_DEFAULT = true;
 
+    /**
+     * Whether the appliance runs two short jobs of its own through its shards before it says it is ready (on/off):
+     * the first real job then meets compiled code ({@link io.switchml.appliance.control.StartupRehearsal}).
+     */
+    public static final String REHEARSAL_PROP = "switchml.appliance.rehearsal";
+    public static final boolean REHEARSAL_DEFAULT = true;
+
     /** Directory of the counters file (counters.dat) and the event journal. */
     public static final String DIR_PROP = "switchml.appliance.dir";
     public static final String DIR_DEFAULT = io.switchml.protocol.ApplianceDefaults.DIR;
@@ -180,6 +187,7 @@ public final class ApplianceContext
     private long tenantOffloadSlots = TENANT_OFFLOAD_SLOTS_DEFAULT;
     private long slotTimeoutMs = SLOT_TIMEOUT_MS_DEFAULT;
     private boolean macEnabled = MAC_DEFAULT;
+    private boolean rehearsal = REHEARSAL_DEFAULT;
     private int[] resolvedShardCpus = new int[0];
     private String bindAddress = BIND_ADDRESS_DEFAULT;
     private int dataPort = DATA_PORT_DEFAULT;
@@ -266,6 +274,7 @@ public final class ApplianceContext
                     case TENANT_OFFLOAD_SLOTS_PROP -> tenantOffloadSlots = Long.parseLong(value);
                     case SLOT_TIMEOUT_MS_PROP -> slotTimeoutMs = Long.parseLong(value);
                     case MAC_PROP -> macEnabled = parseOnOff(key, value);
+                    case REHEARSAL_PROP -> rehearsal = parseOnOff(key, value);
                     case BACKENDS_PROP -> backends = value;
                     default ->
                     {
@@ -549,6 +558,7 @@ public final class ApplianceContext
         out.println(TENANT_OFFLOAD_SLOTS_PROP + "=" + tenantOffloadSlots);
         out.println(SLOT_TIMEOUT_MS_PROP + "=" + slotTimeoutMs);
         out.println(MAC_PROP + "=" + (macEnabled ? "on" : "off"));
+        out.println(REHEARSAL_PROP + "=" + (rehearsal ? "on" : "off"));
     }
 
     public ApplianceContext dir(final String dir)
@@ -684,6 +694,17 @@ public final class ApplianceContext
     public boolean macEnabled()
     {
         return macEnabled;
+    }
+
+    public ApplianceContext rehearsal(final boolean rehearsal)
+    {
+        this.rehearsal = rehearsal;
+        return this;
+    }
+
+    public boolean rehearsal()
+    {
+        return rehearsal;
     }
 
     public ApplianceContext bindAddress(final String bindAddress)
