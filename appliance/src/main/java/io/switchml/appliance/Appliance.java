@@ -424,7 +424,8 @@ public final class Appliance implements AutoCloseable
      */
     public io.switchml.appliance.control.StartupRehearsal.Outcome rehearse()
     {
-        return new io.switchml.appliance.control.StartupRehearsal(registry, context.resolvedBindAddress(), dataPlane.ports()).run();
+        return new io.switchml.appliance.control.StartupRehearsal(registry, context.resolvedBindAddress(), dataPlane.ports())
+            .run();
     }
 
     /**

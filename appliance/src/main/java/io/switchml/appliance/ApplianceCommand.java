@@ -179,6 +179,7 @@ public final class ApplianceCommand implements Callable<Integer>
         if (context.rehearsal())
         {
             final io.switchml.appliance.control.StartupRehearsal.Outcome rehearsal = appliance.rehearse();
+            // a warning when it stopped early (the shards stopped completing slots); skipping it is not one
             if (rehearsal.stopped() == null)
             {
                 LOG.info("{}", rehearsal.describe());

@@ -52,6 +52,8 @@ public final class StartupRehearsal
     static final int WINDOWS = 500;
     /** Every this many windows, a retransmission into a completed slot and a probe. */
     static final int RARE_EVERY = 8;
+    /** Longest the members wait for each other at the join. */
+    private static final long JOIN_TIMEOUT_MS = 5_000;
 
     /**
      * What one run did.
@@ -60,20 +62,25 @@ public final class StartupRehearsal
      * @param completed slots completed over all jobs.
      * @param elapsedMs wall time.
      * @param stopped   why it stopped early, or null.
+     * @param skipped   why it did not run, or null.
      */
-    public record Outcome(int jobs, long completed, long elapsedMs, String stopped)
+    public record Outcome(int jobs, long completed, long elapsedMs, String stopped, String skipped)
     {
         public String describe()
         {
-            return "data path rehearsal: " + jobs + " job(s), " + completed + " slot(s) completed through the shards in " +
-                elapsedMs + " ms" + (stopped == null ? "" : "; stopped early: " + stopped);
+            if (skipped != null)
+            {
+                return "data path rehearsal skipped: " + skipped;
+            }
+            return "data path rehearsal: " + jobs + " job(s), " + completed +
+                " slot(s) completed through the shards in " + elapsedMs + " ms" +
+                (stopped == null ? "" : "; stopped early: " + stopped);
         }
     }
 
     private final JobRegistry registry;
     private final InetAddress address;
     private final int[] shardPorts;
-    private final long joinTimeoutMs;
     private final SecureRandom random = new SecureRandom();
     private final DataHeaderFlyweight header = new DataHeaderFlyweight();
 
@@ -87,7 +94,6 @@ public final class StartupRehearsal
         this.registry = registry;
         this.address = bind.isAnyLocalAddress() ? InetAddress.getLoopbackAddress() : bind;
         this.shardPorts = shardPorts.clone();
-        this.joinTimeoutMs = 5_000;
     }
 
     /**
@@ -99,7 +105,7 @@ public final class StartupRehearsal
         final long deadlineNs = startNs + BUDGET_NS;
         if (registry.backends().stream().noneMatch(backend -> Backends.SOFTWARE.equals(backend.name())))
         {
-            return new Outcome(0, 0, 0, "no " + Backends.SOFTWARE + " backend in " +
+            return new Outcome(0, 0, 0, null, "no " + Backends.SOFTWARE + " backend in " +
                 io.switchml.appliance.ApplianceContext.BACKENDS_PROP + ": the shards take no jobs to rehearse");
         }
         int jobs = 0;
@@ -130,7 +136,7 @@ public final class StartupRehearsal
                 break;
             }
         }
-        return new Outcome(jobs, completed, (System.nanoTime() - startNs) / 1_000_000, stopped);
+        return new Outcome(jobs, completed, (System.nanoTime() - startNs) / 1_000_000, stopped, null);
     }
 
     /**
@@ -143,7 +149,7 @@ public final class StartupRehearsal
         random.nextBytes(tokenBytes);
         final String token = HexFormat.of().formatHex(tokenBytes);
         final JobSpec spec = new JobSpec(TENANT, "rehearsal-" + token.substring(0, 8) + (mac ? "-mac" : ""), WORLD,
-            ElementType.FLOAT32, LANES, SLOTS, mac, WINDOW_TIMEOUT_NS / 1_000_000 * 4, joinTimeoutMs);
+            ElementType.FLOAT32, LANES, SLOTS, mac, WINDOW_TIMEOUT_NS / 1_000_000 * 4, JOIN_TIMEOUT_MS);
         final Job job = registry.create(spec, token, false, Backends.SOFTWARE);
         final DatagramChannel[] members = new DatagramChannel[WORLD];
         final Socket[] clients = new Socket[WORLD];
@@ -165,7 +171,7 @@ public final class StartupRehearsal
                 final InetSocketAddress[] addresses = new InetSocketAddress[shardPorts.length];
                 java.util.Arrays.fill(addresses, (InetSocketAddress)members[rank].getLocalAddress());
                 final int member = rank;
-                joins[rank] = Thread.ofPlatform().name("switchml-rehearsal-join-" + rank).start(() ->
+                joins[rank] = Thread.ofPlatform().daemon().name("switchml-rehearsal-join-" + rank).start(() ->
                 {
                     try
                     {
@@ -179,10 +185,11 @@ public final class StartupRehearsal
             }
             for (int rank = 0; rank < WORLD; rank++)
             {
-                joins[rank].join(joinTimeoutMs + 1_000);
+                joins[rank].join(JOIN_TIMEOUT_MS + 1_000);
                 if (joinFailures[rank] != null)
                 {
-                    throw new IOException("rank " + rank + " could not join: " + joinFailures[rank].getMessage(), joinFailures[rank]);
+                    throw new IOException("rank " + rank + " could not join: " + joinFailures[rank].getMessage(),
+                        joinFailures[rank]);
                 }
             }
             return aggregate(job, members, deadlineNs);
@@ -231,7 +238,8 @@ public final class StartupRehearsal
                 final long sequence = (long)window * SLOTS + slot;
                 for (int rank = 0; rank < WORLD; rank++)
                 {
-                    writeUpdate(view, job, DataHeaderFlyweight.TYPE_UPDATE, rank, version, slot, sequence, exponent, rank);
+                    writeUpdate(
+                        view, job, DataHeaderFlyweight.TYPE_UPDATE, rank, version, slot, sequence, exponent, rank);
                     send(members[rank], packet, length, shards[slot % shards.length]);
                 }
             }
@@ -246,18 +254,19 @@ public final class StartupRehearsal
                     {
                         return job.counters.slotsCompleted().get() - completedBefore;
                     }
-                    throw new IOException("the shards completed " + (job.counters.slotsCompleted().get() - completedBefore) +
-                        " of " + (target - completedBefore) + " slots and then no more for " + WINDOW_TIMEOUT_NS / 1_000_000 +
-                        " ms");
+                    throw new IOException("the shards completed " +
+                        (job.counters.slotsCompleted().get() - completedBefore) + " of " + (target - completedBefore) +
+                        " slots and then no more for " + WINDOW_TIMEOUT_NS / 1_000_000 + " ms");
                 }
                 Thread.onSpinWait();
             }
             if (window % RARE_EVERY == RARE_EVERY - 1)
             {
                 // rank 0 resends its update into the completed slot 0 (answered from the shadow copy), then probes it
-                writeUpdate(view, job, DataHeaderFlyweight.TYPE_UPDATE, 0, version, 0, (long)window * SLOTS, exponent, 0);
+                final long sequence = (long)window * SLOTS;
+                writeUpdate(view, job, DataHeaderFlyweight.TYPE_UPDATE, 0, version, 0, sequence, exponent, 0);
                 send(members[0], packet, length, shards[0]);
-                writeUpdate(view, job, DataHeaderFlyweight.TYPE_PROBE, 0, version, 0, (long)window * SLOTS, exponent, 0);
+                writeUpdate(view, job, DataHeaderFlyweight.TYPE_PROBE, 0, version, 0, sequence, exponent, 0);
                 send(members[0], packet, DataHeaderFlyweight.HEADER_LENGTH, shards[0]);
             }
             drain(members, drain);
@@ -279,11 +288,13 @@ public final class StartupRehearsal
         }
         if (job.macEnabled)
         {
-            PacketMac.sign(job.macK0, job.macK1, view, 0, DataHeaderFlyweight.HEADER_LENGTH + elements * Integer.BYTES);
+            PacketMac.sign(job.macK0, job.macK1, view, 0,
+                DataHeaderFlyweight.HEADER_LENGTH + elements * Integer.BYTES);
         }
     }
 
-    private static void send(final DatagramChannel channel, final ByteBuffer packet, final int length, final InetSocketAddress to)
+    private static void send(
+        final DatagramChannel channel, final ByteBuffer packet, final int length, final InetSocketAddress to)
         throws IOException
     {
         packet.clear().limit(length);
