@@ -90,7 +90,7 @@ prog_run_ns() {
 stats_value() { tr ' ' '\n' < "$1" | sed -n "s/^$2=//p" | head -1; }
 
 run_one() {
-  local backend=$1 round=$2 dir="$WORK/$backend-$round" r pids=() ap_pid cpu0 cpu1 sirq0 sirq1 prog0 prog1 packets tat
+  local backend=$1 round=$2 dir="$WORK/$backend-$round" r pids=() ap_pid cpu0 cpu1 sirq0 sirq1 prog0 prog1 packets tat before after
   mkdir -p "$dir"
   {
     echo "switchml.appliance.backends=$([ "$backend" = xdp ] && echo xdp,software || echo software)"
@@ -104,6 +104,8 @@ run_one() {
   for _ in $(seq 300); do grep -qs 'appliance ready' "$dir/appliance.log" && break; sleep 0.1; done
   grep -qs 'appliance ready' "$dir/appliance.log" || { cat "$dir/appliance.log" >&2; return 1; }
   sleep 1
+  # the shards' packets before the job: the appliance's start-up rehearsal sent some (README, "Start-up rehearsal")
+  ip netns exec "$(rack_ns_ap)" bash -c 'exec 3<>/dev/tcp/'"$RACK_APPLIANCE_ADDR"'/7470; echo STATS >&3; head -1 <&3' > "$dir/stats0.txt" || true
   cpu0=$(proc_cpu_s "$ap_pid"); sirq0=$(softirq_s); prog0=$(prog_run_ns)
   for ((r = 0; r < WORKERS; r++)); do
     ip netns exec "$(rack_ns_w "$r")" "$JAVA" "${JVM_FLAGS[@]}" -Xmx2g -cp "$CP" io.switchml.dist.SwitchMl worker run \
@@ -120,7 +122,8 @@ run_one() {
   if [ "$backend" = xdp ]; then
     packets=$(grep -h 'xdp: detached' "$dir/appliance.log" | sed -n 's/.*updates=\([0-9]*\).*probes=\([0-9]*\).*/\1 \2/p' | awk '{ print $1 + $2 }')
   else
-    packets=$(stats_value "$dir/stats.txt" shard_packets_in)
+    before=$(stats_value "$dir/stats0.txt" shard_packets_in); after=$(stats_value "$dir/stats.txt" shard_packets_in)
+    packets=$(( ${after:-0} - ${before:-0} ))
   fi
   tat=$(grep -h '^RESULT' "$dir"/rank*.out | sed -n 's/.*p50Ms=\([0-9.]*\).*/\1/p' | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
   awk -v b="$backend" -v round="$round" -v c0="$cpu0" -v c1="$cpu1" -v s0="$sirq0" -v s1="$sirq1" -v p0="${prog0:-0}" \

@@ -11,7 +11,7 @@
 #    the ones it will be used with. The run is `switchml aot-train` (AotTrainCommand): every command's usage,
 #    `worker serve` agents all-reducing for a client through their socket and shared memory, then a short demo
 #    (appliance and 4 workers in one JVM). JEP 514: the JVM writes the cache when it exits; JEP 515: with the
-#    method profiles of the data path. About 13 s.
+#    method profiles of the data path. About 15 s.
 #    40 all-reduces per agent, not 10: the cache decides which data-path methods C2 compiles early at run time, and
 #    which it records varies from one training run to the next. Seven caches trained with 10 and six with 40, three
 #    loopback cells each (4 worker JVMs and the appliance on 2 cores, 100 MB; 2026-11-26): each cache gave about the same

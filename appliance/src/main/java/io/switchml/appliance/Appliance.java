@@ -9,6 +9,7 @@ import io.switchml.appliance.backend.SoftwareBackend;
 import io.switchml.appliance.backend.UnavailableBackend;
 import io.switchml.appliance.control.ControlServer;
 import io.switchml.appliance.control.JobRegistry;
+import io.switchml.appliance.control.StartupRehearsal;
 import io.switchml.appliance.journal.Journal;
 import io.switchml.appliance.journal.JournalContext;
 import io.switchml.appliance.telemetry.ApplianceMetrics;
@@ -416,16 +417,29 @@ public final class Appliance implements AutoCloseable
     }
 
     /**
-     * Run the start-up rehearsal ({@link io.switchml.appliance.control.StartupRehearsal}): two jobs of its own through
+     * Run the start-up rehearsal ({@link StartupRehearsal}): two jobs of its own through
      * the shards, so that the first real job meets compiled code. Call once, after {@link #launch} and before saying
      * the appliance is ready.
      *
      * @return what it did.
      */
-    public io.switchml.appliance.control.StartupRehearsal.Outcome rehearse()
+    public StartupRehearsal.Outcome rehearse()
     {
-        return new io.switchml.appliance.control.StartupRehearsal(registry, context.resolvedBindAddress(), dataPlane.ports())
-            .run();
+        return rehearse(StartupRehearsal.BUDGET_NS);
+    }
+
+    /**
+     * @param budgetNs longest it runs.
+     */
+    public StartupRehearsal.Outcome rehearse(final long budgetNs)
+    {
+        if (context.lossRate() > 0)
+        {
+            return StartupRehearsal.Outcome.skipped(
+                ApplianceContext.LOSS_RATE_PROP + " drops packets on purpose and the rehearsal does not resend");
+        }
+        return new StartupRehearsal(registry, context.resolvedBindAddress(), dataPlane.ports(),
+            context.multicastEnabled(), budgetNs, () -> closed).run();
     }
 
     /**
@@ -462,6 +476,14 @@ public final class Appliance implements AutoCloseable
     /**
      * @return true while every data-plane shard's event loop is turning and the appliance is not closing.
      */
+    /**
+     * @return whether {@link #close} has begun.
+     */
+    public boolean isClosing()
+    {
+        return closed;
+    }
+
     public boolean isLive()
     {
         return !closed && dataPlane.isLive(1_000);

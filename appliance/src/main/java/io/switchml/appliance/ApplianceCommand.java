@@ -1,5 +1,6 @@
 package io.switchml.appliance;
 
+import io.switchml.appliance.control.StartupRehearsal;
 import io.switchml.protocol.logging.LogLevelOption;
 import io.switchml.protocol.logging.Logging;
 import io.switchml.service.SystemdNotifier;
@@ -74,8 +75,8 @@ public final class ApplianceCommand implements Callable<Integer>
     @Option(names = "--mac", description = "Default for jobs: on or off (default on).")
     private String mac;
 
-    @Option(names = "--rehearsal", description = "Run two short jobs of its own through the shards before saying it is " +
-        "ready, so that the first job meets compiled code: on or off (default on).")
+    @Option(names = "--rehearsal", description = "Run two short jobs of its own through the shards before saying it " +
+        "is ready, so that the first job meets compiled code: on or off (default on).")
     private String rehearsal;
 
     @Option(names = "--slot-timeout-ms", description = "Default for jobs: abort when a slot stays partly filled this long (default " +
@@ -178,7 +179,7 @@ public final class ApplianceCommand implements Callable<Integer>
         appliance.pinning().forEach(line -> LOG.info("{}", line));
         if (context.rehearsal())
         {
-            final io.switchml.appliance.control.StartupRehearsal.Outcome rehearsal = appliance.rehearse();
+            final StartupRehearsal.Outcome rehearsal = appliance.rehearse();
             // a warning when it stopped early (the shards stopped completing slots); skipping it is not one
             if (rehearsal.stopped() == null)
             {
@@ -187,6 +188,12 @@ public final class ApplianceCommand implements Callable<Integer>
             else
             {
                 LOG.warn("{}", rehearsal.describe());
+            }
+            if (stopped.getCount() == 0 || appliance.isClosing())
+            {
+                // a termination signal came during the rehearsal: the shutdown hook closed the appliance; not ready
+                stopped.await();
+                return 0;
             }
         }
         LOG.info("switchml appliance ready: data udp " + context.resolvedBindAddress().getHostAddress() + ":" +

@@ -77,6 +77,34 @@ class ApplianceCommandLogTest
     }
 
     @Test
+    void rehearsesItsDataPathBeforeSayingReadyUnlessTurnedOff() throws Exception
+    {
+        final Process on = start(Map.of(), "--control-port", "0");
+        final List<String> onLines = awaitLine("stderr", "control channel is plain TCP");
+        final int rehearsal = indexOf(onLines, "ApplianceCommand: data path rehearsal: ");
+        assertTrue(rehearsal >= 0 && rehearsal < indexOf(onLines, "switchml appliance ready: "), onLines::toString);
+        on.destroy();
+        assertTrue(on.waitFor(30, TimeUnit.SECONDS));
+
+        Files.delete(dir.resolve("stderr"));
+        start(Map.of(), "--control-port", "0", "--rehearsal", "off");
+        final List<String> offLines = awaitLine("stderr", "control channel is plain TCP");
+        assertEquals(-1, indexOf(offLines, "data path rehearsal"), offLines::toString);
+    }
+
+    private static int indexOf(final List<String> lines, final String text)
+    {
+        for (int i = 0; i < lines.size(); i++)
+        {
+            if (lines.get(i).contains(text))
+            {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    @Test
     void logLevelFiltersTheStartUpLines() throws Exception
     {
         final Process info = start(Map.of(), "--control-port", "0");

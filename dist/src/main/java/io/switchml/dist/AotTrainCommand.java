@@ -103,6 +103,13 @@ public final class AotTrainCommand implements Callable<Integer>
         try (Appliance appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(-1)
             .dir(dir.resolve("appliance").toString())))
         {
+            // the appliance's start-up rehearsal runs first in production too: its code and the shards' under it
+            final io.switchml.appliance.control.StartupRehearsal.Outcome rehearsal = appliance.rehearse();
+            if (rehearsal.stopped() != null)
+            {
+                System.out.println("aot-train: " + rehearsal.describe());
+                return false;
+            }
             final Thread[] agents = new Thread[world];
             final int[] exits = new int[world];
             for (int r = 0; r < world; r++)

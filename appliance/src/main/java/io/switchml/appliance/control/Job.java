@@ -59,6 +59,7 @@ public final class Job
     int joined;
     String endReason;
     volatile boolean aborting;
+    private volatile boolean resultsToMembers;
     boolean aborted;
 
     Job(final int jobId, final JobSpec spec, final int shardCount, final String token, final long macK0, final long macK1,
@@ -208,6 +209,20 @@ public final class Job
     public ShardDataPath shardDataPath()
     {
         return shardDataPath;
+    }
+
+    /**
+     * @return whether a completed slot's result goes to each member even when the appliance multicasts results: set
+     * for the start-up rehearsal's jobs ({@link StartupRehearsal}), whose group no one listens to.
+     */
+    public boolean resultsToMembers()
+    {
+        return resultsToMembers;
+    }
+
+    void resultsToMembers(final boolean resultsToMembers)
+    {
+        this.resultsToMembers = resultsToMembers;
     }
 
     /**

@@ -204,7 +204,7 @@ final class ShardProcessor
                     jobCounters.onSlotCompleted();
                     slotLatency.recordNs(pool.lastCompletionLatencyNs());
                     sign(job, result, resultOffset, resultLength);
-                    if (multicast)
+                    if (multicast && !job.resultsToMembers())
                     {
                         if (!txLoss.shouldDrop())
                         {
