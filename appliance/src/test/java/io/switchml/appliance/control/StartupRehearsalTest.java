@@ -68,11 +68,13 @@ class StartupRehearsalTest
         // every few windows of each job, slot 0: a NACK, a PENDING, a duplicate, then a resend and a probe into the
         // completed slot, both answered from its shadow copy
         final long rare = 2L * (StartupRehearsal.windowsFor(slots) / StartupRehearsal.RARE_EVERY);
-        assertEquals(rare, appliance.counter("nacks_sent"));
-        assertEquals(rare, appliance.counter("pendings_sent"));
-        assertEquals(rare, appliance.counter("duplicates"));
+        // (the split among the answers assumes the two members' packets reach the shard in send order, as on an idle
+        // loopback; the totals do not)
         assertEquals(3 * rare, appliance.counter("probes"));
-        assertEquals(2 * rare, appliance.counter("retransmissions_served"));
+        assertEquals(4 * rare, appliance.counter("nacks_sent") + appliance.counter("pendings_sent") +
+            appliance.counter("retransmissions_served"));
+        assertTrue(appliance.counter("nacks_sent") > 0 && appliance.counter("pendings_sent") > 0 &&
+            appliance.counter("duplicates") > 0, appliance.counterSnapshot().toString());
         // unicast: every completed slot to both members, and the four answers
         assertEquals(StartupRehearsal.WORLD * outcome.completed() + 4 * rare, appliance.counter("packets_out"));
         assertEquals(0, appliance.registry().jobCount(), appliance.registry().describeJobs().toString());
