@@ -474,9 +474,6 @@ public final class Appliance implements AutoCloseable
     }
 
     /**
-     * @return true while every data-plane shard's event loop is turning and the appliance is not closing.
-     */
-    /**
      * @return whether {@link #close} has begun.
      */
     public boolean isClosing()
@@ -484,6 +481,9 @@ public final class Appliance implements AutoCloseable
         return closed;
     }
 
+    /**
+     * @return true while every data-plane shard's event loop is turning and the appliance is not closing.
+     */
     public boolean isLive()
     {
         return !closed && dataPlane.isLive(1_000);
