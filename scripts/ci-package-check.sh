@@ -286,6 +286,25 @@ elif grep -q "trying to map" <<<"$aot_log"; then
 else
   note "the AOT cache was made by another JDK ($(cat /usr/lib/switchml/switchml.aot.jdk)): the launcher starts without it"
 fi
+# The JIT directives (packaging/bin/switchml, JIT_FLAGS): installed, read by the JVM of a data-path command (HotSpot
+# says so on stderr, never on stdout), left out for the others and with SWITCHML_JIT_DIRECTIVES=off.
+check "JIT directives installed: /usr/lib/switchml/jit-directives.json" test -s /usr/lib/switchml/jit-directives.json
+as_switchml() { setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin "$@"; }
+jit_out=$(as_switchml /usr/bin/switchml worker --help 2>/dev/null) || fail "switchml worker --help: $jit_out"
+jit_err=$(as_switchml /usr/bin/switchml worker --help 2>&1 >/dev/null)
+grep -q "compiler directives added" <<<"$jit_err" && ! grep -q "directives" <<<"$jit_out" ||
+  fail "the JVM of switchml worker did not read the JIT directives, or said so on stdout (stderr: $jit_err)"
+jit_ops=$(as_switchml /usr/bin/switchml ops --help 2>&1 >/dev/null)
+jit_off=$(as_switchml SWITCHML_JIT_DIRECTIVES=off /usr/bin/switchml worker --help 2>&1 >/dev/null)
+! grep -q "directives" <<<"$jit_ops$jit_off" ||
+  fail "JIT directives read by switchml ops or with SWITCHML_JIT_DIRECTIVES=off: $jit_ops$jit_off"
+set +e
+jit_bad=$(as_switchml SWITCHML_JIT_DIRECTIVES=maybe /usr/bin/switchml worker --help 2>&1)
+jit_bad_rc=$?
+set -e
+[ "$jit_bad_rc" -eq 2 ] && grep -q "SWITCHML_JIT_DIRECTIVES must be on or off" <<<"$jit_bad" ||
+  fail "SWITCHML_JIT_DIRECTIVES=maybe: exit 2 naming the variable (got $jit_bad_rc: $jit_bad)"
+ok "the launcher gives the JVM the JIT directives for data-path commands only; SWITCHML_JIT_DIRECTIVES=off and a bad value work"
 if unshare -m true 2>/dev/null; then
   set +e
   nojdk=$(unshare -m bash -c 'mount -t tmpfs none /usr/lib/jvm && env -i PATH=/usr/bin:/bin JAVA_HOME=/nonexistent /usr/bin/switchml --version' 2>&1)

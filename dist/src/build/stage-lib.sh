@@ -2,7 +2,8 @@
 # stage-lib.sh TARGET JAVA_HOME EPOCH SKIP_AOT: run by the dist build (package phase, after copy-dependencies).
 #
 # 1. Copies switchml.jar into TARGET/package-lib, which then holds the whole class path, laid out as the package
-#    installs it (/usr/lib/switchml, lib/ of the archive) and as both launchers run it.
+#    installs it (/usr/lib/switchml, lib/ of the archive) and as both launchers run it, and the launcher's JIT
+#    directives (packaging/lib/jit-directives.json) beside it.
 # 2. Sets every jar's modification time to EPOCH, the time the .deb gives its entries (jdeb outputTimestamp): an
 #    AOT cache records the size and modification time of each jar of its class path and the JVM refuses it
 #    ("timestamp has changed") when an installed jar differs. The archive keeps these times as they are.
@@ -23,6 +24,7 @@ root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../../.." && pwd)
 lib=$target/package-lib
 
 cp -p "$target/switchml.jar" "$lib/switchml.jar"
+cp "$root/packaging/lib/jit-directives.json" "$lib/jit-directives.json"
 touch -d "@$epoch" "$lib"/*.jar
 rm -f "$lib/switchml.aot" "$lib/switchml.aot.jdk"
 
