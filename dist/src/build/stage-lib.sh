@@ -4,10 +4,17 @@
 # 1. Copies switchml.jar into TARGET/package-lib, which then holds the whole class path, laid out as the package
 #    installs it (/usr/lib/switchml, lib/ of the archive) and as both launchers run it, and the launcher's JIT
 #    directives (packaging/lib/jit-directives.json) beside it.
-# 2. Sets every jar's modification time to EPOCH, the time the .deb gives its entries (jdeb outputTimestamp): an
+# 2. Replaces picocli's jar with picocli built from its own sources jar (TARGET/picocli-sources, fetched by the
+#    dist build) by this JDK's javac: picocli ships Java 5 class files, which the AOT cache cannot hold, so every
+#    command's JVM loaded and verified its ~170 classes from the jar (the old verifier) before parsing its command
+#    line. Built for Java 25 they come from the cache like the rest: `switchml --version` and `switchml ops --help`
+#    took 260-340 ms instead of 340-430, and an agent's JVM 0.47-0.57 CPU-s to its first packet instead of 0.72-0.80
+#    (2026-11-26, docs/bench/worker-transport-2026-11-25.md, session 33). Same version, same sources, same licence;
+#    the build fails when the classes it compiled are not those of the released jar (anonymous classes aside).
+# 3. Sets every jar's modification time to EPOCH, the time the .deb gives its entries (jdeb outputTimestamp): an
 #    AOT cache records the size and modification time of each jar of its class path and the JVM refuses it
 #    ("timestamp has changed") when an installed jar differs. The archive keeps these times as they are.
-# 3. Unless SKIP_AOT is true (-Dswitchml.aot.skip=true), trains the AOT cache TARGET/package-lib/switchml.aot
+# 4. Unless SKIP_AOT is true (-Dswitchml.aot.skip=true), trains the AOT cache TARGET/package-lib/switchml.aot
 #    with the installed launcher itself (SWITCHML_AOT=train), so that JVM options and class path order are
 #    the ones it will be used with. The run is `switchml aot-train` (AotTrainCommand): every command's usage,
 #    `worker serve` agents all-reducing for a client through their socket and shared memory, then a short demo
@@ -25,6 +32,38 @@ lib=$target/package-lib
 
 cp -p "$target/switchml.jar" "$lib/switchml.jar"
 cp "$root/packaging/lib/jit-directives.json" "$lib/jit-directives.json"
+
+picocli_jars=("$lib"/picocli-*.jar)
+if [ "${#picocli_jars[@]}" -ne 1 ] || ! [ -f "${picocli_jars[0]}" ]; then
+  echo "[picocli] expected one picocli jar in $lib, found: ${picocli_jars[*]}" >&2
+  exit 1
+fi
+picocli_jar=${picocli_jars[0]}
+picocli_version=${picocli_jar##*/picocli-}
+picocli_version=${picocli_version%.jar}
+picocli_sources=$target/picocli-sources/picocli-$picocli_version-sources.jar
+picocli_work=$target/picocli-build
+rm -rf "$picocli_work"
+mkdir -p "$picocli_work/src" "$picocli_work/classes"
+(cd "$picocli_work/src" && "$java_home/bin/jar" xf "$picocli_sources")
+if ! "$java_home/bin/javac" --release 25 -nowarn -proc:none -encoding UTF-8 -d "$picocli_work/classes" \
+    "$picocli_work/src"/picocli/*.java >"$picocli_work/javac.log" 2>&1; then
+  cat "$picocli_work/javac.log" >&2
+  echo "[picocli] compiling $picocli_sources failed" >&2
+  exit 1
+fi
+named_classes() { grep '^picocli/.*\.class$' | grep -Ev '\$[0-9]+(\$|\.class$)' | sort; }
+if ! diff <("$java_home/bin/jar" tf "$picocli_jar" | named_classes) \
+    <(cd "$picocli_work/classes" && find picocli -name '*.class' | named_classes) >"$picocli_work/classes.diff"; then
+  cat "$picocli_work/classes.diff" >&2
+  echo "[picocli] the classes built from $picocli_sources are not those of $picocli_jar" >&2
+  exit 1
+fi
+printf 'Implementation-Title: picocli\nImplementation-Vendor: Remko Popma\nImplementation-Version: %s\nCreated-By: the switchml build, from picocli-%s-sources.jar (javac --release 25)\n' \
+  "$picocli_version" "$picocli_version" >"$picocli_work/MANIFEST.MF"
+rm -f "$picocli_jar"
+"$java_home/bin/jar" --create --file "$picocli_jar" --manifest "$picocli_work/MANIFEST.MF" -C "$picocli_work/classes" picocli
+echo "[picocli] picocli-$picocli_version.jar built from its sources for Java 25 ($(find "$picocli_work/classes" -name '*.class' | wc -l) classes)"
 touch -d "@$epoch" "$lib"/*.jar
 rm -f "$lib/switchml.aot" "$lib/switchml.aot.jdk"
 
