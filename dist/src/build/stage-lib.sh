@@ -62,7 +62,7 @@ fi
 printf 'Implementation-Title: picocli\nImplementation-Vendor: Remko Popma\nImplementation-Version: %s\nCreated-By: the switchml build, from picocli-%s-sources.jar (javac --release 25)\n' \
   "$picocli_version" "$picocli_version" >"$picocli_work/MANIFEST.MF"
 rm -f "$picocli_jar"
-"$java_home/bin/jar" --create --file "$picocli_jar" --manifest "$picocli_work/MANIFEST.MF" -C "$picocli_work/classes" picocli
+"$java_home/bin/jar" --create --date "$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)" --file "$picocli_jar" --manifest "$picocli_work/MANIFEST.MF" -C "$picocli_work/classes" picocli
 echo "[picocli] picocli-$picocli_version.jar built from its sources for Java 25 ($(find "$picocli_work/classes" -name '*.class' | wc -l) classes)"
 touch -d "@$epoch" "$lib"/*.jar
 rm -f "$lib/switchml.aot" "$lib/switchml.aot.jdk"
