@@ -287,15 +287,20 @@ else
   note "the AOT cache was made by another JDK ($(cat /usr/lib/switchml/switchml.aot.jdk)): the launcher starts without it"
 fi
 # The JIT directives (packaging/bin/switchml, JIT_FLAGS): installed, read by the JVM of a data-path command (HotSpot
-# says so on stderr, never on stdout), left out for the others and with SWITCHML_JIT_DIRECTIVES=off.
+# says so on stderr, never on stdout) with the AOT cache still accepted, left out for the others and with
+# SWITCHML_JIT_DIRECTIVES=off.
 check "JIT directives installed: /usr/lib/switchml/jit-directives.json" test -s /usr/lib/switchml/jit-directives.json
 as_switchml() { setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin "$@"; }
-jit_out=$(as_switchml /usr/bin/switchml worker --help 2>/dev/null) || fail "switchml worker --help: $jit_out"
-jit_err=$(as_switchml /usr/bin/switchml worker --help 2>&1 >/dev/null)
-grep -q "compiler directives added" <<<"$jit_err" && ! grep -q "directives" <<<"$jit_out" ||
-  fail "the JVM of switchml worker did not read the JIT directives, or said so on stdout (stderr: $jit_err)"
-jit_ops=$(as_switchml /usr/bin/switchml ops --help 2>&1 >/dev/null)
-jit_off=$(as_switchml SWITCHML_JIT_DIRECTIVES=off /usr/bin/switchml worker --help 2>&1 >/dev/null)
+jit_out=$(as_switchml SWITCHML_JAVA_OPTS="-Xmx256m -Xlog:aot=info:stderr" /usr/bin/switchml worker --help 2>"$WORK/jit.err") ||
+  fail "switchml worker --help: $(cat "$WORK/jit.err")"
+grep -q "compiler directives added" "$WORK/jit.err" && ! grep -q "directives" <<<"$jit_out" ||
+  fail "the JVM of switchml worker did not read the JIT directives, or said so on stdout (stderr: $(cat "$WORK/jit.err"))"
+if grep -q "Using AOT-linked classes: true" <<<"$aot_log" && ! grep -q "Using AOT-linked classes: true" "$WORK/jit.err"; then
+  fail "the JVM refused the AOT cache with the JIT directives: $(grep -E '\[(error|warning) *\]\[aot\]' "$WORK/jit.err" | head -n 3)"
+fi
+jit_ops=$(as_switchml /usr/bin/switchml ops --help 2>&1 >/dev/null) || fail "switchml ops --help: $jit_ops"
+jit_off=$(as_switchml SWITCHML_JIT_DIRECTIVES=off /usr/bin/switchml worker --help 2>&1 >/dev/null) ||
+  fail "SWITCHML_JIT_DIRECTIVES=off switchml worker --help: $jit_off"
 ! grep -q "directives" <<<"$jit_ops$jit_off" ||
   fail "JIT directives read by switchml ops or with SWITCHML_JIT_DIRECTIVES=off: $jit_ops$jit_off"
 set +e
@@ -304,7 +309,7 @@ jit_bad_rc=$?
 set -e
 [ "$jit_bad_rc" -eq 2 ] && grep -q "SWITCHML_JIT_DIRECTIVES must be on or off" <<<"$jit_bad" ||
   fail "SWITCHML_JIT_DIRECTIVES=maybe: exit 2 naming the variable (got $jit_bad_rc: $jit_bad)"
-ok "the launcher gives the JVM the JIT directives for data-path commands only; SWITCHML_JIT_DIRECTIVES=off and a bad value work"
+ok "the launcher gives the JVM the JIT directives for data-path commands only (AOT cache accepted with them); SWITCHML_JIT_DIRECTIVES=off and a bad value work"
 if unshare -m true 2>/dev/null; then
   set +e
   nojdk=$(unshare -m bash -c 'mount -t tmpfs none /usr/lib/jvm && env -i PATH=/usr/bin:/bin JAVA_HOME=/nonexistent /usr/bin/switchml --version' 2>&1)

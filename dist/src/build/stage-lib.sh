@@ -7,9 +7,9 @@
 # 2. Replaces picocli's jar with picocli built from its own sources jar (TARGET/picocli-sources, fetched by the
 #    dist build) by this JDK's javac: picocli ships Java 5 class files, which the AOT cache cannot hold, so every
 #    command's JVM loaded and verified its ~170 classes from the jar (the old verifier) before parsing its command
-#    line. Built for Java 25 they come from the cache like the rest: `switchml --version` and `switchml ops --help`
-#    took 260-340 ms instead of 340-430, and an agent's JVM 0.47-0.57 CPU-s to its first packet instead of 0.72-0.80
-#    (2026-11-26, docs/bench/worker-transport-2026-11-25.md, session 33). Same version, same sources, same licence;
+#    line. Built for Java 25 they come from the cache like the rest: `switchml --version` took 346 ms instead of 424
+#    and `switchml ops --help` 304 instead of 399, about 0.1 CPU-s less each (medians of 10 interleaved runs,
+#    2026-11-26, docs/bench/worker-transport-2026-11-25.md, session 33). Same version, same sources, same licence;
 #    the build fails when the classes it compiled are not those of the released jar (anonymous classes aside).
 # 3. Sets every jar's modification time to EPOCH, the time the .deb gives its entries (jdeb outputTimestamp): an
 #    AOT cache records the size and modification time of each jar of its class path and the JVM refuses it
@@ -43,6 +43,10 @@ picocli_version=${picocli_jar##*/picocli-}
 picocli_version=${picocli_version%.jar}
 picocli_sources=$target/picocli-sources/picocli-$picocli_version-sources.jar
 picocli_work=$target/picocli-build
+if ! [ -f "$picocli_sources" ]; then
+  echo "[picocli] $picocli_sources is missing (dist/pom.xml's execution picocli-sources fetches it)" >&2
+  exit 1
+fi
 rm -rf "$picocli_work"
 mkdir -p "$picocli_work/src" "$picocli_work/classes"
 (cd "$picocli_work/src" && "$java_home/bin/jar" xf "$picocli_sources")
@@ -59,11 +63,17 @@ if ! diff <("$java_home/bin/jar" tf "$picocli_jar" | named_classes) \
   echo "[picocli] the classes built from $picocli_sources are not those of $picocli_jar" >&2
   exit 1
 fi
-printf 'Implementation-Title: picocli\nImplementation-Vendor: Remko Popma\nImplementation-Version: %s\nCreated-By: the switchml build, from picocli-%s-sources.jar (javac --release 25)\n' \
-  "$picocli_version" "$picocli_version" >"$picocli_work/MANIFEST.MF"
+{
+  echo "Implementation-Title: picocli"
+  echo "Implementation-Vendor: Remko Popma"
+  echo "Implementation-Version: $picocli_version"
+  echo "Created-By: the switchml build, from picocli-$picocli_version-sources.jar (javac --release 25)"
+} >"$picocli_work/MANIFEST.MF"
 rm -f "$picocli_jar"
-"$java_home/bin/jar" --create --date "$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)" --file "$picocli_jar" --manifest "$picocli_work/MANIFEST.MF" -C "$picocli_work/classes" picocli
-echo "[picocli] picocli-$picocli_version.jar built from its sources for Java 25 ($(find "$picocli_work/classes" -name '*.class' | wc -l) classes)"
+"$java_home/bin/jar" --create --date "$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)" --file "$picocli_jar" \
+  --manifest "$picocli_work/MANIFEST.MF" -C "$picocli_work/classes" picocli
+picocli_classes=$(find "$picocli_work/classes" -name '*.class' | wc -l)
+echo "[picocli] picocli-$picocli_version.jar built from its sources for Java 25 ($picocli_classes classes)"
 touch -d "@$epoch" "$lib"/*.jar
 rm -f "$lib/switchml.aot" "$lib/switchml.aot.jdk"
 
