@@ -270,15 +270,16 @@ check "system user switchml (uid $SWITCHML_UID < 1000, home $SWITCHML_HOME, shel
   test "$SWITCHML_UID" -lt 1000 -a "$SWITCHML_HOME" = "$STATE_DIR" -a "$SWITCHML_SHELL" = /usr/sbin/nologin
 check "group switchml (gid $SWITCHML_GID)" test "$(getent group switchml | cut -d: -f3)" = "$SWITCHML_GID"
 check "$STATE_DIR is switchml:switchml 750" test "$(stat -c '%U:%G %a' "$STATE_DIR")" = "switchml:switchml 750"
-version=$(setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin /usr/bin/switchml --version 2>&1) ||
+# A command as the package's user, with the environment a unit's ExecStart gets (no JAVA_HOME).
+as_switchml() { setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin "$@"; }
+version=$(as_switchml /usr/bin/switchml --version 2>&1) ||
   fail "switchml --version as switchml, without JAVA_HOME: $version"
 ok "launcher finds a JDK without JAVA_HOME: switchml --version -> $version"
 # The AOT cache (packaging/README.md, "Start-up: the AOT cache"): shipped, and used by the installed launcher when
 # this JDK made it; a cache the JVM refuses would show as [error][aot] lines (it goes on without it).
 check "AOT cache installed: /usr/lib/switchml/switchml.aot and switchml.aot.jdk" \
   test -s /usr/lib/switchml/switchml.aot -a -s /usr/lib/switchml/switchml.aot.jdk
-aot_log=$(setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin \
-  SWITCHML_JAVA_OPTS="-Xmx256m -Xlog:aot=info" /usr/bin/switchml --version 2>&1) || fail "switchml --version with -Xlog:aot: $aot_log"
+aot_log=$(as_switchml SWITCHML_JAVA_OPTS="-Xmx256m -Xlog:aot=info" /usr/bin/switchml --version 2>&1) || fail "switchml --version with -Xlog:aot: $aot_log"
 if grep -q "Using AOT-linked classes: true" <<<"$aot_log"; then
   ok "the installed launcher starts the JVM from the AOT cache (made by $(cat /usr/lib/switchml/switchml.aot.jdk))"
 elif grep -q "trying to map" <<<"$aot_log"; then
@@ -290,7 +291,6 @@ fi
 # says so on stderr, never on stdout) with the AOT cache still accepted, left out for the others and with
 # SWITCHML_JIT_DIRECTIVES=off.
 check "JIT directives installed: /usr/lib/switchml/jit-directives.json" test -s /usr/lib/switchml/jit-directives.json
-as_switchml() { setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin "$@"; }
 jit_out=$(as_switchml SWITCHML_JAVA_OPTS="-Xmx256m -Xlog:aot=info:stderr" /usr/bin/switchml worker --help 2>"$WORK/jit.err") ||
   fail "switchml worker --help: $(cat "$WORK/jit.err")"
 grep -q "compiler directives added" "$WORK/jit.err" && ! grep -q "directives" <<<"$jit_out" ||
@@ -346,8 +346,7 @@ completed=$(complete_words switchml appliance --con)
 grep -qx -- '--config' <<<"$completed" || fail "completion of 'switchml appliance --con' offers --config, got: $completed"
 ok "bash completion: 'switchml o' -> ops, 'switchml ops st' -> status, 'switchml appliance --con' -> $(tr '\n' ' ' <<<"$completed")"
 
-resolved=$(setpriv --reuid=switchml --regid=switchml --init-groups env -i PATH=/usr/bin:/bin \
-  /usr/bin/switchml appliance --config "$CONFIG" --print-config 2>&1) || fail "packaged configuration is valid: $resolved"
+resolved=$(as_switchml /usr/bin/switchml appliance --config "$CONFIG" --print-config 2>&1) || fail "packaged configuration is valid: $resolved"
 grep -qx "switchml.appliance.dir=$STATE_DIR" <<<"$resolved" || fail "packaged configuration sets switchml.appliance.dir=$STATE_DIR"
 ok "packaged configuration is valid (--print-config), switchml.appliance.dir=$STATE_DIR"
 check "credentials file /etc/switchml/credentials is switchml:switchml 600 with an operator and a tenant line" \

@@ -32,10 +32,10 @@ public final class SwitchMl implements Runnable
      * The command line for these arguments. Picocli builds the model of every subcommand, by reflection over its
      * annotations, before it parses anything, so that model is most of a start-up (the packaged class path's
      * picocli is compiled for Java 25 by the build, dist/src/build/stage-lib.sh, so that the AOT cache holds its
-     * classes; the released jar's Java 5 class files are loaded and verified from the jar). When the first argument names a subcommand, only that
-     * one is built, under a root that is the same but for the list of subcommands (whose own usage, options and
-     * errors are unchanged); otherwise the whole command. Usage errors print one line and a hint
-     * ({@link UsageErrorHandler}).
+     * classes; the released jar's Java 5 class files are loaded and verified from the jar). When the first argument
+     * names a subcommand, only that one is built, under a root that is the same but for the list of subcommands
+     * (whose own usage, options and errors are unchanged); otherwise the whole command. Usage errors print one line
+     * and a hint ({@link UsageErrorHandler}).
      */
     static CommandLine commandLine(final String[] args)
     {
