@@ -23,7 +23,7 @@ package io.switchml.worker;
  * before the slowest rank's update (on a training host that is usually a rank still in its backward pass, not a
  * loss). It is not resent, its timer does not back off the shard's RTO, and its result gives no round-trip sample
  * (it measures the slow rank, not the path). The newest outstanding slot, held, is asked again at the tail probe's
- * pace (max(floor, 2 SRTT), at most one RTO) after the PENDING, then at doubling intervals up to the maximum RTO, and
+ * pace (its timeout below, at most one RTO) after the PENDING, then at doubling intervals up to the maximum RTO, and
  * the stream sends no tail probe meanwhile; each result from the shard (the other ranks are moving) brings its wait
  * back to that pace. An older held slot, whose lost result would show as a hole behind a later result, is asked
  * again only at the maximum timeout until the slots after it complete and it becomes the newest. Slots not known to be held keep their own timers:
@@ -33,9 +33,18 @@ package io.switchml.worker;
  * give up on a lost update: the appliance that holds nothing answers the same probes with NACKs. Resending a held
  * update is exactly the retransmission the appliance drops as a duplicate.
  * <p>
- * <b>Tail.</b> When nothing has come back for max(floor, 2 SRTT), the newest outstanding slot is probed, again at
+ * <b>Tail.</b> When nothing has come back for the probe timeout, the newest outstanding slot is probed, again at
  * doubling intervals until a result arrives: no later result can reveal its loss, and its answer reveals the holes
- * before it.
+ * before it. The timeout is 2 SRTT plus a floor (1 ms by default), as Linux times TCP's tail-loss probe with more
+ * than one segment in flight (it adds 2 ms); it was max(floor, 2 SRTT). SRTT is a mean: the silences the floor
+ * absorbs are the tail of the round trip's spread on a busy host, where the appliance's shard or a peer's agent waits
+ * for a core (measured on 2 shared cores: silences of 1-7 ms with SRTT 0.5-3 ms while 32 slots were outstanding, a
+ * third of those probes answered PENDING). While a single slot is outstanding it also waits the lone-slot allowance,
+ * min(10 ms, the minimum RTO), which with the default timeouts puts it at or past the RTO, so that slot is asked by
+ * its timer's probe (Linux adds its minimum RTO there, for the receiver's delayed ACK). A lone slot is almost always
+ * a small all-reduce (a barrier) whose first ranks wait for the last: those waits made a quarter to two fifths of the
+ * loopback bench's probes at zero loss, answered PENDING. At a long stream's end it delays the recovery of a lost
+ * last update or result by that allowance.
  * <p>
  * <b>Pauses.</b> Timers measure time in which the agent could have seen a result. The agent judges them only once its
  * sockets are drained, and reports through {@link #onPause} any gap between its duty cycles beyond the waits it asked
@@ -57,6 +66,8 @@ package io.switchml.worker;
 final class AdaptiveLossRecovery implements LossRecovery
 {
     private static final int MAX_TAIL_SHIFT = 10;
+    /** Added to the tail probe's timeout while one slot is outstanding, at most the minimum RTO (class comment). */
+    static final long LONE_SLOT_ALLOWANCE_NS = 10_000_000L;
 
     private final WorkerCounters.Cells counters;
     private final int slots;
@@ -65,6 +76,7 @@ final class AdaptiveLossRecovery implements LossRecovery
     private final long maxTimeoutNs;
     private final long reorderWindowFloorNs;
     private final long probeTimeoutFloorNs;
+    private final long loneSlotAllowanceNs;
 
     private final boolean[] active;
     private final long[] sentNs;
@@ -112,6 +124,7 @@ final class AdaptiveLossRecovery implements LossRecovery
         this.maxTimeoutNs = context.maxRetransmitTimeoutMs() * 1_000_000L;
         this.reorderWindowFloorNs = context.reorderWindowUs() * 1_000L;
         this.probeTimeoutFloorNs = context.probeTimeoutUs() * 1_000L;
+        this.loneSlotAllowanceNs = Math.min(minTimeoutNs, LONE_SLOT_ALLOWANCE_NS);
         this.retransmitTimeoutNs = context.retransmitTimeoutMs() * 1_000_000L;
         this.publishedTimeoutNs = retransmitTimeoutNs;
         active = new boolean[slots];
@@ -562,7 +575,12 @@ final class AdaptiveLossRecovery implements LossRecovery
     private long probeTimeoutNs()
     {
         final long srtt = smoothedRttNs;
-        return srtt == 0 ? retransmitTimeoutNs : Math.max(probeTimeoutFloorNs, 2 * srtt);
+        if (srtt == 0)
+        {
+            return retransmitTimeoutNs;
+        }
+        final long timeoutNs = 2 * srtt + probeTimeoutFloorNs;
+        return activeCount == 1 ? timeoutNs + loneSlotAllowanceNs : timeoutNs;
     }
 
     private long tailProbeDueNs()

@@ -52,7 +52,7 @@ public final class TransportOptions
         "window is max(this, SRTT/4) (default ${DEFAULT-VALUE}).", defaultValue = "" + WorkerContext.REORDER_WINDOW_US_DEFAULT)
     private long reorderWindowUs;
 
-    @Option(names = "--probe-timeout-us", description = "Floor of the tail-loss probe timeout max(this, 2 SRTT) " +
+    @Option(names = "--probe-timeout-us", description = "Added to 2 SRTT in the tail-loss probe timeout (and the minimum RTO with one update outstanding) " +
         "(default ${DEFAULT-VALUE}).", defaultValue = "" + WorkerContext.PROBE_TIMEOUT_US_DEFAULT)
     private long probeTimeoutUs;
 

@@ -33,7 +33,7 @@ public final class WorkerContext
      * is resent without waiting for its retransmission timer.
      */
     public static final long REORDER_WINDOW_US_DEFAULT = 250;
-    /** Floor of the tail-loss probe timeout, max(2 SRTT, this): see {@link #fastRetransmit(boolean)}. */
+    /** Floor added to 2 SRTT in the tail-loss probe timeout: see {@link #fastRetransmit(boolean)}. */
     public static final long PROBE_TIMEOUT_US_DEFAULT = 1_000;
     /** An all-reduce that receives no result for this long fails with an error. */
     public static final long PROGRESS_TIMEOUT_MS_DEFAULT = 10_000;
@@ -519,8 +519,9 @@ public final class WorkerContext
      * naming the update; the appliance answers with the result from the shadow copy if the slot completed,
      * with a NACK if it has not got this rank's update (the agent resends it at once), or with nothing if
      * it waits for another rank, which sees the same hole and probes for itself. When no result at all
-     * arrives for max(2 SRTT, the probe timeout), every outstanding update is probed, again at doubling
-     * intervals until a result arrives. None of
+     * arrives for 2 SRTT plus the probe timeout (plus the minimum RTO while a single update is outstanding, as Linux
+     * times TCP's tail-loss probe), the newest outstanding update is probed, again at doubling intervals until a
+     * result arrives. None of
      * this backs off the retransmission timer, which stays as the fallback. On by default.
      *
      * @param fastRetransmit false to recover losses by the retransmission timer alone (the paper's scheme).
