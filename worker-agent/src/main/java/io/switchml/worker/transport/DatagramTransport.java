@@ -78,7 +78,10 @@ public interface DatagramTransport extends AutoCloseable
 
     /**
      * Receive what has arrived, handing each datagram to the receiver, until the sockets are empty or
-     * {@code limit} datagrams were handed over.
+     * {@code limit} datagrams were handed over: the group's socket first, then the unicast one. A unicast result is
+     * the answer to a probe, sent after the group's results already queued here (the slot it names had completed);
+     * handed over first, it made this rank send that slot's next update before the earlier slots' and so changed the
+     * order in which the appliance completes them, which every other rank then saw as a burst of holes.
      *
      * @return datagrams received.
      */

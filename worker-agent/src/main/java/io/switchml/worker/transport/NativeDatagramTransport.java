@@ -24,7 +24,7 @@ import java.net.InetAddress;
  * a segment larger than the route's MTU allows, or a device without the offload) is resent as single datagrams and
  * GSO stays off for that length and above. EAGAIN or ENOBUFS leave the rest queued for the next flush (the agent
  * waits for POLLOUT); an ICMP error reported on the socket is counted and the send retried.</li>
- * <li><b>Receive</b>: recvmmsg(2) in batches of 32 on the unicast socket and on the multicast socket, a datagram
+ * <li><b>Receive</b>: recvmmsg(2) in batches of 32 on the multicast socket, then on the unicast one, a datagram
  * flagged MSG_TRUNC counted and dropped. With {@code gro}, both sockets set UDP_GRO: the appliance sends a batch's
  * results for one destination as one GSO message, and the kernel then queues that burst to the socket as one buffer
  * (on loopback without ever splitting it) whose UDP_GRO control message gives the segment size; the transport hands
@@ -465,14 +465,16 @@ public final class NativeDatagramTransport extends TransportCounters
 
     public int receive(final Receiver receiver, final int limit)
     {
-        int received = receiveFrom(socket.fd(), receiver, limit);
-        boolean empty = lastEmpty;
+        // the group's results first: see DatagramTransport#receive
+        int received = 0;
+        boolean empty = true;
         if (multicast != null)
         {
-            received += receiveFrom(multicast.fd(), receiver, limit - received);
-            empty &= lastEmpty;
+            received = receiveFrom(multicast.fd(), receiver, limit);
+            empty = lastEmpty;
         }
-        drained = empty;
+        received += receiveFrom(socket.fd(), receiver, limit - received);
+        drained = empty && lastEmpty;
         return received;
     }
 

@@ -132,23 +132,7 @@ public final class NioDatagramTransport extends TransportCounters
         drained = false;
         try
         {
-            int bytes;
-            while (received < limit)
-            {
-                receiveCalls++;
-                bytes = channel.read(receiveBuffer.clear());
-                if (bytes <= 0)
-                {
-                    break;
-                }
-                received++;
-                if (bytes > receiveBuffer.capacity() - 1)
-                {
-                    truncated++;
-                    continue;
-                }
-                receiver.onDatagram(receiveView, bytes);
-            }
+            // the group's results first: see DatagramTransport#receive
             if (multicastChannel != null)
             {
                 while (received < limit)
@@ -167,6 +151,23 @@ public final class NioDatagramTransport extends TransportCounters
                     }
                     receiver.onDatagram(receiveView, length);
                 }
+            }
+            int bytes;
+            while (received < limit)
+            {
+                receiveCalls++;
+                bytes = channel.read(receiveBuffer.clear());
+                if (bytes <= 0)
+                {
+                    break;
+                }
+                received++;
+                if (bytes > receiveBuffer.capacity() - 1)
+                {
+                    truncated++;
+                    continue;
+                }
+                receiver.onDatagram(receiveView, bytes);
             }
             drained = received < limit;
         }

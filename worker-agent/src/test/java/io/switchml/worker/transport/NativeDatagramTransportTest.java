@@ -123,6 +123,49 @@ class NativeDatagramTransportTest
     }
 
     /**
+     * With results multicast, the group's socket is read before the unicast one: a unicast result answers a probe and
+     * was sent after the group's results already queued (they name earlier slots), and handing it over first made a
+     * rank send in another order than its peers (session 34, docs/bench/worker-transport-2026-11-25.md). Three
+     * datagrams to the group, then one to the transport's own port; one receive hands them over in that order. Both
+     * transports.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"native", "nio"})
+    void theGroupsDatagramsAreHandedOverBeforeAUnicastOneSentAfterThem(final String kind) throws Exception
+    {
+        final Inet4Address group = (Inet4Address)InetAddress.getByName("239.192.77.1");
+        final int groupPort;
+        try (DatagramChannel probe = DatagramChannel.open(StandardProtocolFamily.INET))
+        {
+            probe.bind(new InetSocketAddress(LOOPBACK, 0));
+            groupPort = ((InetSocketAddress)probe.getLocalAddress()).getPort();
+        }
+        try (DatagramChannel peer = DatagramChannel.open(StandardProtocolFamily.INET);
+            DatagramTransport transport = kind.equals("native") ?
+                new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, true, true) : new NioDatagramTransport(LOOPBACK, 1 << 20, 100))
+        {
+            peer.bind(new InetSocketAddress(LOOPBACK, 0));
+            peer.setOption(java.net.StandardSocketOptions.IP_MULTICAST_IF, java.net.NetworkInterface.getByInetAddress(LOOPBACK));
+            transport.connect(LOOPBACK, ((InetSocketAddress)peer.getLocalAddress()).getPort());
+            transport.joinGroup(group, groupPort, LOOPBACK);
+            transport.onStart();
+            for (int i = 0; i < 3; i++)
+            {
+                peer.send(datagram(i, 64).byteBuffer().duplicate().clear(), new InetSocketAddress(group, groupPort));
+            }
+            peer.send(datagram(3, 40).byteBuffer().duplicate().clear(), new InetSocketAddress(LOOPBACK, transport.localPort()));
+
+            final List<Integer> order = new ArrayList<>();
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (order.size() < 4 && System.nanoTime() < deadline)
+            {
+                transport.receive((buffer, length) -> order.add(buffer.getInt(0)), 16);
+            }
+            assertEquals(List.of(0, 1, 2, 3), order, "the group's datagrams first, then the unicast one");
+        }
+    }
+
+    /**
      * A GSO burst between two transports: with GRO on, the receiver takes runs as coalesced buffers and splits them at
      * the segment size; either way it hands over exactly the datagrams sent, in order, each with its own length
      * (runs of 1,064 bytes, a 40-byte probe between them, a shorter last one that ends its run).
