@@ -517,11 +517,11 @@ public final class WorkerContext
      * waiting a reorder window after the result of a packet sent after it has arrived is suspect (its
      * update or its result was lost, or another rank's update was). The agent then sends a 40-byte probe
      * naming the update; the appliance answers with the result from the shadow copy if the slot completed,
-     * with a NACK if it has not got this rank's update (the agent resends it at once), or with nothing if
-     * it waits for another rank, which sees the same hole and probes for itself. When no result at all
-     * arrives for 2 SRTT plus the probe timeout (plus the minimum RTO while a single update is outstanding, as Linux
-     * times TCP's tail-loss probe), the newest outstanding update is probed, again at doubling intervals until a
-     * result arrives. None of
+     * with a NACK if it has not got this rank's update (the agent resends it at once), or with a PENDING if
+     * it holds the update and waits for another rank (nothing is resent). When no result at all
+     * arrives for 2 SRTT plus the probe timeout (plus min(10 ms, the minimum RTO) while a single update is
+     * outstanding), the newest outstanding update is probed, again at doubling intervals until a result arrives.
+     * None of
      * this backs off the retransmission timer, which stays as the fallback. On by default.
      *
      * @param fastRetransmit false to recover losses by the retransmission timer alone (the paper's scheme).
