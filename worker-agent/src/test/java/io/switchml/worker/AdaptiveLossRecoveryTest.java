@@ -110,7 +110,7 @@ class AdaptiveLossRecoveryTest
         {
             policy.onTransmit(l, LossRecovery.FIRST, t + l * US);
         }
-        // tail-probe timeout max(1 ms, 2 SRTT) = 4 ms after the last progress (t)
+        // tail-probe timeout 2 SRTT (+ the 0 floor of these tests) = 4 ms after the last progress (t)
         assertEquals(0, policy.poll(t + 3 * MS, recorder));
         assertEquals(1, policy.poll(t + 4 * MS, recorder));
         assertEquals(List.of("tail-probe 3"), actions);

@@ -239,7 +239,7 @@ class WorkerClientTest
         assertTrue(waiting.pendingsReceived() > 0 && appliance.counter("pendings_sent") >= waiting.pendingsReceived(), report);
         assertEquals(0, waiting.retransmissions(), "no update resent: " + report);
         assertEquals(0, waiting.nacksReceived(), "nothing was lost: " + report);
-        // the newest held slot is asked at doubling intervals from max(1 ms, 2 SRTT): about log2(400) = 9 times in the
+        // the newest held slot is asked at doubling intervals from 2 SRTT + 1 ms: about log2(400) = 9 times in the
         // peer's 400 ms; the older slots once each as their (backed-off) timers expire, about 7 times in 400 ms
         assertTrue(waiting.probesSent() <= 24, "probes logarithmic in the wait, not one per slot and timer tick: " + report);
     }
