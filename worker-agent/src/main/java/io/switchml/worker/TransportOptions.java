@@ -52,8 +52,8 @@ public final class TransportOptions
         "window is max(this, SRTT/4) (default ${DEFAULT-VALUE}).", defaultValue = "" + WorkerContext.REORDER_WINDOW_US_DEFAULT)
     private long reorderWindowUs;
 
-    @Option(names = "--probe-timeout-us", description = "Added to 2 SRTT in the tail-loss probe timeout (with one " +
-        "update outstanding, min(10 ms, the minimum RTO) more) (default ${DEFAULT-VALUE}).", defaultValue = "" + WorkerContext.PROBE_TIMEOUT_US_DEFAULT)
+    @Option(names = "--probe-timeout-us", description = "Added to 2 SRTT in the tail-loss probe timeout (for a " +
+        "stream's only update before its first result, min(10 ms, the minimum RTO) more) (default ${DEFAULT-VALUE}).", defaultValue = "" + WorkerContext.PROBE_TIMEOUT_US_DEFAULT)
     private long probeTimeoutUs;
 
     @Option(names = "--transport", description = "Packet I/O of the worker's agents (default: the system property switchml.worker.transport, else auto): native (Linux: sendmmsg with UDP " +

@@ -519,10 +519,9 @@ public final class WorkerContext
      * naming the update; the appliance answers with the result from the shadow copy if the slot completed,
      * with a NACK if it has not got this rank's update (the agent resends it at once), or with a PENDING if
      * it holds the update and waits for another rank (nothing is resent). When no result at all
-     * arrives for 2 SRTT plus the probe timeout (plus min(10 ms, the minimum RTO) while a single update is
-     * outstanding), the newest outstanding update is probed, again at doubling intervals until a result arrives.
-     * None of
-     * this backs off the retransmission timer, which stays as the fallback. On by default.
+     * arrives for 2 SRTT plus the probe timeout (plus min(10 ms, the minimum RTO) for a stream's only update
+     * before its first result), the newest outstanding update is probed, again at doubling intervals until a result
+     * arrives. None of this backs off the retransmission timer, which stays as the fallback. On by default.
      *
      * @param fastRetransmit false to recover losses by the retransmission timer alone (the paper's scheme).
      * @return this for a fluent API.

@@ -12,9 +12,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The loss recovery policy alone, on a fake clock: every time below is a number the test chose, nothing sleeps.
  * Defaults: RTO 20 ms before a sample, 10 ms floor; reorder window floor 250 us; except the tail probe's floor, 0
- * here (1 ms by default), so that its timeout with more than one slot outstanding is 2 SRTT, 4 ms after
- * {@link #warmUp}, and with one 2 SRTT + the 10 ms lone-slot allowance = 14 ms, past the RTO: a single outstanding
- * slot is asked by its timer's probe. {@link #theTailProbeWaitsTwoSrttPlusAFloorAndALoneSlotWaitsForItsTimer} tests
+ * here (1 ms by default), so that its timeout is 2 SRTT, 4 ms after {@link #warmUp} (whose stream has had a result,
+ * so no lone-slot allowance). {@link #theTailProbeWaitsTwoSrttPlusAFloorAndALoneSlotAtAStreamsStartItsTimer} tests
  * the defaults.
  */
 class AdaptiveLossRecoveryTest
@@ -63,11 +62,10 @@ class AdaptiveLossRecoveryTest
     }
 
     /**
-     * A fresh 2-slot policy, warmed up at t0; slot 1 sent alone, so no tail probe (its timeout, 14 ms, is past the
-     * 10 ms RTO): its timer asks at 10 ms and backs the RTO off to 20 ms, which the tail probe's timeout is then below:
-     * it asks again at 14 and 28 ms; the timer resends at 30 ms. The actions are recorded from the send on.
+     * A fresh 2-slot policy, warmed up at t0; slot 1 sent, asked twice by the tail probe (4 and 8 ms) and resent by
+     * its timer at 10 ms, the actions recorded from the send on.
      *
-     * @return when slot 1 was resent.
+     * @return when slot 1 was sent.
      */
     private long sendAndLetTheTimerResend(final long t0, final String why)
     {
@@ -75,20 +73,11 @@ class AdaptiveLossRecoveryTest
         final long t = warmUp(t0);
         policy.onTransmit(1, LossRecovery.FIRST, t);
         actions.clear();
-        final List<Long> times = new ArrayList<>();
-        while (!actions.contains("retransmit 1"))
-        {
-            final long at = policy.nextWakeNs();
-            final int before = actions.size();
-            policy.poll(at, recorder);
-            if (actions.size() > before)
-            {
-                times.add((at - t) / MS);
-            }
-        }
-        assertEquals(List.of("probe 1", "tail-probe 1", "tail-probe 1", "retransmit 1"), actions, why);
-        assertEquals(List.of(10L, 14L, 28L, 30L), times, why);
-        return t + 30 * MS;
+        policy.poll(t + 4 * MS, recorder);
+        policy.poll(t + 8 * MS, recorder);
+        policy.poll(t + 10 * MS, recorder);
+        assertEquals(List.of("tail-probe 1", "tail-probe 1", "retransmit 1"), actions, why);
+        return t;
     }
 
     @Test
@@ -120,7 +109,7 @@ class AdaptiveLossRecoveryTest
     }
 
     @Test
-    void theTailProbeWaitsTwoSrttPlusAFloorAndALoneSlotWaitsForItsTimer()
+    void theTailProbeWaitsTwoSrttPlusAFloorAndALoneSlotAtAStreamsStartItsTimer()
     {
         policy = new AdaptiveLossRecovery(new WorkerContext(), 3, counters); // the defaults: a 1 ms floor
         final long t = warmUp(1_000 * MS);
@@ -128,20 +117,35 @@ class AdaptiveLossRecoveryTest
         assertEquals(0, policy.poll(t + 5 * MS - 1, recorder), "2 SRTT + 1 ms, not max(1 ms, 2 SRTT) = 4 ms");
         assertEquals(1, policy.poll(t + 5 * MS, recorder));
         assertEquals(List.of("tail-probe 2"), actions);
-        policy.onResult(2, false, 4, t + 6 * MS);
+        policy.onResult(1, false, 2, t + 5_500 * US);
+        policy.onResult(2, false, 4, t + 5_600 * US);
 
-        // one slot left outstanding: 2 SRTT + 1 ms + the 10 ms lone-slot allowance is past the RTO: its timer asks
+        // slots 1 and 2 again; slot 1 completes, so slot 2 is the stream's last: the stream's results have been coming
+        // back, so no allowance: 2 SRTT + 1 ms after the last result, before its RTO
+        final long again = t + 6 * MS;
+        sendOneThenTwo(again);
+        policy.onResult(1, false, 6, again + MS);
         actions.clear();
-        final long sent = t + 6 * MS;
-        policy.onTransmit(1, LossRecovery.FIRST, sent);
+        final long due = again + MS + 2 * policy.smoothedRttNs() + MS;
+        assertTrue(due < again + policy.retransmitTimeoutNs(), "the probe comes before the timer");
+        assertEquals(0, policy.poll(due - 1, recorder), actions.toString());
+        assertEquals(1, policy.poll(due, recorder));
+        assertEquals(List.of("tail-probe 2"), actions);
+        policy.onResult(2, true, 8, due + MS);
+
+        // a new stream of one slot (a barrier): 2 SRTT + 1 ms + the 10 ms allowance is past the RTO, so its timer asks
+        actions.clear();
+        final long sent = t + 30 * MS;
+        policy.onStreamStart(sent);
+        policy.onTransmit(0, LossRecovery.FIRST, sent);
         final long rto = policy.retransmitTimeoutNs();
         for (long at = sent; at < sent + rto; at += 100 * US)
         {
             policy.poll(at, recorder);
         }
-        assertEquals(List.of(), actions, "no tail probe for a lone slot within its RTO");
+        assertEquals(List.of(), actions, "no tail probe for a stream's lone slot before its first result");
         policy.poll(sent + rto, recorder);
-        assertEquals(List.of("probe 1"), actions, "its timer's probe");
+        assertEquals(List.of("probe 0"), actions, "its timer's probe");
     }
 
     @Test
@@ -188,8 +192,8 @@ class AdaptiveLossRecoveryTest
             "its probe went unanswered: resent at its next expiry (the tail probes go on doubling)");
         assertEquals(40 * MS, policy.retransmitTimeoutNs(), "doubled again");
 
-        // a slot asked about since it was sent is resent by the timer, not probed again
-        sendAndLetTheTimerResend(2_000 * MS, "its timer's probe asked about this slot since it was sent: the timer resends");
+        // a slot the tail probes asked about since it was sent is resent by the timer, not probed again
+        sendAndLetTheTimerResend(2_000 * MS, "the tail probes asked about this slot since it was sent: the timer resends");
     }
 
     @Test
@@ -227,62 +231,50 @@ class AdaptiveLossRecoveryTest
     @Test
     void aPauseOfTheAgentThreadMovesEveryTimer()
     {
-        policy(true, 3);
+        policy(true, 2);
         final long t = warmUp(1_000 * MS);
-        sendOneThenTwo(t);
+        policy.onTransmit(1, LossRecovery.FIRST, t);
         policy.onPause(50 * MS);
-        assertEquals(0, policy.poll(t + 53 * MS, recorder), "neither the tail probe nor the timer counts the pause");
+        assertEquals(0, policy.poll(t + 40 * MS, recorder), "neither the tail probe nor the timer counts the pause");
         assertEquals(1, policy.poll(t + 54 * MS, recorder));
-        assertEquals(List.of("tail-probe 2"), actions);
+        assertEquals(List.of("tail-probe 1"), actions);
         assertEquals(50 * MS, counters.pausesNs);
     }
 
     @Test
     void probesAnsweredByTheNormalCompletionAreCountedSpurious()
     {
-        policy(true, 3);
+        policy(true, 2);
         final long t = warmUp(1_000 * MS);
-        sendOneThenTwo(t);
+        policy.onTransmit(1, LossRecovery.FIRST, t);
         policy.poll(t + 4 * MS, recorder);
-        assertEquals(List.of("tail-probe 2"), actions);
+        assertEquals(List.of("tail-probe 1"), actions);
         policy.onResult(1, false, 2, t + 5 * MS);
-        policy.onResult(2, false, 4, t + 5 * MS);
         assertEquals(1, counters.spuriousProbes, "unmarked result, no NACK: nothing of this rank was lost");
 
-        sendOneThenTwo(t + 6 * MS);
-        long at = t + 6 * MS;
-        while (actions.size() == 1 && at < t + 100 * MS)
-        {
-            at = Math.max(at + 1, policy.nextWakeNs());
-            policy.poll(at, recorder);
-        }
-        assertEquals(List.of("tail-probe 2", "tail-probe 2"), actions);
-        policy.onResult(2, true, 6, at + MS);
+        policy.onTransmit(1, LossRecovery.FIRST, t + 6 * MS);
+        policy.poll(t + 10 * MS, recorder);
+        policy.onResult(1, true, 4, t + 11 * MS);
         assertEquals(1, counters.spuriousProbes, "a result from the shadow copy: the probe recovered a lost result");
     }
 
     @Test
     void aResendThatReachesACompletedSlotIsCountedSpurious()
     {
-        final long r = sendAndLetTheTimerResend(1_000 * MS, "probed, then resent by the timer");
+        final long t = sendAndLetTheTimerResend(1_000 * MS, "probed twice, then resent by the timer");
         // the normal completion arrives 1 ms after the resend: not faster than half the minimum RTT (1 ms), so not yet
         // known to be spurious; the marked answer to the resend then shows the slot had completed without it
-        policy.onResult(1, false, 2, r + MS);
+        policy.onResult(1, false, 2, t + 11 * MS);
         assertEquals(0, counters.spuriousRetransmissions);
-        policy.onStaleResult(1, true, 3, r + 2 * MS);
+        policy.onStaleResult(1, true, 3, t + 12 * MS);
         assertEquals(0, counters.spuriousRetransmissions, "a duplicate of another round proves nothing");
-        policy.onStaleResult(1, true, 2, r + 2 * MS);
+        policy.onStaleResult(1, true, 2, t + 12 * MS);
         assertEquals(1, counters.spuriousRetransmissions);
 
-        policy.onTransmit(1, LossRecovery.FIRST, r + 10 * MS);
-        actions.clear();
-        long at = r + 10 * MS;
-        while (!actions.contains("retransmit 1"))
-        {
-            at = policy.nextWakeNs();
-            policy.poll(at, recorder);
-        }
-        policy.onResult(1, false, 4, at + 100 * US);
+        policy.onTransmit(1, LossRecovery.FIRST, t + 20 * MS);
+        policy.poll(t + 24 * MS, recorder);
+        policy.poll(t + 40 * MS, recorder);
+        policy.onResult(1, false, 4, t + 40 * MS + 100 * US);
         assertEquals(2, counters.spuriousRetransmissions, "a result 100 us after the resend cannot answer it");
     }
 
@@ -325,16 +317,14 @@ class AdaptiveLossRecoveryTest
     {
         policy(true, 3);
         final long t = warmUp(1_000 * MS);
-        sendOneThenTwo(t);
+        policy.onTransmit(2, LossRecovery.FIRST, t);
         assertEquals(1, policy.poll(t + 4 * MS, recorder));
         assertEquals(List.of("tail-probe 2"), actions);
-        policy.onResult(1, false, 2, t + 5 * MS); // slot 1 was not held: 5 ms is a round trip
         policy.onPending(2, t + 5 * MS);
         actions.clear();
 
-        // slot 2, left alone, is asked again at the tail probe's pace (min(RTO, its timeout): 10 ms with one slot
-        // outstanding), then at doubling intervals up to the 500 ms maximum; no tail probe, no resend, no back-off of
-        // the shard's timeout
+        // asked again at the tail probe's pace (max(1 ms, 2 SRTT) = 4 ms), then at doubling intervals up to the
+        // 500 ms maximum; no tail probe, no resend, no back-off of the shard's timeout
         final List<Long> times = runAnsweringPending(2, t + 5 * MS, t + 2_000 * MS);
         final List<Long> gaps = new ArrayList<>();
         long last = t + 5 * MS;
@@ -343,28 +333,27 @@ class AdaptiveLossRecoveryTest
             gaps.add((time - last) / MS);
             last = time;
         }
-        assertEquals(List.of(10L, 20L, 40L, 80L, 160L, 320L, 500L, 500L), gaps, actions.toString());
+        assertEquals(List.of(4L, 8L, 16L, 32L, 64L, 128L, 256L, 500L, 500L), gaps, actions.toString());
         assertTrue(actions.stream().allMatch(a -> a.equals("probe 2")), actions.toString());
         assertEquals(10 * MS, policy.retransmitTimeoutNs(), "a held slot is no loss: the timeout is not backed off");
 
         // the peer's update arrives: the normal completion; the probes answered PENDING are not spurious, nor is
         // their wait a round trip
-        final long srtt = policy.smoothedRttNs();
         policy.onResult(2, false, 4, t + 2_000 * MS);
         assertEquals(0, counters.spuriousProbes);
-        assertEquals(srtt, policy.smoothedRttNs());
+        assertEquals(2 * MS, policy.smoothedRttNs());
         assertEquals(10 * MS, policy.retransmitTimeoutNs());
     }
 
     @Test
     void aPendingNoProbeAskedForSinceTheLastSendIsIgnored()
     {
-        policy(true, 3);
+        policy(true, 2);
         final long t = warmUp(1_000 * MS);
-        sendOneThenTwo(t);
-        policy.onPending(2, t + 1 * MS);
+        policy.onTransmit(1, LossRecovery.FIRST, t);
+        policy.onPending(1, t + 1 * MS);
         assertEquals(1, policy.poll(t + 4 * MS, recorder), "not held: the tail probe still asks");
-        assertEquals(List.of("tail-probe 2"), actions);
+        assertEquals(List.of("tail-probe 1"), actions);
     }
 
     @Test
@@ -430,22 +419,21 @@ class AdaptiveLossRecoveryTest
         // slot 1 (probed by its timer at 10 ms, answered PENDING: held, asked again only at 500 ms) completes
         policy.onResult(1, false, 2, t + 100 * MS);
         actions.clear();
-        final List<Long> after = runAnsweringPending(2, t + 100 * MS, t + 120 * MS);
-        assertEquals(List.of(t + 114 * MS), after, "back to the tail probe's pace from the progress, not 128 ms on; " +
-            "14 ms now that slot 2 is alone (2 SRTT + the lone-slot allowance, below the backed-off RTO): " + actions);
+        final List<Long> after = runAnsweringPending(2, t + 100 * MS, t + 110 * MS);
+        assertEquals(List.of(t + 104 * MS), after, "back to 4 ms after the progress, not 128 ms: " + actions);
     }
 
     @Test
     void aPendingForAProbeSentBeforeTheLastResendIsIgnored()
     {
-        final long r = sendAndLetTheTimerResend(1_000 * MS, "probed, then resent by the timer");
-        policy.onPending(1, r + 100 * US); // answers a probe sent before the resend: the resend decides
+        final long t = sendAndLetTheTimerResend(1_000 * MS, "probed twice, then resent by the timer");
+        policy.onPending(1, t + 10 * MS + 100 * US); // answers a probe sent before the resend: the resend decides
         actions.clear();
-        for (long at = r; at < r + 400 * MS; at += 100 * US)
+        for (long at = t + 10 * MS; at < t + 40 * MS; at += 100 * US)
         {
             policy.poll(at, recorder);
         }
-        assertTrue(actions.contains("retransmit 1"), "not held: its timer goes on, and resends it: " + actions);
+        assertTrue(actions.contains("tail-probe 1"), "not held: the tail probe goes on asking: " + actions);
     }
 
     @Test
@@ -454,22 +442,20 @@ class AdaptiveLossRecoveryTest
         policy(true, 3);
         final long t = warmUp(1_000 * MS);
         policy.onTransmit(1, LossRecovery.FIRST, t);
-        assertEquals(0, policy.poll(t + 9 * MS, recorder), "alone: no tail probe");
-        assertEquals(1, policy.poll(t + 10 * MS, recorder));
-        assertEquals(List.of("probe 1"), actions, "its timer asks");
-        policy.onPending(1, t + 10 * MS);
+        assertEquals(1, policy.poll(t + 4 * MS, recorder));
+        policy.onPending(1, t + 4 * MS);
         actions.clear();
         // slot 2, sent after slot 1, completes: slot 1's result, due first, may have been lost after its slot completed
-        policy.onTransmit(2, LossRecovery.FIRST, t + 10_500 * US);
-        policy.onResult(2, false, 4, t + 11 * MS);
-        // SRTT 1.8125 ms after the 0.5 ms sample, window max(250 us, SRTT / 4) = 453 us; slot 1 was probed at 10 ms,
-        // so its answer gets a round trip first: max(11 ms + window, 10 ms + SRTT + window) = 12.266 ms
-        assertEquals(0, policy.poll(t + 12_260 * US, recorder), actions.toString());
-        assertEquals(1, policy.poll(t + 12_270 * US, recorder));
+        policy.onTransmit(2, LossRecovery.FIRST, t + 4500 * US);
+        policy.onResult(2, false, 4, t + 5 * MS);
+        // SRTT 1.8125 ms after the 0.5 ms sample, window max(250 us, SRTT / 4) = 453 us; slot 1 was probed at 4 ms, so
+        // its answer gets a round trip first: max(5 ms + window, 4 ms + SRTT + window) = 6.266 ms
+        assertEquals(0, policy.poll(t + 6_260 * US, recorder), actions.toString());
+        assertEquals(1, policy.poll(t + 6_270 * US, recorder));
         assertEquals(List.of("probe 1"), actions, "probed after the reorder window, not after the held wait (10 ms)");
-        policy.onResult(1, true, 2, t + 13 * MS);
+        policy.onResult(1, true, 2, t + 7 * MS);
         actions.clear();
-        for (long at = t + 13 * MS; at < t + 600 * MS; at += MS)
+        for (long at = t + 7 * MS; at < t + 600 * MS; at += MS)
         {
             policy.poll(at, recorder);
         }
