@@ -123,6 +123,7 @@ class AdaptiveLossRecoveryTest
         // slots 1 and 2 again; slot 1 completes, so slot 2 is the stream's last: the stream's results have been coming
         // back, so no allowance: 2 SRTT + 1 ms after the last result, before its RTO
         final long again = t + 6 * MS;
+        policy.onStreamStart(again); // the agent's: every slot had gone idle
         sendOneThenTwo(again);
         policy.onResult(1, false, 6, again + MS);
         actions.clear();
@@ -323,7 +324,7 @@ class AdaptiveLossRecoveryTest
         policy.onPending(2, t + 5 * MS);
         actions.clear();
 
-        // asked again at the tail probe's pace (max(1 ms, 2 SRTT) = 4 ms), then at doubling intervals up to the
+        // asked again at the tail probe's pace (2 SRTT + the 0 floor = 4 ms), then at doubling intervals up to the
         // 500 ms maximum; no tail probe, no resend, no back-off of the shard's timeout
         final List<Long> times = runAnsweringPending(2, t + 5 * MS, t + 2_000 * MS);
         final List<Long> gaps = new ArrayList<>();
