@@ -39,14 +39,14 @@ package io.switchml.worker;
  * than one segment in flight (it adds 2 ms); it was max(floor, 2 SRTT). SRTT is a mean: the silences the floor
  * absorbs are the tail of the round trip's spread on a busy host, where the appliance's shard or a peer's agent waits
  * for a core (measured on 2 shared cores: silences of 1-7 ms with SRTT 0.5-3 ms while 16 or more slots were
- * outstanding, a third of those probes answered PENDING). While a single slot is outstanding and no result of its stream has come
- * back yet, it also waits the lone-slot allowance, min(10 ms, the minimum RTO), which with the default timeouts puts
- * it at or past the minimum RTO, so that slot is usually asked by its timer's probe (Linux adds its minimum RTO to a
- * lone segment's probe timeout, for the receiver's delayed ACK). That probe backs the RTO off as any timer expiry
- * does (until the next round-trip sample); if it goes unanswered, the tail probe, then below the backed-off RTO, may
- * ask again a few milliseconds later. Such a slot is a small all-reduce started alone (a barrier), whose
- * first ranks wait for the last to arrive: in a traced loopback cell those waits made a quarter of the probes at zero
- * loss (42 of 171), answered PENDING. The last slot of a stream whose results have been coming back is not waiting
+ * outstanding, a third of those probes answered PENDING). While a single slot is outstanding and no result of its
+ * stream has come back yet, it also waits the lone-slot allowance, min(10 ms, the minimum RTO), which with the
+ * default timeouts puts it at or past the minimum RTO, so that slot is usually asked by its timer's probe (Linux
+ * adds its minimum RTO to a lone segment's probe timeout, for the receiver's delayed ACK). That probe backs the RTO
+ * off as any timer expiry does (until the next round-trip sample); if it goes unanswered, the tail probe, then below
+ * the backed-off RTO, may ask again a few milliseconds later. Such a slot is a small all-reduce started alone (a
+ * barrier), whose first ranks wait for the last to arrive: in a traced loopback cell those waits made a quarter of
+ * the probes at zero loss (42 of 171), answered PENDING. The last slot of a stream whose results have been coming back is not waiting
  * for late ranks, and keeps 2 SRTT + the floor: with the allowance there too (a first version), the rack's 1 MB
  * all-reduces at 1% loss had a p99 of 41-56 ms against 23-32 without it there (3 alternating cells each).
  * <p>
