@@ -150,6 +150,46 @@ class AdaptiveLossRecoveryTest
     }
 
     @Test
+    void aBarriersLoneSlotHeldForASlowRankIsAskedAgainAtItsOwnPaceNeverByTheTailProbe()
+    {
+        policy = new AdaptiveLossRecovery(new WorkerContext(), 3, counters); // the defaults: a 1 ms floor
+        final long t = warmUp(1_000 * MS);
+        // a new stream of one slot (a barrier) waiting for a slow rank: its timer asks at the RTO (10 ms) and backs
+        // the RTO off to 20 ms; the appliance answers PENDING, so the slot is held
+        final long sent = t + 10 * MS;
+        policy.onStreamStart(sent);
+        policy.onTransmit(0, LossRecovery.FIRST, sent);
+        actions.clear();
+        assertEquals(0, policy.poll(sent + 10 * MS - 1, recorder));
+        assertEquals(1, policy.poll(sent + 10 * MS, recorder));
+        assertEquals(List.of("probe 0"), actions);
+        assertEquals(20 * MS, policy.retransmitTimeoutNs());
+        final long pending = sent + 10 * MS + 100 * US;
+        policy.onPending(0, pending);
+        actions.clear();
+
+        // held and still the stream's lone slot before its first result: asked again after
+        // min(RTO 20 ms, 2 SRTT + 1 ms + the 10 ms allowance = 15 ms), then at doubling intervals up to 500 ms
+        final List<Long> times = runAnsweringPending(0, pending, pending + 1_500 * MS);
+        final List<Long> gaps = new ArrayList<>();
+        long last = pending;
+        for (final long time : times)
+        {
+            gaps.add((time - last) / MS);
+            last = time;
+        }
+        assertEquals(List.of(15L, 30L, 60L, 120L, 240L, 480L, 500L), gaps, actions.toString());
+        assertTrue(actions.stream().allMatch(a -> a.equals("probe 0")), "no tail probe, no resend: " + actions);
+
+        // the slow rank's update arrives: the barrier completes; the probes answered PENDING were not spurious
+        policy.onResult(0, false, 2, last + 3 * MS);
+        assertEquals(0, counters.spuriousProbes);
+        actions.clear();
+        assertEquals(0, policy.poll(last + 1_000 * MS, recorder), "nothing outstanding, nothing asked");
+        assertEquals(List.of(), actions);
+    }
+
+    @Test
     void aHoleBehindALaterResultIsProbedAfterTheReorderWindow()
     {
         policy(true, 4);
