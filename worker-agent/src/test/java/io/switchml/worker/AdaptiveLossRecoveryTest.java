@@ -190,6 +190,30 @@ class AdaptiveLossRecoveryTest
     }
 
     @Test
+    void aSlotSentBesideABarriersLoneSlotIsNotTailProbedAtOnce()
+    {
+        policy = new AdaptiveLossRecovery(new WorkerContext(), 3, counters); // the defaults: a 1 ms floor
+        final long t = warmUp(1_000 * MS);
+        // a stream's lone slot (a small all-reduce) waits 8 ms for a slow rank; then the next all-reduce sends two
+        // slots beside it: its tail probe waits 2 SRTT + 1 ms = 5 ms from that send, not from the stream's start
+        final long start = t + 10 * MS;
+        policy.onStreamStart(start);
+        policy.onTransmit(0, LossRecovery.FIRST, start);
+        final long company = start + 8 * MS;
+        policy.onTransmit(1, LossRecovery.FIRST, company);
+        policy.onTransmit(2, LossRecovery.FIRST, company + 10 * US);
+        actions.clear();
+        assertEquals(0, policy.poll(company + 10 * US, recorder), "slot 2 just sent: " + actions);
+        for (long at = company + 20 * US; at < company + 5 * MS; at += 100 * US)
+        {
+            policy.poll(at, recorder);
+        }
+        assertEquals(List.of("probe 0"), actions, "only slot 0's timer (its RTO of 10 ms, at 10 ms from the start)");
+        policy.poll(company + 5 * MS, recorder);
+        assertEquals(List.of("probe 0", "tail-probe 2"), actions);
+    }
+
+    @Test
     void aHoleBehindALaterResultIsProbedAfterTheReorderWindow()
     {
         policy(true, 4);
