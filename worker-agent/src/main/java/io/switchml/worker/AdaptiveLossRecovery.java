@@ -49,7 +49,8 @@ package io.switchml.worker;
  * the probes at zero loss (42 of 171), answered PENDING. The last slot of a stream whose results have been coming back is not waiting
  * for late ranks, and keeps 2 SRTT + the floor: with the allowance there too (a first version), the rack's 1 MB
  * all-reduces at 1% loss had a p99 of 41-56 ms against 23-32 without it there (3 alternating cells each). A slot
- * sent while the stream's lone slot still waits for its first result restarts the timeout from that send.
+ * sent while the stream's lone slot still waits for its first result restarts the timeout from that send and clears
+ * the tail probe's back-off.
  * <p>
  * <b>Pauses.</b> Timers measure time in which the agent could have seen a result. The agent judges them only once its
  * sockets are drained, and reports through {@link #onPause} any gap between its duty cycles beyond the waits it asked
@@ -167,9 +168,12 @@ final class AdaptiveLossRecovery implements LossRecovery
         if (why == FIRST && !active[l] && activeCount == 1 && !streamAnswered)
         {
             // a stream's lone slot gains company before any result: the tail probe's timer starts again from this
-            // send, as Linux arms its loss probe from the last new data sent. Timed from the stream's start, a slot
+            // send, as Linux arms its loss probe from the last new data sent, and forgets the lone slot's checks (a
+            // held lone slot's tail check had set probed and its back-off). Timed from the stream's start, a slot
             // sent after the lone one had waited 2 SRTT + the floor was asked at once, its update barely out.
             lastProgressNs = nowNs;
+            probed = false;
+            tailProbeShift = 0;
         }
         final long deadline = nowNs + retransmitTimeoutNs;
         deadlineNs[l] = deadline;

@@ -214,6 +214,41 @@ class AdaptiveLossRecoveryTest
     }
 
     @Test
+    void aSlotSentBesideAHeldLoneSlotAfterItsTailCheckIsNotTailProbedAtOnce()
+    {
+        policy = new AdaptiveLossRecovery(new WorkerContext(), 3, counters); // the defaults: a 1 ms floor
+        final long t = warmUp(1_000 * MS);
+        // a barrier's lone slot: its timer asks at 10 ms (RTO 10 -> 20 ms), the appliance answers PENDING (held);
+        // at 15 ms (2 SRTT + 1 ms + the 10 ms allowance) the tail check finds the held newest slot and sends nothing
+        final long start = t + 10 * MS;
+        policy.onStreamStart(start);
+        policy.onTransmit(0, LossRecovery.FIRST, start);
+        actions.clear();
+        final long company = start + 19 * MS;
+        for (long at = start; at < company; at += 100 * US)
+        {
+            final int before = actions.size();
+            policy.poll(at, recorder);
+            if (actions.size() > before)
+            {
+                policy.onPending(0, at);
+            }
+        }
+        assertEquals(List.of("probe 0"), actions);
+        // the next all-reduce sends two slots beside it: 2 SRTT + 1 ms = 5 ms from that send before a tail probe
+        policy.onTransmit(1, LossRecovery.FIRST, company);
+        policy.onTransmit(2, LossRecovery.FIRST, company + 10 * US);
+        actions.clear();
+        for (long at = company + 10 * US; at < company + 5 * MS; at += 100 * US)
+        {
+            policy.poll(at, recorder);
+        }
+        assertEquals(List.of(), actions, "slot 0 held (asked again at 25 ms), slots 1 and 2 just sent");
+        policy.poll(company + 5 * MS, recorder);
+        assertEquals(List.of("tail-probe 2"), actions);
+    }
+
+    @Test
     void aHoleBehindALaterResultIsProbedAfterTheReorderWindow()
     {
         policy(true, 4);
