@@ -62,6 +62,58 @@ class AdaptiveLossRecoveryTest
     }
 
     /**
+     * A 3-slot policy with the defaults (a 1 ms tail-probe floor), warmed up; 10 ms later a new stream whose only slot
+     * (0, a barrier or a small all-reduce) is sent, the actions recorded from then on.
+     *
+     * @return when slot 0 was sent.
+     */
+    private long defaultsWithALoneSlot()
+    {
+        policy = new AdaptiveLossRecovery(new WorkerContext(), 3, counters);
+        final long start = warmUp(1_000 * MS) + 10 * MS;
+        policy.onStreamStart(start);
+        policy.onTransmit(0, LossRecovery.FIRST, start);
+        actions.clear();
+        return start;
+    }
+
+    /** Polls every 100 us from {@code fromNs} until before {@code untilNs}, as the agent's duty cycle would. */
+    private void pollEvery100Us(final long fromNs, final long untilNs)
+    {
+        pollEvery100Us(fromNs, untilNs, -1);
+    }
+
+    /**
+     * {@link #pollEvery100Us(long, long)}, answering each probe of {@code heldSlot} with a PENDING at once (the slot
+     * waits for a slow rank).
+     */
+    private void pollEvery100Us(final long fromNs, final long untilNs, final int heldSlot)
+    {
+        for (long at = fromNs; at < untilNs; at += 100 * US)
+        {
+            final int before = actions.size();
+            policy.poll(at, recorder);
+            if (actions.subList(before, actions.size()).contains("probe " + heldSlot))
+            {
+                policy.onPending(heldSlot, at);
+            }
+        }
+    }
+
+    /** @return the intervals between {@code fromNs} and each of the times, then between them, in whole ms. */
+    private static List<Long> gapsMs(final long fromNs, final List<Long> times)
+    {
+        final List<Long> gaps = new ArrayList<>();
+        long last = fromNs;
+        for (final long time : times)
+        {
+            gaps.add((time - last) / MS);
+            last = time;
+        }
+        return gaps;
+    }
+
+    /**
      * A fresh 2-slot policy, warmed up at t0; slot 1 sent, asked twice by the tail probe (4 and 8 ms) and resent by
      * its timer at 10 ms, the actions recorded from the send on.
      *
@@ -140,10 +192,7 @@ class AdaptiveLossRecoveryTest
         policy.onStreamStart(sent);
         policy.onTransmit(0, LossRecovery.FIRST, sent);
         final long rto = policy.retransmitTimeoutNs();
-        for (long at = sent; at < sent + rto; at += 100 * US)
-        {
-            policy.poll(at, recorder);
-        }
+        pollEvery100Us(sent, sent + rto);
         assertEquals(List.of(), actions, "no tail probe for a stream's lone slot before its first result");
         policy.poll(sent + rto, recorder);
         assertEquals(List.of("probe 0"), actions, "its timer's probe");
@@ -152,14 +201,9 @@ class AdaptiveLossRecoveryTest
     @Test
     void aBarriersLoneSlotHeldForASlowRankIsAskedAgainAtItsOwnPaceNeverByTheTailProbe()
     {
-        policy = new AdaptiveLossRecovery(new WorkerContext(), 3, counters); // the defaults: a 1 ms floor
-        final long t = warmUp(1_000 * MS);
         // a new stream of one slot (a barrier) waiting for a slow rank: its timer asks at the RTO (10 ms) and backs
         // the RTO off to 20 ms; the appliance answers PENDING, so the slot is held
-        final long sent = t + 10 * MS;
-        policy.onStreamStart(sent);
-        policy.onTransmit(0, LossRecovery.FIRST, sent);
-        actions.clear();
+        final long sent = defaultsWithALoneSlot();
         assertEquals(0, policy.poll(sent + 10 * MS - 1, recorder));
         assertEquals(1, policy.poll(sent + 10 * MS, recorder));
         assertEquals(List.of("probe 0"), actions);
@@ -171,17 +215,11 @@ class AdaptiveLossRecoveryTest
         // held and still the stream's lone slot before its first result: asked again after
         // min(RTO 20 ms, 2 SRTT + 1 ms + the 10 ms allowance = 15 ms), then at doubling intervals up to 500 ms
         final List<Long> times = runAnsweringPending(0, pending, pending + 1_500 * MS);
-        final List<Long> gaps = new ArrayList<>();
-        long last = pending;
-        for (final long time : times)
-        {
-            gaps.add((time - last) / MS);
-            last = time;
-        }
-        assertEquals(List.of(15L, 30L, 60L, 120L, 240L, 480L, 500L), gaps, actions.toString());
+        assertEquals(List.of(15L, 30L, 60L, 120L, 240L, 480L, 500L), gapsMs(pending, times), actions.toString());
         assertTrue(actions.stream().allMatch(a -> a.equals("probe 0")), "no tail probe, no resend: " + actions);
 
         // the slow rank's update arrives: the barrier completes; the probes answered PENDING were not spurious
+        final long last = times.getLast();
         policy.onResult(0, false, 2, last + 3 * MS);
         assertEquals(0, counters.spuriousProbes);
         actions.clear();
@@ -192,22 +230,14 @@ class AdaptiveLossRecoveryTest
     @Test
     void aSlotSentBesideABarriersLoneSlotIsNotTailProbedAtOnce()
     {
-        policy = new AdaptiveLossRecovery(new WorkerContext(), 3, counters); // the defaults: a 1 ms floor
-        final long t = warmUp(1_000 * MS);
         // a stream's lone slot (a small all-reduce) waits 8 ms for a slow rank; then the next all-reduce sends two
         // slots beside it: its tail probe waits 2 SRTT + 1 ms = 5 ms from that send, not from the stream's start
-        final long start = t + 10 * MS;
-        policy.onStreamStart(start);
-        policy.onTransmit(0, LossRecovery.FIRST, start);
+        final long start = defaultsWithALoneSlot();
         final long company = start + 8 * MS;
         policy.onTransmit(1, LossRecovery.FIRST, company);
         policy.onTransmit(2, LossRecovery.FIRST, company + 10 * US);
-        actions.clear();
         assertEquals(0, policy.poll(company + 10 * US, recorder), "slot 2 just sent: " + actions);
-        for (long at = company + 20 * US; at < company + 5 * MS; at += 100 * US)
-        {
-            policy.poll(at, recorder);
-        }
+        pollEvery100Us(company + 20 * US, company + 5 * MS);
         assertEquals(List.of("probe 0"), actions, "only slot 0's timer (its RTO of 10 ms, at 10 ms from the start)");
         policy.poll(company + 5 * MS, recorder);
         assertEquals(List.of("probe 0", "tail-probe 2"), actions);
@@ -216,33 +246,17 @@ class AdaptiveLossRecoveryTest
     @Test
     void aSlotSentBesideAHeldLoneSlotAfterItsTailCheckIsNotTailProbedAtOnce()
     {
-        policy = new AdaptiveLossRecovery(new WorkerContext(), 3, counters); // the defaults: a 1 ms floor
-        final long t = warmUp(1_000 * MS);
         // a barrier's lone slot: its timer asks at 10 ms (RTO 10 -> 20 ms), the appliance answers PENDING (held);
         // at 15 ms (2 SRTT + 1 ms + the 10 ms allowance) the tail check finds the held newest slot and sends nothing
-        final long start = t + 10 * MS;
-        policy.onStreamStart(start);
-        policy.onTransmit(0, LossRecovery.FIRST, start);
-        actions.clear();
+        final long start = defaultsWithALoneSlot();
         final long company = start + 19 * MS;
-        for (long at = start; at < company; at += 100 * US)
-        {
-            final int before = actions.size();
-            policy.poll(at, recorder);
-            if (actions.size() > before)
-            {
-                policy.onPending(0, at);
-            }
-        }
+        pollEvery100Us(start, company, 0);
         assertEquals(List.of("probe 0"), actions);
         // the next all-reduce sends two slots beside it: 2 SRTT + 1 ms = 5 ms from that send before a tail probe
         policy.onTransmit(1, LossRecovery.FIRST, company);
         policy.onTransmit(2, LossRecovery.FIRST, company + 10 * US);
         actions.clear();
-        for (long at = company + 10 * US; at < company + 5 * MS; at += 100 * US)
-        {
-            policy.poll(at, recorder);
-        }
+        pollEvery100Us(company + 10 * US, company + 5 * MS);
         assertEquals(List.of(), actions, "slot 0 held (asked again at 25 ms), slots 1 and 2 just sent");
         policy.poll(company + 5 * MS, recorder);
         assertEquals(List.of("tail-probe 2"), actions);
@@ -426,14 +440,8 @@ class AdaptiveLossRecoveryTest
         // asked again at the tail probe's pace (2 SRTT + the 0 floor = 4 ms), then at doubling intervals up to the
         // 500 ms maximum; no tail probe, no resend, no back-off of the shard's timeout
         final List<Long> times = runAnsweringPending(2, t + 5 * MS, t + 2_000 * MS);
-        final List<Long> gaps = new ArrayList<>();
-        long last = t + 5 * MS;
-        for (final long time : times)
-        {
-            gaps.add((time - last) / MS);
-            last = time;
-        }
-        assertEquals(List.of(4L, 8L, 16L, 32L, 64L, 128L, 256L, 500L, 500L), gaps, actions.toString());
+        assertEquals(List.of(4L, 8L, 16L, 32L, 64L, 128L, 256L, 500L, 500L), gapsMs(t + 5 * MS, times),
+            actions.toString());
         assertTrue(actions.stream().allMatch(a -> a.equals("probe 2")), actions.toString());
         assertEquals(10 * MS, policy.retransmitTimeoutNs(), "a held slot is no loss: the timeout is not backed off");
 
@@ -499,10 +507,7 @@ class AdaptiveLossRecoveryTest
         // asked again at the newest's pace, not 500 ms on
         policy.onResult(2, false, 4, t + 12 * MS);
         actions.clear();
-        for (long at = t + 12 * MS; at < t + 30 * MS; at += 100 * US)
-        {
-            policy.poll(at, recorder);
-        }
+        pollEvery100Us(t + 12 * MS, t + 30 * MS);
         assertTrue(actions.stream().filter(a -> a.equals("probe 1")).count() >= 2, "the suspect probe, then the newest's: " + actions);
     }
 
@@ -529,10 +534,7 @@ class AdaptiveLossRecoveryTest
         final long t = sendAndLetTheTimerResend(1_000 * MS, "probed twice, then resent by the timer");
         policy.onPending(1, t + 10 * MS + 100 * US); // answers a probe sent before the resend: the resend decides
         actions.clear();
-        for (long at = t + 10 * MS; at < t + 40 * MS; at += 100 * US)
-        {
-            policy.poll(at, recorder);
-        }
+        pollEvery100Us(t + 10 * MS, t + 40 * MS);
         assertTrue(actions.contains("tail-probe 1"), "not held: the tail probe goes on asking: " + actions);
     }
 
@@ -575,15 +577,7 @@ class AdaptiveLossRecoveryTest
         assertEquals(1, policy.poll(t + 4 * MS, recorder));
         policy.onPending(2, t + 5 * MS); // the newest is held for a slow rank; slot 1's update was lost
         actions.clear();
-        for (long at = t + 5 * MS; at < t + 40 * MS; at += 100 * US)
-        {
-            final int before = actions.size();
-            policy.poll(at, recorder);
-            if (actions.subList(before, actions.size()).contains("probe 2"))
-            {
-                policy.onPending(2, at);
-            }
-        }
+        pollEvery100Us(t + 5 * MS, t + 40 * MS, 2);
         assertTrue(actions.indexOf("probe 1") >= 0 && actions.indexOf("retransmit 1") > actions.indexOf("probe 1"),
             "slot 1 is asked about at its RTO, then resent when that goes unanswered: " + actions);
     }

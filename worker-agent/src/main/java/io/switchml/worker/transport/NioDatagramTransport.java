@@ -135,40 +135,9 @@ public final class NioDatagramTransport extends TransportCounters
             // the group's results first: see DatagramTransport#receive
             if (multicastChannel != null)
             {
-                while (received < limit)
-                {
-                    receiveCalls++;
-                    if (multicastChannel.receive(receiveBuffer.clear()) == null)
-                    {
-                        break;
-                    }
-                    received++;
-                    final int length = receiveBuffer.position();
-                    if (length > receiveBuffer.capacity() - 1)
-                    {
-                        truncated++;
-                        continue;
-                    }
-                    receiver.onDatagram(receiveView, length);
-                }
+                received = receiveFrom(multicastChannel, false, receiver, received, limit);
             }
-            int bytes;
-            while (received < limit)
-            {
-                receiveCalls++;
-                bytes = channel.read(receiveBuffer.clear());
-                if (bytes <= 0)
-                {
-                    break;
-                }
-                received++;
-                if (bytes > receiveBuffer.capacity() - 1)
-                {
-                    truncated++;
-                    continue;
-                }
-                receiver.onDatagram(receiveView, bytes);
-            }
+            received = receiveFrom(channel, true, receiver, received, limit);
             drained = received < limit;
         }
         catch (final IOException ex)
@@ -176,6 +145,48 @@ public final class NioDatagramTransport extends TransportCounters
             sendErrors++;
         }
         return received;
+    }
+
+    /**
+     * Hand over one channel's datagrams until it is empty or {@code limit} datagrams in all were handed over:
+     * read on the connected unicast channel, receive on the group's, which is not connected.
+     *
+     * @return datagrams received in all, {@code received} included.
+     */
+    private int receiveFrom(
+        final DatagramChannel from, final boolean connected, final Receiver receiver, final int received, final int limit)
+        throws IOException
+    {
+        int count = received;
+        while (count < limit)
+        {
+            receiveCalls++;
+            final int length;
+            if (connected)
+            {
+                length = from.read(receiveBuffer.clear());
+                if (length <= 0)
+                {
+                    break;
+                }
+            }
+            else
+            {
+                if (from.receive(receiveBuffer.clear()) == null)
+                {
+                    break;
+                }
+                length = receiveBuffer.position();
+            }
+            count++;
+            if (length > receiveBuffer.capacity() - 1)
+            {
+                truncated++;
+                continue;
+            }
+            receiver.onDatagram(receiveView, length);
+        }
+        return count;
     }
 
     public boolean drained()
