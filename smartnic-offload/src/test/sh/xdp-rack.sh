@@ -8,7 +8,9 @@
 #
 # Knobs: XDP_RACK_MTU (1500; 9000 for jumbo frames, where the appliance takes k up to 2233), XDP_RACK_K (k of the
 # workers' jobs: 256, or the largest k the MTU carries when XDP_RACK_MTU is set), XDP_RACK_CASES (both cases:
-# "mac-multicast nomac-unicast"), XDP_RACK_WORKERS, XDP_RACK_LOSS, XDP_RACK_ELEMENTS, XDP_RACK_ITERATIONS.
+# "mac-multicast nomac-unicast"), XDP_RACK_WORKERS, XDP_RACK_LOSS, XDP_RACK_ELEMENTS, XDP_RACK_ITERATIONS,
+# XDP_RACK_REATTACH_CASES (cases whose program is taken off eth0 once the appliance is ready, as an operator's
+# `ip link set dev eth0 xdpdrv off` would: the case waits for the appliance to put it back, then runs its workers on it).
 #
 # Needs root, iproute2, nftables and a built class path:
 #   SWITCHML_CP=<class path with every module> JAVA=<java 25> smartnic-offload/src/test/sh/xdp-rack.sh
@@ -87,6 +89,14 @@ EOF
     log "$name: appliance did not start:"; cat "$dir/appliance.log" >&2; return 1
   fi
   grep -q 'xdp: attached' "$dir/appliance.log" || { log "$name: the xdp backend did not attach:"; cat "$dir/appliance.log" >&2; return 1; }
+  if [[ " ${XDP_RACK_REATTACH_CASES:-} " == *" $name "* ]]; then
+    ip netns exec "$(rack_ns_ap)" ip link set dev eth0 xdpdrv off
+    for _ in $(seq 150); do
+      grep -qs 'xdp: re-attached' "$dir/appliance.log" && break
+      sleep 0.1
+    done
+    grep -qs 'xdp: re-attached' "$dir/appliance.log" || { log "$name: the program taken off eth0 was not put back:"; cat "$dir/appliance.log" >&2; return 1; }
+  fi
   for ((r = 0; r < WORKERS; r++)); do
     ip netns exec "$(rack_ns_w "$r")" timeout -k 5 120 "$JAVA" "${JVM_FLAGS[@]}" -Xmx1g -cp "$SWITCHML_CP" io.switchml.dist.SwitchMl \
       worker run --appliance "$RACK_APPLIANCE_ADDR" --control-port 7470 --job "xdp-$name" --token "xdp-rack-token-$$" \

@@ -26,7 +26,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * bench/rack's topology, runs the appliance with backends=xdp,software and its eth0 in native XDP mode, and 4
  * workers all-reduce known float32 tensors with 1% random loss on every bridge port: once with MAC on and results
  * multicast by the program, once with MAC off and results handed up for unicast fan-out; then the same at MTU 9000
- * with k = 2233, where updates reach the program in several buffers (xdp.frags). Needs root (CI runs as root);
+ * with k = 2233, where updates reach the program in several buffers (xdp.frags). In the first run the MAC-off case's
+ * program is taken off eth0 before its workers start and its job runs on the program the appliance put back. Needs root (CI runs as root);
  * without it, this test fails rather than skips.
  */
 @Tag("process")
@@ -39,8 +40,11 @@ final class XdpRackTest
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void fourWorkersWithLossAggregateInTheKernel() throws Exception
     {
-        final List<String> lines = runRack(Map.of());
+        final List<String> lines = runRack(Map.of("XDP_RACK_REATTACH_CASES", "nomac-unicast"));
         assertCases(lines);
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("XDP_RACK case=nomac-unicast log") && l.contains("xdp: backend failed: program detached from eth0")) &&
+            lines.stream().anyMatch(l -> l.startsWith("XDP_RACK case=nomac-unicast log") && l.contains("xdp: re-attached switchml_xdp")),
+            "the program taken off eth0 was put back, and the job's checks above ran on it");
         assertTrue(lines.stream().anyMatch(l -> l.contains("case=mac-multicast") && l.contains("results_passed_up=0")),
             "multicast results never go up to the shard");
     }

@@ -56,7 +56,8 @@ public interface Backend extends AutoCloseable
 
     /**
      * @return null while the backend is healthy, else why not ("xdp program detached from eth1"); an unhealthy
-     * backend refuses new jobs and its running jobs are aborted with this reason.
+     * backend refuses new jobs and its running jobs are aborted with this reason. It may be healthy again later (the
+     * switch reconnected, the XDP program put back); jobs aborted meanwhile stay aborted.
      */
     String health();
 

@@ -173,20 +173,30 @@ final class Libbpf
         }
     }
 
+    /**
+     * @return whether this network namespace has an interface of that name now.
+     */
+    static boolean interfaceExists(final String name) throws BpfException
+    {
+        return nameToIndex(name) != 0;
+    }
+
     static int ifindex(final String name) throws BpfException
+    {
+        final int index = nameToIndex(name);
+        if (index == 0)
+        {
+            throw new BpfException("no network interface '" + name + "' in this network namespace");
+        }
+        return index;
+    }
+
+    /** @return the interface's index, 0 when there is none of that name. */
+    private static int nameToIndex(final String name) throws BpfException
     {
         try (Arena arena = Arena.ofConfined())
         {
-            final int index = (int)IF_NAMETOINDEX.invokeExact(arena.allocateFrom(name));
-            if (index == 0)
-            {
-                throw new BpfException("no network interface '" + name + "' in this network namespace");
-            }
-            return index;
-        }
-        catch (final BpfException ex)
-        {
-            throw ex;
+            return (int)IF_NAMETOINDEX.invokeExact(arena.allocateFrom(name));
         }
         catch (final Throwable ex)
         {

@@ -16,7 +16,8 @@ import java.util.function.Consumer;
  * is unknown and a stale program is recognised by its id instead, which the earlier appliance recorded (ids are
  * allocated cyclically, so another program does not get it again). Detached on {@link #close()} and, through a
  * shutdown hook, on normal exit and SIGTERM; after kill -9 the kernel keeps the program attached until the next
- * start replaces it.
+ * start replaces it. {@link #reattach} puts the same program back on the interface after someone took it off, or
+ * after the interface was deleted and created again (a new ifindex), but never in place of another program.
  */
 public final class XdpAttachment implements AutoCloseable
 {
@@ -40,15 +41,13 @@ public final class XdpAttachment implements AutoCloseable
     }
 
     private final String interfaceName;
-    private final int ifindex;
     private final int programId;
     private final Thread shutdownHook;
     private boolean detached;
 
-    private XdpAttachment(final String interfaceName, final int ifindex, final int programId)
+    private XdpAttachment(final String interfaceName, final int programId)
     {
         this.interfaceName = interfaceName;
-        this.ifindex = ifindex;
         this.programId = programId;
         this.shutdownHook = new Thread(this::detachQuietly, "switchml-xdp-detach");
         Runtime.getRuntime().addShutdownHook(shutdownHook);
@@ -104,7 +103,32 @@ public final class XdpAttachment implements AutoCloseable
                 " (the driver has no native XDP, or no multi-buffer XDP at " + interfaceName + "'s MTU)");
         }
         final int id = query(interfaceName).map(AttachedProgram::id).orElse(0);
-        return new XdpAttachment(interfaceName, ifindex, id);
+        return new XdpAttachment(interfaceName, id);
+    }
+
+    /**
+     * Attach the program again after it was taken off the interface: detached by someone, replaced by a program that
+     * is gone again, or lost with an interface that was deleted and created again under the same name (its ifindex is
+     * looked up afresh). Never in place of another program: the kernel is asked to attach only if the interface has
+     * none ({@code XDP_FLAGS_UPDATE_IF_NOEXIST}), so one attached in the meantime makes this fail, not vanish.
+     * Synchronized with the detach of {@link #close()} and the shutdown hook: once those ran it attaches nothing.
+     *
+     * @param programFd the loaded program: the one this attachment was made with, so its id stays the same.
+     * @throws BpfException naming the interface and the kernel's reason ("Device or resource busy": a program is there).
+     */
+    public synchronized void reattach(final int programFd) throws BpfException
+    {
+        if (detached)
+        {
+            throw new BpfException("not re-attaching to " + interfaceName + ": the attachment was closed");
+        }
+        final int index = Libbpf.ifindex(interfaceName);
+        final int error = BpfObject.invokeInt(() -> (int)Libbpf.XDP_ATTACH.invokeExact(
+            index, programFd, flags(XdpMode.NATIVE) | Libbpf.XDP_FLAGS_UPDATE_IF_NOEXIST, MemorySegment.NULL));
+        if (error < 0)
+        {
+            throw new BpfException("bpf_xdp_attach(" + interfaceName + ", native, only if none): " + Libbpf.describe(error));
+        }
     }
 
     private static int flags(final XdpMode mode)
@@ -202,10 +226,13 @@ public final class XdpAttachment implements AutoCloseable
         detached = true;
         try
         {
-            final Optional<AttachedProgram> attached = query(interfaceName);
-            if (attached.isPresent() && attached.get().id() == programId)
+            if (Libbpf.interfaceExists(interfaceName))  // gone: nothing of ours is attached anywhere
             {
-                detach(ifindex, interfaceName, XdpMode.NATIVE);
+                final Optional<AttachedProgram> attached = query(interfaceName);
+                if (attached.isPresent() && attached.get().id() == programId)
+                {
+                    detach(Libbpf.ifindex(interfaceName), interfaceName, XdpMode.NATIVE);
+                }
             }
         }
         catch (final BpfException ex)

@@ -37,16 +37,21 @@ import java.util.concurrent.TimeUnit;
  * MTU, (MTU - 68) / 4: 358 at 1500, 2233 at 9000; a value above that is refused at start-up), {@code slots} (entries
  * of the slot array, each both pool versions of one slot; 4096 by default, 88 bytes plus 2 * 256 bytes per started
  * block of 64 lanes each: 3.1 KiB at max-lanes 358, 17.6 KiB at 2233), {@code ttl} (IP TTL of multicast results, 1
- * by default). The program is declared xdp.frags, so it attaches at any MTU the driver's multi-buffer XDP allows
- * (veth refuses a program without it above an MTU of about 3500) and reads lanes that lie in fragments. The id of
- * the attached program is recorded in the backend's state directory ({@link AttachmentRecord}).
+ * by default), {@code reattach} ({@code on} by default: put the program back when it was taken off, see
+ * {@link AttachmentWatch}). The program is declared xdp.frags, so it attaches at any MTU the driver's multi-buffer
+ * XDP allows (veth refuses a program without it above an MTU of about 3500) and reads lanes that lie in fragments.
+ * The id of the attached program is recorded in the backend's state directory ({@link AttachmentRecord}).
+ * <p>
+ * A monitor thread copies the program's counters into the counters file every {@link #MONITOR_INTERVAL_MS} ms and
+ * has the {@link AttachmentWatch} check that the program is still attached, and put it back when it was taken off.
  */
 public final class XdpBackend implements Backend
 {
     public static final String NAME = "xdp";
     static final long POLL_SLOTS_INTERVAL_NS = 100_000_000L;
+    static final long MONITOR_INTERVAL_MS = 200;
 
-    private static final Set<String> OPTIONS = Set.of("interface", "mode", "slots", "ttl", "max-lanes");
+    private static final Set<String> OPTIONS = Set.of("interface", "mode", "slots", "ttl", "max-lanes", "reattach");
 
     private final BackendEnvironment environment;
     private final String interfaceName;
@@ -54,10 +59,14 @@ public final class XdpBackend implements Backend
     private final XdpAttachment attachment;
     private final SlotRanges ranges;
     private final int maxLanes;
+    private final boolean reattach;
     private final AtomicCounter[] counters = new AtomicCounter[XdpLayout.STAT_COUNT];
+    private final AttachmentWatch watch;
+    /** Jobs installed in the program and not yet released: the program is put back only once there are none. */
+    private final java.util.concurrent.atomic.AtomicInteger installedJobs = new java.util.concurrent.atomic.AtomicInteger();
     private final ScheduledExecutorService monitor = Executors.newSingleThreadScheduledExecutor(
         runnable -> Thread.ofPlatform().name("switchml-xdp-monitor").daemon().unstarted(runnable));
-    private volatile String health;
+    private volatile boolean closing;
     private volatile long[] lastStats = new long[XdpLayout.STAT_COUNT];
 
     XdpBackend(final BackendEnvironment environment) throws BackendException
@@ -78,6 +87,7 @@ public final class XdpBackend implements Backend
             throw new BackendException(environment.optionPrefix() + "interface is required: the data interface to attach to");
         }
         checkMode(options.getOrDefault("mode", "native"));
+        reattach = onOff(options, "reattach", true);
         final int slotEntries = intOption(options, "slots", 4096, 1, 1 << 20);
         final int ttl = intOption(options, "ttl", 1, 0, 255);
         final int mtu = readMtu(interfaceName);
@@ -148,15 +158,18 @@ public final class XdpBackend implements Backend
                 counters[index] = environment.counter().apply(XdpLayout.EVENT_NAMES[index]);
             }
         }
+        watch = new AttachmentWatch(interfaceName, attachment, program.programFd(), maxLanes, reattach, installedJobs::get,
+            environment.counter().apply("reattachments"), environment.log());
         environment.log().accept("xdp: attached " + XdpLayout.PROGRAM_NAME + " (id " + attachment.programId() + ") to " +
             interfaceName + " in native mode; udp ports " + java.util.Arrays.toString(ports) + "; k up to " + maxLanes +
             (options.containsKey("max-lanes") ? "" : " (MTU " + mtu + ")") + "; " + slotEntries + " slots (" +
-            (program.slotMemoryBytes() >> 10) + " KiB); verifier processed " + program.verifiedInstructions() + " insns");
-        monitor.scheduleWithFixedDelay(this::refresh, 200, 200, TimeUnit.MILLISECONDS);
+            (program.slotMemoryBytes() >> 10) + " KiB); verifier processed " + program.verifiedInstructions() + " insns" +
+            (reattach ? "" : "; reattach=off: not put back if taken off"));
+        monitor.scheduleWithFixedDelay(this::refresh, MONITOR_INTERVAL_MS, MONITOR_INTERVAL_MS, TimeUnit.MILLISECONDS);
     }
 
     /** The interface's MTU, from sysfs of this process's network namespace. */
-    private static int readMtu(final String interfaceName) throws BackendException
+    static int readMtu(final String interfaceName) throws BackendException
     {
         final Path file = Path.of("/sys/class/net", interfaceName, "mtu");
         try
@@ -187,6 +200,22 @@ public final class XdpBackend implements Backend
         }
     }
 
+    private boolean onOff(final Map<String, String> options, final String name, final boolean defaultValue)
+        throws BackendException
+    {
+        final String value = options.get(name);
+        if (value == null)
+        {
+            return defaultValue;
+        }
+        return switch (value.strip().toLowerCase(Locale.ROOT))
+        {
+            case "on", "true" -> true;
+            case "off", "false" -> false;
+            default -> throw new BackendException(environment.optionPrefix() + name + " must be on or off: '" + value + "'");
+        };
+    }
+
     private int intOption(final Map<String, String> options, final String name, final int defaultValue, final int min, final int max)
         throws BackendException
     {
@@ -210,48 +239,39 @@ public final class XdpBackend implements Backend
         }
     }
 
-    /** Copy the program's counters into the counters file and check that the program is still attached. */
+    /**
+     * The monitor's round: copy the program's counters into the counters file; then, while healthy, check that the
+     * program is still attached, and while failed, put it back when it can be.
+     */
     private void refresh()
     {
+        if (closing)
+        {
+            return;
+        }
         try
         {
-            final long[] stats = program.stats();
-            for (int index = 0; index < stats.length; index++)
-            {
-                if (counters[index] != null)
-                {
-                    counters[index].setRelease(stats[index]);
-                }
-            }
-            lastStats = stats;
-            final Optional<XdpAttachment.AttachedProgram> attached = XdpAttachment.query(interfaceName);
-            if (attached.isEmpty())
-            {
-                fail("program detached from " + interfaceName);
-            }
-            else if (attached.get().id() != attachment.programId())
-            {
-                fail("program on " + interfaceName + " replaced by id " + attached.get().id() + " (" +
-                    attached.get().describeName() + ")");
-            }
+            copyCounters();
         }
         catch (final BpfException | RuntimeException ex)
         {
-            fail("reading its maps failed: " + ex.getMessage());
+            watch.fail("reading its maps failed: " + ex.getMessage(), false);
+            return;
         }
+        watch.check(System.nanoTime());
     }
 
-    /**
-     * Report the backend failed, once: unless the attachment was let go meanwhile (close(), or the JVM's shutdown hook
-     * detaching it), where a missing program or unreadable maps are the shutdown, not a failure.
-     */
-    private void fail(final String reason)
+    private void copyCounters() throws BpfException
     {
-        if (health == null && !attachment.isDetached())
+        final long[] stats = program.stats();
+        for (int index = 0; index < stats.length; index++)
         {
-            health = reason;
-            environment.log().accept("xdp: backend failed: " + reason + "; its jobs are aborted and new jobs go to the next backend");
+            if (counters[index] != null)
+            {
+                counters[index].setRelease(stats[index]);
+            }
         }
+        lastStats = stats;
     }
 
     public String name()
@@ -267,7 +287,7 @@ public final class XdpBackend implements Backend
 
     public String refusal(final JobSpec spec)
     {
-        final String failed = health;
+        final String failed = watch.health();
         if (failed != null)
         {
             return failed;
@@ -291,7 +311,7 @@ public final class XdpBackend implements Backend
 
     public String health()
     {
-        return health;
+        return watch.health();
     }
 
     public String describe()
@@ -303,7 +323,17 @@ public final class XdpBackend implements Backend
             stats[XdpLayout.STAT_RESULTS_PASSED] + " passed_to_kernel=" + stats[XdpLayout.STAT_PASSED] + " probes=" +
             stats[XdpLayout.STAT_PROBES] + " retransmissions_served=" + stats[XdpLayout.STAT_SHADOW_RESULTS] + " nacks=" +
             stats[XdpLayout.STAT_NACKS] + " pendings=" + stats[XdpLayout.STAT_PENDINGS] + " tail_grow_failed=" + stats[XdpLayout.STAT_TAIL_FAILED] + " multi_buffer_packets=" +
-            stats[XdpLayout.STAT_MULTI_BUFFER] + (health != null ? "; FAILED: " + health : "");
+            stats[XdpLayout.STAT_MULTI_BUFFER] + watch.describe();
+    }
+
+    void jobInstalled()
+    {
+        installedJobs.incrementAndGet();
+    }
+
+    void jobRemoved()
+    {
+        installedJobs.decrementAndGet();
     }
 
     XdpProgram program()
@@ -323,6 +353,7 @@ public final class XdpBackend implements Backend
 
     public void close()
     {
+        closing = true;
         monitor.shutdownNow();
         try
         {
@@ -332,7 +363,14 @@ public final class XdpBackend implements Backend
         {
             Thread.currentThread().interrupt();
         }
-        refresh();
+        try
+        {
+            copyCounters();
+        }
+        catch (final BpfException | RuntimeException ex)
+        {
+            environment.log().accept("xdp: reading the program's counters at close failed: " + ex.getMessage());
+        }
         attachment.close();
         environment.log().accept("xdp: detached from " + interfaceName + "; " + describe());
         program.close();

@@ -28,6 +28,7 @@ final class XdpJob implements BackendJob
     private Job job;
     private long nextSlotScanNs;
     private boolean released;
+    private boolean installed;
 
     XdpJob(final XdpBackend backend, final int jobId, final int slotBase, final int slots)
     {
@@ -64,6 +65,8 @@ final class XdpJob implements BackendJob
         try
         {
             backend.program().installJob(image);
+            installed = true;
+            backend.jobInstalled();
         }
         catch (final BpfException | RuntimeException ex)
         {
@@ -143,5 +146,9 @@ final class XdpJob implements BackendJob
             backend.environment().log().accept("xdp: removing job " + jobId + " failed: " + ex.getMessage());
         }
         backend.ranges().release(slotBase, slots);
+        if (installed)
+        {
+            backend.jobRemoved();
+        }
     }
 }

@@ -30,7 +30,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Placement on the real xdp backend (attached to a veth in driver mode) with software behind it: a job goes to xdp
  * when the program can take it and to software otherwise, with the reason in the CREATE reply, in JOBS and in the
  * fallbacks counter on /metrics; one test per capability limit; a job that asks for xdp explicitly is refused, not
- * moved; a backend that fails mid-job aborts the job naming it, and the next job lands on software.
+ * moved; a backend that fails mid-job aborts the job naming it, and the next job lands on software; the program is
+ * put back (by default) once its jobs are gone and the interface is free and fit for it, never over another program.
  */
 final class XdpPlacementTest
 {
@@ -44,7 +45,12 @@ final class XdpPlacementTest
     void start() throws Exception
     {
         veth = new Veth("p");
-        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
+        appliance = launch(new ApplianceContext());
+    }
+
+    private Appliance launch(final ApplianceContext context) throws Exception
+    {
+        return Appliance.launch(context.dataPort(0).controlPort(0).httpPort(0).dir(dir.toString())
             .backends("xdp,software").backendOption("xdp", "interface", veth.name).backendOption("xdp", "slots", "96"));
     }
 
@@ -127,10 +133,86 @@ final class XdpPlacementTest
     }
 
     @Test
-    void detachedProgramAbortsItsJobAndTheNextJobFallsBack() throws Exception
+    void withReattachOffADetachedProgramAbortsItsJobAndStaysDown() throws Exception
     {
-        final String created = send("CREATE name=solo world=1 type=int32 k=64 s=4 mac=off");
-        assertTrue(created.contains(" backend=xdp"), created);
+        appliance.close();
+        appliance = launch(new ApplianceContext().backendOption("xdp", "reattach", "off"));
+        final String jobId = joinSoloJob("solo", () -> assertEquals(0, Veth.run("ip", "link", "set", "dev", veth.name, "xdpdrv", "off")),
+            "backend xdp failed: program detached from " + veth.name);
+        assertFalse(jobId.isEmpty());
+        final String next = create("after", "type=int32 k=64 s=4");
+        assertTrue(next.contains(" backend=software fallback=xdp: program detached from " + veth.name), next);
+        assertTrue(metrics().contains("switchml_backend_up{backend=\"xdp\"} 0.0"), "the gauge still says up");
+        Thread.sleep(AttachmentWatch.HOLD_DOWN_NS / 1_000_000 + 4 * XdpBackend.MONITOR_INTERVAL_MS);
+        assertTrue(XdpAttachment.query(veth.name).isEmpty(), "put back with reattach=off");
+        assertEquals("BACKEND name=xdp up=0 reason=program detached from " + veth.name, backend());
+    }
+
+    @Test
+    void aDetachedProgramIsPutBackOnceItsJobIsGoneButNeverOverAnotherProgram() throws Exception
+    {
+        final int ours = XdpAttachment.query(veth.name).orElseThrow().id();
+        final int[] foreign = new int[1];
+        joinSoloJob("solo", () ->
+        {
+            // an operator takes ours off and puts another program on
+            assertEquals(0, Veth.run("ip", "link", "set", "dev", veth.name, "xdpdrv", "off"));
+            foreign[0] = veth.attachForeignProgram();
+        }, "backend xdp failed: program ");
+        assertTrue(create("meanwhile", "type=int32 k=64 s=4").contains(" backend=software fallback=xdp: program "));
+        final String waiting = awaitBackend(line -> line.contains("not re-attached"));
+        assertTrue(waiting.startsWith("BACKEND name=xdp up=0 reason=program ") && waiting.endsWith("; not re-attached: " +
+            veth.name + " has XDP program id " + foreign[0] + " (switchml_pass), which is never replaced: waiting for it to go"), waiting);
+        Thread.sleep(2 * AttachmentWatch.HOLD_DOWN_NS / 1_000_000);
+        assertEquals(foreign[0], XdpAttachment.query(veth.name).orElseThrow().id(), "the other program was replaced");
+
+        assertEquals(0, Veth.run("ip", "link", "set", "dev", veth.name, "xdpdrv", "off"));
+        assertEquals("BACKEND name=xdp up=1", awaitBackend(line -> line.contains("up=1")));
+        assertEquals(ours, XdpAttachment.query(veth.name).orElseThrow().id(), "not the same program put back");
+        final String metrics = metrics();
+        assertTrue(metrics.contains("switchml_backend_up{backend=\"xdp\"} 1.0"), metrics);
+        assertTrue(metrics.contains("switchml_backend_reattachments_total{backend=\"xdp\"} 1.0"), metrics);
+        joinSoloJob("again", null, null);
+
+        // taken off again within a minute of being put back: the hold-down doubles
+        final long takenOffNs = System.nanoTime();
+        assertEquals(0, Veth.run("ip", "link", "set", "dev", veth.name, "xdpdrv", "off"));
+        awaitBackend(line -> line.contains("up=0"));
+        assertEquals("BACKEND name=xdp up=1", awaitBackend(line -> line.contains("up=1")));
+        final long downMs = (System.nanoTime() - takenOffNs) / 1_000_000;
+        assertTrue(downMs >= 2 * AttachmentWatch.HOLD_DOWN_NS / 1_000_000, "put back after " + downMs + " ms");
+        assertEquals(ours, XdpAttachment.query(veth.name).orElseThrow().id());
+    }
+
+    @Test
+    void aProgramLostWithItsInterfaceIsPutBackWhenTheInterfaceReturnsWithAnMtuThatCarriesItsK() throws Exception
+    {
+        final int ours = XdpAttachment.query(veth.name).orElseThrow().id();
+        joinSoloJob("solo", veth::close, "backend xdp failed: " + veth.name + " is gone");
+        veth = new Veth("p", 1000);
+        // (1000 - 68) / 4 = 233 lanes, below the 358 of MTU 1500 that the backend announced at start
+        final String waiting = awaitBackend(line -> line.contains("MTU"));
+        assertEquals("BACKEND name=xdp up=0 reason=" + veth.name + " is gone (deleted, or moved to another network namespace); " +
+            "not re-attached: " + veth.name + "'s MTU is 1000, which carries k up to 233, below the 358 this backend announced " +
+            "(restore the MTU, or restart the appliance to take the new one)", waiting);
+        assertTrue(XdpAttachment.query(veth.name).isEmpty());
+
+        assertEquals(0, Veth.run("ip", "link", "set", veth.name, "mtu", "1500"));
+        assertEquals("BACKEND name=xdp up=1", awaitBackend(line -> line.contains("up=1")));
+        assertEquals(ours, XdpAttachment.query(veth.name).orElseThrow().id());
+        joinSoloJob("again", null, null);
+    }
+
+    /**
+     * Create a one-rank job, expect it on xdp, join it; then run {@code fault} (when not null) and expect the job's
+     * ABORT, starting with {@code abortReason}.
+     *
+     * @return the job's id.
+     */
+    private String joinSoloJob(final String name, final Fault fault, final String abortReason) throws Exception
+    {
+        final String created = send("CREATE name=" + name + " world=1 type=int32 k=64 s=4 mac=off");
+        assertTrue(created.contains(" backend=xdp") && !created.contains("fallback"), created);
         final String jobId = created.split(" ")[1].substring("job=".length());
         final String token = created.split(" ")[2].substring("token=".length());
         try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), appliance.controlPort());
@@ -141,14 +223,41 @@ final class XdpPlacementTest
             out.println("JOIN job=" + jobId + " rank=0 token=" + token + " ports=40000");
             final String joined = in.readLine();
             assertTrue(joined.startsWith("OK ") && joined.endsWith(" backend=xdp"), joined);
-            // an operator (or another tool) takes the program off the interface
-            assertEquals(0, Veth.run("ip", "link", "set", "dev", veth.name, "xdpdrv", "off"));
-            final String abort = in.readLine();
-            assertTrue(abort.startsWith("ABORT job=" + jobId + " reason=backend xdp failed: program detached from " + veth.name), abort);
+            if (fault != null)
+            {
+                fault.run();
+                final String abort = in.readLine();
+                assertTrue(abort.startsWith("ABORT job=" + jobId + " reason=" + abortReason), abort);
+            }
         }
-        final String next = create("after", "type=int32 k=64 s=4");
-        assertTrue(next.contains(" backend=software fallback=xdp: program detached from " + veth.name), next);
-        assertTrue(metrics().contains("switchml_backend_up{backend=\"xdp\"} 0.0"), "the gauge still says up");
+        return jobId;
+    }
+
+    /** What a test does to the interface or its program while a job runs. */
+    @FunctionalInterface
+    private interface Fault
+    {
+        void run() throws Exception;
+    }
+
+    /** @return the xdp line of BACKENDS. */
+    private String backend() throws Exception
+    {
+        return ControlLine.send(appliance.controlPort(), "BACKENDS");
+    }
+
+    /** @return the first xdp line of BACKENDS that matches, polled every 50 ms for 10 s at most. */
+    private String awaitBackend(final java.util.function.Predicate<String> condition) throws Exception
+    {
+        final long deadlineNs = System.nanoTime() + 10_000_000_000L;
+        String line = backend();
+        while (!condition.test(line) && System.nanoTime() - deadlineNs < 0)
+        {
+            Thread.sleep(50);
+            line = backend();
+        }
+        assertTrue(condition.test(line), line);
+        return line;
     }
 
     private String metrics() throws Exception
