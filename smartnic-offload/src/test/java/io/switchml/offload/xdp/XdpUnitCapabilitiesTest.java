@@ -27,7 +27,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code systemd/switchml-appliance.service} grants (read from the unit, through setpriv with no-new-privs), on a
  * real veth in driver mode. It attaches, places a job on xdp, detaches on SIGTERM, and after kill -9 the next start
  * recognises its own stale program by the id its predecessor recorded (the kernel lets only CAP_SYS_ADMIN read a
- * program's name by id) and replaces it; someone else's program, whose name it cannot read either, is left alone.
+ * program's name by id) and replaces it; a program taken off the interface is put back; someone else's program, whose
+ * name it cannot read either, is left alone.
  */
 @Tag("process")
 final class XdpUnitCapabilitiesTest
@@ -161,7 +162,7 @@ final class XdpUnitCapabilitiesTest
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
-    void unitCapabilitiesAttachPlaceAndRecoverAfterKill() throws Exception
+    void unitCapabilitiesAttachPlaceRecoverAfterKillAndPutBackADetachedProgram() throws Exception
     {
         final ApplianceProcess first = startAsUnit();
         // the process really runs as nobody with exactly the unit's capabilities: CAP_SYS_ADMIN is not among them
@@ -185,6 +186,11 @@ final class XdpUnitCapabilitiesTest
         assertEquals(XdpLayout.PROGRAM_NAME, now.name());
         assertTrue(ControlLine.send(second.controlPort(), "CREATE name=again world=4 type=float32 k=256 s=32 mac=on")
             .contains(" backend=xdp"), second.output().toString());
+        // taken off the interface: put back with the unit's capabilities too
+        assertEquals(0, Veth.run("ip", "link", "set", "dev", veth.name, "xdpdrv", "off"));
+        assertTrue(second.waitFor("xdp: re-attached switchml_xdp (id " + now.id() + ") to " + veth.name, 10_000),
+            second.output().toString());
+        assertEquals(now.id(), XdpAttachment.query(veth.name).orElseThrow().id());
         second.stop();
         assertTrue(XdpAttachment.query(veth.name).isEmpty(), "SIGTERM left the program attached: " + second.output());
     }
