@@ -1,11 +1,11 @@
 package io.switchml.offload.xdp;
 
 import io.switchml.appliance.backend.BackendException;
-import org.agrona.concurrent.status.AtomicCounter;
 
 import java.util.Optional;
 import java.util.function.Consumer;
 import java.util.function.IntSupplier;
+import java.util.function.LongSupplier;
 
 /**
  * The xdp backend's health, from its monitor thread: whether the program is still attached, and putting it back when
@@ -15,32 +15,74 @@ import java.util.function.IntSupplier;
  * installed in it any more, the interface exists (looked up by name: a re-created one has a new ifindex), its MTU
  * still carries the k the backend announced, it has no XDP program (someone else's is never replaced) and a hold-down
  * has passed: {@link #HOLD_DOWN_NS} after a failure, doubled for each failure within {@link #FLAP_WINDOW_NS} of the
- * last re-attach, up to {@link #MAX_HOLD_DOWN_NS}, so that a tool that keeps taking it off is not fought at the
- * monitor's pace. Until then the failure's reason says what it waits for; each re-attach is logged and counted. A
- * failure to read the maps is not mended this way.
+ * last re-attach and for each attempt the kernel refused, up to {@link #MAX_HOLD_DOWN_NS}, so that a tool that keeps
+ * taking it off is not fought at the monitor's pace. Until then the failure's reason says what it waits for; each
+ * re-attach is logged and counted. A query of the interface that fails is tried again at the next round; only
+ * {@link #QUERY_FAILURES} in a row fail the backend, and if the program is then found attached after all, it is up
+ * again without a re-attach. A failure to read the maps is not mended this way.
  * <p>
  * {@link #check} and {@link #fail} run on the monitor thread only; {@link #health()} is read by control threads.
+ * The kernel is reached through {@link Kernel} and time through a clock, so that the rules are unit-tested with fakes
+ * (the backend's own tests run them against a real veth).
  */
 final class AttachmentWatch
 {
+    /**
+     * What the watch asks of the kernel about the interface and the XDP program on it.
+     */
+    interface Kernel
+    {
+        /**
+         * @return whether the interface exists in this network namespace now.
+         */
+        boolean interfaceExists() throws BpfException;
+
+        /**
+         * @return the interface's MTU.
+         */
+        int mtu() throws BackendException;
+
+        /**
+         * @return the XDP program attached to the interface, if any.
+         */
+        Optional<XdpAttachment.AttachedProgram> attachedProgram() throws BpfException;
+
+        /**
+         * Attach our program again, only if the interface has none.
+         */
+        void reattach() throws BpfException;
+
+        /**
+         * @return whether our attachment was let go (closed, or the JVM is shutting down): a missing program is then
+         * the shutdown, not a failure, and nothing is attached again.
+         */
+        boolean released();
+    }
+
     /** Wait after a failure before the program is put back. */
     static final long HOLD_DOWN_NS = 1_000_000_000L;
     /** A failure this soon after a re-attach doubles the hold-down. */
     static final long FLAP_WINDOW_NS = 60_000_000_000L;
+    /** The longest hold-down. */
     static final long MAX_HOLD_DOWN_NS = 60_000_000_000L;
+    /** Failed queries of the interface in a row that fail the backend. */
+    static final int QUERY_FAILURES = 5;
 
     private final String interfaceName;
-    private final XdpAttachment attachment;
-    private final int programFd;
+    private final int programId;
+    private final Kernel kernel;
     private final int maxLanes;
     private final boolean reattach;
     private final IntSupplier installedJobs;
-    private final AtomicCounter reattachments;
+    private final Runnable onReattach;
     private final Consumer<String> log;
+    private final LongSupplier clock;
     private volatile String health;
+    private volatile long reattachments;
     private String cause;
     private boolean recoverable;
     private String waitingFor;
+    private int queryFailures;
     private long failedNs;
     private long nextAttemptNs;
     private long holdDownNs = HOLD_DOWN_NS;
@@ -48,24 +90,36 @@ final class AttachmentWatch
     private boolean reattachedBefore;
 
     /**
-     * @param programFd     the loaded program, put back as it is.
+     * @param interfaceName the interface, for messages.
+     * @param programId     our program's id: it keeps its id when it is attached again.
+     * @param kernel        the interface and the program on it.
      * @param maxLanes      the k the backend announced: an MTU that no longer carries it keeps the program off.
      * @param reattach      whether to put the program back at all.
      * @param installedJobs the backend's jobs installed in the program and not yet released.
-     * @param reattachments counts each re-attach.
+     * @param onReattach    run after each re-attach (the backend counts them).
      * @param log           the appliance's log.
+     * @param clock         {@link System#nanoTime()} or a test's.
      */
-    AttachmentWatch(final String interfaceName, final XdpAttachment attachment, final int programFd, final int maxLanes,
-        final boolean reattach, final IntSupplier installedJobs, final AtomicCounter reattachments, final Consumer<String> log)
+    AttachmentWatch(
+        final String interfaceName,
+        final int programId,
+        final Kernel kernel,
+        final int maxLanes,
+        final boolean reattach,
+        final IntSupplier installedJobs,
+        final Runnable onReattach,
+        final Consumer<String> log,
+        final LongSupplier clock)
     {
         this.interfaceName = interfaceName;
-        this.attachment = attachment;
-        this.programFd = programFd;
+        this.programId = programId;
+        this.kernel = kernel;
         this.maxLanes = maxLanes;
         this.reattach = reattach;
         this.installedJobs = installedJobs;
-        this.reattachments = reattachments;
+        this.onReattach = onReattach;
         this.log = log;
+        this.clock = clock;
     }
 
     /**
@@ -77,19 +131,28 @@ final class AttachmentWatch
     }
 
     /**
+     * @return the re-attaches so far.
+     */
+    long reattachments()
+    {
+        return reattachments;
+    }
+
+    /**
      * @return what {@link XdpBackend#describe()} adds: the re-attaches so far and the failure, if any.
      */
     String describe()
     {
         final String failure = health;
-        return (reattachments.get() > 0 ? " reattachments=" + reattachments.get() : "") + (failure != null ? "; FAILED: " + failure : "");
+        final long count = reattachments;
+        return (count > 0 ? " reattachments=" + count : "") + (failure != null ? "; FAILED: " + failure : "");
     }
 
     /**
      * The monitor's round, after the counters were copied: while healthy, check that the program is still attached;
      * while failed, put it back when it can be.
      */
-    void check(final long nowNs)
+    void check()
     {
         if (health == null)
         {
@@ -97,7 +160,7 @@ final class AttachmentWatch
         }
         else if (recoverable)
         {
-            maybeReattach(nowNs);
+            maybeReattach(clock.getAsLong());
         }
     }
 
@@ -105,17 +168,18 @@ final class AttachmentWatch
     {
         try
         {
-            if (!Libbpf.interfaceExists(interfaceName))
+            if (!kernel.interfaceExists())
             {
                 fail(interfaceName + " is gone (deleted, or moved to another network namespace)", true);
                 return;
             }
-            final Optional<XdpAttachment.AttachedProgram> attached = XdpAttachment.query(interfaceName);
+            final Optional<XdpAttachment.AttachedProgram> attached = kernel.attachedProgram();
+            queryFailures = 0;
             if (attached.isEmpty())
             {
                 fail("program detached from " + interfaceName, true);
             }
-            else if (attached.get().id() != attachment.programId())
+            else if (attached.get().id() != programId)
             {
                 fail("program on " + interfaceName + " replaced by id " + attached.get().id() + " (" +
                     attached.get().describeName() + ")", true);
@@ -123,34 +187,39 @@ final class AttachmentWatch
         }
         catch (final BpfException | RuntimeException ex)
         {
-            fail("querying " + interfaceName + "'s XDP program failed: " + ex.getMessage(), true);
+            if (++queryFailures >= QUERY_FAILURES)
+            {
+                fail("querying " + interfaceName + "'s XDP program failed " + queryFailures + " times in a row: " +
+                    ex.getMessage(), true);
+            }
         }
     }
 
     /**
-     * Report the backend failed, once: unless the attachment was let go meanwhile (close(), or the JVM's shutdown hook
+     * Report the backend failed, once: unless the attachment was let go meanwhile (closed, or the JVM's shutdown hook
      * detaching it), where a missing program or unreadable maps are the shutdown, not a failure.
      *
      * @param canRecover whether putting the program back would mend it (it is off the interface, not broken).
      */
     void fail(final String reason, final boolean canRecover)
     {
-        if (health != null || attachment.isDetached())
+        if (health != null || kernel.released())
         {
             return;
         }
-        final long nowNs = System.nanoTime();
+        final long nowNs = clock.getAsLong();
         holdDownNs = reattachedBefore && nowNs - lastReattachNs < FLAP_WINDOW_NS ?
             Math.min(MAX_HOLD_DOWN_NS, holdDownNs * 2) : HOLD_DOWN_NS;
         failedNs = nowNs;
         nextAttemptNs = nowNs + holdDownNs;
         cause = reason;
         waitingFor = null;
+        queryFailures = 0;
         recoverable = canRecover && reattach;
         health = reason;
         log.accept("xdp: backend failed: " + reason + "; its jobs are aborted and new jobs go to the next backend" +
-            (recoverable ? "; the program is put back once no job of this backend runs and " + interfaceName +
-                " has no XDP program, " + holdDownNs / 1_000_000 + " ms from now at the earliest" :
+            (recoverable ? "; the program is put back once no job of this backend is installed in it and " +
+                interfaceName + " has no XDP program, " + holdDownNs / 1_000_000 + " ms from now at the earliest" :
                 canRecover ? "; reattach=off: it stays down until the appliance restarts" : ""));
     }
 
@@ -160,33 +229,59 @@ final class AttachmentWatch
      */
     private void maybeReattach(final long nowNs)
     {
-        if (nowNs - nextAttemptNs < 0 || installedJobs.getAsInt() > 0)
+        if (nowNs - nextAttemptNs < 0 || kernel.released())
         {
-            return;   // the jobs that ran on it are being aborted: the next poll of the registry does it
+            return;
         }
-        final String blocker;
+        final int installed = installedJobs.getAsInt();
+        if (installed > 0)
+        {
+            // the failure aborts them and the abort releases them, normally well within the hold-down
+            waitFor("waiting for " + installed + " job" + (installed == 1 ? "" : "s") + " installed in the program to be released");
+            return;
+        }
+        final Optional<XdpAttachment.AttachedProgram> attached;
         try
         {
-            blocker = reattachBlocker();
+            if (!kernel.interfaceExists())
+            {
+                waitFor("waiting for " + interfaceName + " to exist");
+                return;
+            }
+            final int mtu = kernel.mtu();
+            if (XdpLayout.lanesForMtu(mtu) < maxLanes)
+            {
+                waitFor(interfaceName + "'s MTU is " + mtu + ", which carries k up to " + Math.max(0, XdpLayout.lanesForMtu(mtu)) +
+                    ", below the " + maxLanes + " this backend announced (restore the MTU, or restart the appliance to take the new one)");
+                return;
+            }
+            attached = kernel.attachedProgram();
         }
-        catch (final BpfException | RuntimeException ex)
+        catch (final BpfException | BackendException | RuntimeException ex)
         {
             waitFor("cannot check " + interfaceName + ": " + ex.getMessage());
             return;
         }
-        if (blocker != null)
+        if (attached.isPresent() && attached.get().id() == programId)
         {
-            waitFor(blocker);
+            up("found " + XdpLayout.PROGRAM_NAME + " (id " + programId + ") attached to " + interfaceName +
+                " again " + (nowNs - failedNs) / 1_000_000 + " ms after it failed (" + cause + ")");
+            return;
+        }
+        if (attached.isPresent())
+        {
+            waitFor(interfaceName + " has XDP program id " + attached.get().id() + " (" + attached.get().describeName() +
+                "), which is never replaced: waiting for it to go");
             return;
         }
         try
         {
-            attachment.reattach(programFd);
-            final Optional<XdpAttachment.AttachedProgram> attached = XdpAttachment.query(interfaceName);
-            if (attached.isEmpty() || attached.get().id() != attachment.programId())
+            kernel.reattach();
+            final Optional<XdpAttachment.AttachedProgram> now = kernel.attachedProgram();
+            if (now.isEmpty() || now.get().id() != programId)
             {
-                throw new BpfException(interfaceName + " shows " + attached.map(p -> "program id " + p.id()).orElse("no program") +
-                    " right after attaching id " + attachment.programId());
+                throw new BpfException(interfaceName + " shows " + now.map(p -> "program id " + p.id()).orElse("no program") +
+                    " right after attaching id " + programId);
             }
         }
         catch (final BpfException | RuntimeException ex)
@@ -198,43 +293,17 @@ final class AttachmentWatch
         }
         reattachedBefore = true;
         lastReattachNs = nowNs;
-        reattachments.increment();
-        health = null;
-        log.accept("xdp: re-attached " + XdpLayout.PROGRAM_NAME + " (id " + attachment.programId() + ") to " +
-            interfaceName + " in native mode " + (nowNs - failedNs) / 1_000_000 + " ms after it failed (" + cause +
-            "); new jobs can be placed on xdp again");
+        reattachments++;
+        onReattach.run();
+        up("re-attached " + XdpLayout.PROGRAM_NAME + " (id " + programId + ") to " + interfaceName + " in native mode " +
+            (nowNs - failedNs) / 1_000_000 + " ms after it failed (" + cause + ")");
     }
 
-    /**
-     * @return what keeps the program from being put back now, or null when nothing does.
-     */
-    private String reattachBlocker() throws BpfException
+    private void up(final String what)
     {
-        if (!Libbpf.interfaceExists(interfaceName))
-        {
-            return "waiting for " + interfaceName + " to exist";
-        }
-        final int mtu;
-        try
-        {
-            mtu = XdpBackend.readMtu(interfaceName);
-        }
-        catch (final BackendException ex)
-        {
-            return ex.getMessage();
-        }
-        if (XdpLayout.lanesForMtu(mtu) < maxLanes)
-        {
-            return interfaceName + "'s MTU is " + mtu + ", which carries k up to " + Math.max(0, XdpLayout.lanesForMtu(mtu)) +
-                ", below the " + maxLanes + " this backend announced (restore the MTU, or restart the appliance to take the new one)";
-        }
-        final Optional<XdpAttachment.AttachedProgram> other = XdpAttachment.query(interfaceName);
-        if (other.isPresent())
-        {
-            return interfaceName + " has XDP program id " + other.get().id() + " (" + other.get().describeName() +
-                "), which is never replaced: waiting for it to go";
-        }
-        return null;
+        health = null;
+        waitingFor = null;
+        log.accept("xdp: " + what + "; new jobs can be placed on xdp again");
     }
 
     private void waitFor(final String blocker)

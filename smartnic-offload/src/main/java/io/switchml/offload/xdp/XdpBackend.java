@@ -21,6 +21,7 @@ import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The {@code xdp} backend: the aggregator program attached to the appliance's data interface in the NIC driver's
@@ -37,8 +38,8 @@ import java.util.concurrent.TimeUnit;
  * MTU, (MTU - 68) / 4: 358 at 1500, 2233 at 9000; a value above that is refused at start-up), {@code slots} (entries
  * of the slot array, each both pool versions of one slot; 4096 by default, 88 bytes plus 2 * 256 bytes per started
  * block of 64 lanes each: 3.1 KiB at max-lanes 358, 17.6 KiB at 2233), {@code ttl} (IP TTL of multicast results, 1
- * by default), {@code reattach} ({@code on} by default: put the program back when it was taken off, see
- * {@link AttachmentWatch}). The program is declared xdp.frags, so it attaches at any MTU the driver's multi-buffer
+ * by default), {@code reattach} ({@code on}, the default, or {@code off}; {@code true} and {@code false} are taken
+ * too: put the program back when it was taken off, see {@link AttachmentWatch}). The program is declared xdp.frags, so it attaches at any MTU the driver's multi-buffer
  * XDP allows (veth refuses a program without it above an MTU of about 3500) and reads lanes that lie in fragments.
  * The id of the attached program is recorded in the backend's state directory ({@link AttachmentRecord}).
  * <p>
@@ -63,7 +64,7 @@ public final class XdpBackend implements Backend
     private final AtomicCounter[] counters = new AtomicCounter[XdpLayout.STAT_COUNT];
     private final AttachmentWatch watch;
     /** Jobs installed in the program and not yet released: the program is put back only once there are none. */
-    private final java.util.concurrent.atomic.AtomicInteger installedJobs = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger installedJobs = new AtomicInteger();
     private final ScheduledExecutorService monitor = Executors.newSingleThreadScheduledExecutor(
         runnable -> Thread.ofPlatform().name("switchml-xdp-monitor").daemon().unstarted(runnable));
     private volatile boolean closing;
@@ -158,8 +159,9 @@ public final class XdpBackend implements Backend
                 counters[index] = environment.counter().apply(XdpLayout.EVENT_NAMES[index]);
             }
         }
-        watch = new AttachmentWatch(interfaceName, attachment, program.programFd(), maxLanes, reattach, installedJobs::get,
-            environment.counter().apply("reattachments"), environment.log());
+        final AtomicCounter reattachments = environment.counter().apply("reattachments");
+        watch = new AttachmentWatch(interfaceName, attachment.programId(), new AttachedInterface(interfaceName, attachment,
+            program.programFd()), maxLanes, reattach, installedJobs::get, reattachments::increment, environment.log(), System::nanoTime);
         environment.log().accept("xdp: attached " + XdpLayout.PROGRAM_NAME + " (id " + attachment.programId() + ") to " +
             interfaceName + " in native mode; udp ports " + java.util.Arrays.toString(ports) + "; k up to " + maxLanes +
             (options.containsKey("max-lanes") ? "" : " (MTU " + mtu + ")") + "; " + slotEntries + " slots (" +
@@ -258,7 +260,7 @@ public final class XdpBackend implements Backend
             watch.fail("reading its maps failed: " + ex.getMessage(), false);
             return;
         }
-        watch.check(System.nanoTime());
+        watch.check();
     }
 
     private void copyCounters() throws BpfException
@@ -301,6 +303,11 @@ public final class XdpBackend implements Backend
 
     public BackendJob reserve(final JobSpec spec, final int jobId) throws BackendException
     {
+        final String failure = watch.health();
+        if (failure != null)
+        {
+            throw new BackendException(failure);   // failed since refusal() was asked
+        }
         final int base = ranges.allocate(spec.slots());
         if (base < 0)
         {
@@ -324,6 +331,45 @@ public final class XdpBackend implements Backend
             stats[XdpLayout.STAT_PROBES] + " retransmissions_served=" + stats[XdpLayout.STAT_SHADOW_RESULTS] + " nacks=" +
             stats[XdpLayout.STAT_NACKS] + " pendings=" + stats[XdpLayout.STAT_PENDINGS] + " tail_grow_failed=" + stats[XdpLayout.STAT_TAIL_FAILED] + " multi_buffer_packets=" +
             stats[XdpLayout.STAT_MULTI_BUFFER] + watch.describe();
+    }
+
+    /**
+     * The interface and the XDP program on it, as {@link AttachmentWatch} asks about them: the kernel's own answers.
+     */
+    private record AttachedInterface(String name, XdpAttachment attachment, int programFd) implements AttachmentWatch.Kernel
+    {
+        public boolean interfaceExists() throws BpfException
+        {
+            return Libbpf.interfaceExists(name);
+        }
+
+        public int mtu() throws BackendException
+        {
+            return readMtu(name);
+        }
+
+        public Optional<XdpAttachment.AttachedProgram> attachedProgram() throws BpfException
+        {
+            return XdpAttachment.query(name);
+        }
+
+        public void reattach() throws BpfException
+        {
+            attachment.reattach(programFd);
+        }
+
+        public boolean released()
+        {
+            return attachment.isDetached();
+        }
+    }
+
+    /**
+     * @return why the backend is down, or null: an installed job checks it at activation.
+     */
+    String failure()
+    {
+        return watch.health();
     }
 
     void jobInstalled()

@@ -40,6 +40,15 @@ final class XdpJob implements BackendJob
 
     public synchronized void activate(final Job job) throws BackendException
     {
+        if (released || installed)
+        {
+            throw new BackendException("job " + jobId + " is " + (released ? "released" : "installed already"));
+        }
+        final String failure = backend.failure();
+        if (failure != null)
+        {
+            throw new BackendException(failure);   // its program is off the interface: the registry aborts the job
+        }
         this.job = job;
         final int shards = backend.environment().dataPorts().length;
         final int world = job.worldSize();

@@ -28,15 +28,11 @@ final class Veth implements AutoCloseable
         name = "sml" + tag + pid + "a";
         peer = "sml" + tag + pid + "b";
         run("ip", "link", "del", name);
-        if (run("ip", "link", "add", name, "type", "veth", "peer", "name", peer) != 0)
+        // the MTU in the same command: an appliance watching for the interface never sees it at another MTU
+        if (run("ip", "link", "add", name, "mtu", Integer.toString(mtu), "type", "veth", "peer", "name", peer, "mtu",
+            Integer.toString(mtu)) != 0)
         {
-            throw new AssertionError("cannot create veth " + name + ": XDP tests need root (CAP_NET_ADMIN, CAP_BPF)");
-        }
-        if (run("ip", "link", "set", name, "mtu", Integer.toString(mtu)) != 0 ||
-            run("ip", "link", "set", peer, "mtu", Integer.toString(mtu)) != 0)
-        {
-            run("ip", "link", "del", name);
-            throw new AssertionError("cannot set MTU " + mtu + " on veth " + name);
+            throw new AssertionError("cannot create veth " + name + " at MTU " + mtu + ": XDP tests need root (CAP_NET_ADMIN, CAP_BPF)");
         }
         run("ip", "link", "set", name, "up");
         run("ip", "link", "set", peer, "up");
@@ -91,6 +87,21 @@ final class Veth implements AutoCloseable
         if (run("ip", "link", "set", "dev", name, "xdpdrv", "obj", pass.toString(), "sec", "xdp") != 0)
         {
             throw new AssertionError("cannot attach the pass program to " + name);
+        }
+        return XdpAttachment.query(name).orElseThrow().id();
+    }
+
+    /**
+     * Put the pass-everything test program in place of whatever program is attached, in one step ({@code ip -force}).
+     *
+     * @return its program id.
+     */
+    int replaceWithForeignProgram() throws BpfException
+    {
+        final Path pass = BpfObject.extractResource("/bpf/switchml_pass.o");
+        if (run("ip", "-force", "link", "set", "dev", name, "xdpdrv", "obj", pass.toString(), "sec", "xdp") != 0)
+        {
+            throw new AssertionError("cannot replace the program on " + name + " with the pass program");
         }
         return XdpAttachment.query(name).orElseThrow().id();
     }

@@ -21,6 +21,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Predicate;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -149,20 +150,23 @@ final class XdpPlacementTest
     }
 
     @Test
-    void aDetachedProgramIsPutBackOnceItsJobIsGoneButNeverOverAnotherProgram() throws Exception
+    void aProgramReplacedByAnotherIsLeftAloneAndOursGoesBackWhenItGoes() throws Exception
     {
         final int ours = XdpAttachment.query(veth.name).orElseThrow().id();
+        final String late = send("CREATE name=late world=1 type=int32 k=64 s=4 mac=off");
+        assertTrue(late.contains(" backend=xdp"), late);
         final int[] foreign = new int[1];
-        joinSoloJob("solo", () ->
-        {
-            // an operator takes ours off and puts another program on
-            assertEquals(0, Veth.run("ip", "link", "set", "dev", veth.name, "xdpdrv", "off"));
-            foreign[0] = veth.attachForeignProgram();
-        }, "backend xdp failed: program ");
-        assertTrue(create("meanwhile", "type=int32 k=64 s=4").contains(" backend=software fallback=xdp: program "));
-        final String waiting = awaitBackend(line -> line.contains("not re-attached"));
-        assertTrue(waiting.startsWith("BACKEND name=xdp up=0 reason=program ") && waiting.endsWith("; not re-attached: " +
-            veth.name + " has XDP program id " + foreign[0] + " (switchml_pass), which is never replaced: waiting for it to go"), waiting);
+        // an operator (or another loader) puts another program in place of ours
+        joinSoloJob("solo", () -> foreign[0] = veth.replaceWithForeignProgram(), "backend xdp failed: program on " + veth.name +
+            " replaced by id ");
+        final String replaced = "program on " + veth.name + " replaced by id " + foreign[0] + " (switchml_pass)";
+        assertTrue(create("meanwhile", "type=int32 k=64 s=4").contains(" backend=software fallback=xdp: " + replaced));
+        assertEquals("BACKEND name=xdp up=0 reason=" + replaced + "; not re-attached: " + veth.name + " has XDP program id " +
+            foreign[0] + " (switchml_pass), which is never replaced: waiting for it to go", awaitBackend(line -> line.contains("not re-attached")));
+        // a job placed before the failure whose ranks complete their join now is refused, not installed
+        final String lateJoin = send("JOIN job=" + late.split(" ")[1].substring("job=".length()) + " rank=0 token=" +
+            late.split(" ")[2].substring("token=".length()) + " ports=40001");
+        assertTrue(lateJoin.startsWith("ERR ") && lateJoin.contains("backend xdp failed to install the job: " + replaced), lateJoin);
         Thread.sleep(2 * AttachmentWatch.HOLD_DOWN_NS / 1_000_000);
         assertEquals(foreign[0], XdpAttachment.query(veth.name).orElseThrow().id(), "the other program was replaced");
 
@@ -174,7 +178,7 @@ final class XdpPlacementTest
         assertTrue(metrics.contains("switchml_backend_reattachments_total{backend=\"xdp\"} 1.0"), metrics);
         joinSoloJob("again", null, null);
 
-        // taken off again within a minute of being put back: the hold-down doubles
+        // taken off again within a minute of being put back: the hold-down doubles (its exact values: AttachmentWatchTest)
         final long takenOffNs = System.nanoTime();
         assertEquals(0, Veth.run("ip", "link", "set", "dev", veth.name, "xdpdrv", "off"));
         awaitBackend(line -> line.contains("up=0"));
@@ -247,7 +251,7 @@ final class XdpPlacementTest
     }
 
     /** @return the first xdp line of BACKENDS that matches, polled every 50 ms for 10 s at most. */
-    private String awaitBackend(final java.util.function.Predicate<String> condition) throws Exception
+    private String awaitBackend(final Predicate<String> condition) throws Exception
     {
         final long deadlineNs = System.nanoTime() + 10_000_000_000L;
         String line = backend();
