@@ -17,7 +17,8 @@ import java.util.function.LongSupplier;
  * has passed: {@link #HOLD_DOWN_NS} after a failure, doubled for each failure within {@link #FLAP_WINDOW_NS} of the
  * last re-attach and for each attempt the kernel refused, up to {@link #MAX_HOLD_DOWN_NS}, so that a tool that keeps
  * taking it off is not fought at the monitor's pace. Until then the failure's reason says what it waits for; each
- * re-attach is logged and counted. A query of the interface that fails is tried again at the next round; only
+ * re-attach is logged and counted. An MTU lowered under the attached program below what the announced k needs fails
+ * the backend too (its jobs' updates would no longer fit a frame), until it is back. A query of the interface that fails is tried again at the next round; only
  * {@link #QUERY_FAILURES} in a row fail the backend, and if the program is then found attached after all, it is up
  * again without a re-attach. A failure to read the maps is not mended this way.
  * <p>
@@ -184,6 +185,18 @@ final class AttachmentWatch
                 fail("program on " + interfaceName + " replaced by id " + attached.get().id() + " (" +
                     attached.get().describeName() + ")", true);
             }
+            else
+            {
+                final String smaller = mtuShortfall();
+                if (smaller != null)
+                {
+                    fail(smaller, true);   // updates of the announced k no longer fit one frame: jobs would stall
+                }
+            }
+        }
+        catch (final BackendException ex)
+        {
+            fail("cannot read " + interfaceName + "'s MTU: " + ex.getMessage(), true);
         }
         catch (final BpfException | RuntimeException ex)
         {
@@ -248,11 +261,10 @@ final class AttachmentWatch
                 waitFor("waiting for " + interfaceName + " to exist");
                 return;
             }
-            final int mtu = kernel.mtu();
-            if (XdpLayout.lanesForMtu(mtu) < maxLanes)
+            final String smaller = mtuShortfall();
+            if (smaller != null)
             {
-                waitFor(interfaceName + "'s MTU is " + mtu + ", which carries k up to " + Math.max(0, XdpLayout.lanesForMtu(mtu)) +
-                    ", below the " + maxLanes + " this backend announced (restore the MTU, or restart the appliance to take the new one)");
+                waitFor(smaller);
                 return;
             }
             attached = kernel.attachedProgram();
@@ -299,6 +311,20 @@ final class AttachmentWatch
             (nowNs - failedNs) / 1_000_000 + " ms after it failed (" + cause + ")");
     }
 
+    /**
+     * @return why the interface's MTU no longer carries the k the backend announced, or null when it does.
+     */
+    private String mtuShortfall() throws BackendException
+    {
+        final int mtu = kernel.mtu();
+        if (XdpLayout.lanesForMtu(mtu) >= maxLanes)
+        {
+            return null;
+        }
+        return interfaceName + "'s MTU is " + mtu + ", which carries k up to " + Math.max(0, XdpLayout.lanesForMtu(mtu)) +
+            ", below the " + maxLanes + " this backend announced (restore the MTU, or restart the appliance to take the new one)";
+    }
+
     private void up(final String what)
     {
         health = null;
@@ -308,9 +334,9 @@ final class AttachmentWatch
 
     private void waitFor(final String blocker)
     {
-        if (blocker.equals(waitingFor))
+        if (blocker.equals(waitingFor) || blocker.equals(cause))
         {
-            return;
+            return;   // said already, or the failure's own reason says it
         }
         waitingFor = blocker;
         health = cause + "; not re-attached: " + blocker;

@@ -234,6 +234,26 @@ final class AttachmentWatchTest
     }
 
     @Test
+    void anMtuLoweredUnderTheProgramFailsTheBackendUntilItIsBackWithoutAReattach()
+    {
+        final AttachmentWatch watch = watch(true);
+        kernel.mtu = 1400;   // (1400 - 68) / 4 = 333 lanes
+        watch.check();
+        final String reason = "eth9's MTU is 1400, which carries k up to 333, below the 358 this backend announced (restore " +
+            "the MTU, or restart the appliance to take the new one)";
+        assertEquals(reason, watch.health());
+        nowNs += AttachmentWatch.HOLD_DOWN_NS;
+        watch.check();
+        assertEquals(reason, watch.health(), "the failure's reason says what it waits for");
+        kernel.mtu = 1500;
+        nowNs += 200 * MS;
+        watch.check();
+        assertNull(watch.health());
+        assertEquals(0, kernel.reattachCalls, "the program never left");
+        assertTrue(log.getLast().startsWith("xdp: found switchml_xdp (id 41) attached to eth9 again"), log::toString);
+    }
+
+    @Test
     void anAttachTheKernelRefusesIsTriedAgainAtADoubledInterval()
     {
         final AttachmentWatch watch = watch(true);

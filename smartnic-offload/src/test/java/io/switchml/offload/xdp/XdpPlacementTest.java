@@ -189,7 +189,7 @@ final class XdpPlacementTest
     }
 
     @Test
-    void aProgramLostWithItsInterfaceIsPutBackWhenTheInterfaceReturnsWithAnMtuThatCarriesItsK() throws Exception
+    void aProgramLostWithItsInterfaceIsPutBackWhenTheInterfaceReturnsWithAnMtuThatCarriesItsKAndAnMtuLoweredUnderItTakesItDown() throws Exception
     {
         final int ours = XdpAttachment.query(veth.name).orElseThrow().id();
         joinSoloJob("solo", veth::close, "backend xdp failed: " + veth.name + " is gone");
@@ -205,6 +205,15 @@ final class XdpPlacementTest
         assertEquals("BACKEND name=xdp up=1", awaitBackend(line -> line.contains("up=1")));
         assertEquals(ours, XdpAttachment.query(veth.name).orElseThrow().id());
         joinSoloJob("again", null, null);
+
+        // the MTU lowered under the attached program: down, naming it, and up when it is back, the program never moved
+        assertEquals(0, Veth.run("ip", "link", "set", veth.name, "mtu", "1400"));
+        assertEquals("BACKEND name=xdp up=0 reason=" + veth.name + "'s MTU is 1400, which carries k up to 333, below the 358 " +
+            "this backend announced (restore the MTU, or restart the appliance to take the new one)", awaitBackend(line -> line.contains("up=0")));
+        assertEquals(0, Veth.run("ip", "link", "set", veth.name, "mtu", "1500"));
+        assertEquals("BACKEND name=xdp up=1", awaitBackend(line -> line.contains("up=1")));
+        assertEquals(ours, XdpAttachment.query(veth.name).orElseThrow().id());
+        assertTrue(metrics().contains("switchml_backend_reattachments_total{backend=\"xdp\"} 1.0"), "re-attached for an MTU");
     }
 
     /**
