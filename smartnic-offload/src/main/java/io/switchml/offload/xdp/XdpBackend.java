@@ -39,9 +39,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * of the slot array, each both pool versions of one slot; 4096 by default, 88 bytes plus 2 * 256 bytes per started
  * block of 64 lanes each: 3.1 KiB at max-lanes 358, 17.6 KiB at 2233), {@code ttl} (IP TTL of multicast results, 1
  * by default), {@code reattach} ({@code on}, the default, or {@code off}; {@code true} and {@code false} are taken
- * too: put the program back when it was taken off, see {@link AttachmentWatch}). The program is declared xdp.frags, so it attaches at any MTU the driver's multi-buffer
- * XDP allows (veth refuses a program without it above an MTU of about 3500) and reads lanes that lie in fragments.
- * The id of the attached program is recorded in the backend's state directory ({@link AttachmentRecord}).
+ * too: put the program back when it was taken off, see {@link AttachmentWatch}). The program is declared xdp.frags,
+ * so it attaches at any MTU the driver's multi-buffer XDP allows (veth refuses a program without it above an MTU of
+ * about 3500) and reads lanes that lie in fragments. The id of the attached program is recorded in the backend's
+ * state directory ({@link AttachmentRecord}).
  * <p>
  * A monitor thread copies the program's counters into the counters file every {@link #MONITOR_INTERVAL_MS} ms and
  * has the {@link AttachmentWatch} check that the program is still attached, and put it back when it was taken off.

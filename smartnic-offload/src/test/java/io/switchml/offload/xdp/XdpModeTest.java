@@ -4,6 +4,7 @@ import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -63,6 +64,20 @@ final class XdpModeTest
                 metrics.contains("switchml_backend_up{backend=\"software\"} 1.0"), metrics);
             final String health = ControlLine.send(appliance.controlPort(), "HEALTH");
             assertTrue(health.contains(" backends=xdp,software backendsDown=xdp "), health);
+        }
+    }
+
+    @Test
+    void aReattachValueThatIsNeitherOnNorOffLeavesTheBackendNotStartedNamingTheOption() throws Exception
+    {
+        try (Appliance appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
+            .dir(dir.toString()).backends("xdp,software").backendOption("xdp", "interface", veth.name)
+            .backendOption("xdp", "reattach", "maybe")))
+        {
+            assertTrue(XdpAttachment.query(veth.name).isEmpty());
+            final String reply = ControlLine.send(appliance.controlPort(), "CREATE name=r world=4 type=float32 k=256 s=32");
+            assertTrue(reply.contains(" backend=software fallback=xdp: not started: switchml.appliance.xdp.reattach must be " +
+                "on or off: 'maybe'"), reply);
         }
     }
 }
