@@ -61,7 +61,6 @@ public final class XdpBackend implements Backend
     private final XdpAttachment attachment;
     private final SlotRanges ranges;
     private final int maxLanes;
-    private final boolean reattach;
     private final AtomicCounter[] counters = new AtomicCounter[XdpLayout.STAT_COUNT];
     private final AttachmentWatch watch;
     /** Jobs installed in the program and not yet released: the program is put back only once there are none. */
@@ -89,7 +88,7 @@ public final class XdpBackend implements Backend
             throw new BackendException(environment.optionPrefix() + "interface is required: the data interface to attach to");
         }
         checkMode(options.getOrDefault("mode", "native"));
-        reattach = onOff(options, "reattach", true);
+        final boolean reattach = onOff(options, "reattach", true);
         final int slotEntries = intOption(options, "slots", 4096, 1, 1 << 20);
         final int ttl = intOption(options, "ttl", 1, 0, 255);
         final int mtu = readMtu(interfaceName);
@@ -363,14 +362,6 @@ public final class XdpBackend implements Backend
         {
             return attachment.isDetached();
         }
-    }
-
-    /**
-     * @return why the backend is down, or null: an installed job checks it at activation.
-     */
-    String failure()
-    {
-        return watch.health();
     }
 
     void jobInstalled()

@@ -44,7 +44,7 @@ final class XdpJob implements BackendJob
         {
             throw new BackendException("job " + jobId + " is " + (released ? "released" : "installed already"));
         }
-        final String failure = backend.failure();
+        final String failure = backend.health();
         if (failure != null)
         {
             throw new BackendException(failure);   // its program is off the interface: the registry aborts the job
