@@ -46,11 +46,11 @@ package io.switchml.worker;
  * off as any timer expiry does (until the next round-trip sample); if it goes unanswered, the tail probe, then below
  * the backed-off RTO, may ask again a few milliseconds later. Such a slot is a small all-reduce started alone (a
  * barrier), whose first ranks wait for the last to arrive: in a traced loopback cell those waits made a quarter of
- * the probes at zero loss (42 of 171), answered PENDING. The last slot of a stream whose results have been coming back is not waiting
- * for late ranks, and keeps 2 SRTT + the floor: with the allowance there too (a first version), the rack's 1 MB
- * all-reduces at 1% loss had a p99 of 41-56 ms against 23-32 without it there (3 alternating cells each). A slot
- * sent while the stream's lone slot still waits for its first result restarts the timeout from that send and clears
- * the tail probe's back-off.
+ * the probes at zero loss (42 of 171), answered PENDING. The last slot of a stream whose results have been coming
+ * back is not waiting for late ranks, and keeps 2 SRTT + the floor: with the allowance there too (a first version),
+ * the rack's 1 MB all-reduces at 1% loss had a p99 of 41-56 ms against 23-32 without it there (3 alternating cells
+ * each). A slot sent while the stream's lone slot still waits for its first result restarts the timeout from that
+ * send and clears the tail probe's back-off.
  * <p>
  * <b>Pauses.</b> Timers measure time in which the agent could have seen a result. The agent judges them only once its
  * sockets are drained, and reports through {@link #onPause} any gap between its duty cycles beyond the waits it asked

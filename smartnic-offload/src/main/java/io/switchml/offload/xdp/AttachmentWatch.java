@@ -1,6 +1,7 @@
 package io.switchml.offload.xdp;
 
 import io.switchml.appliance.backend.BackendException;
+import org.agrona.concurrent.status.AtomicCounter;
 
 import java.util.Optional;
 import java.util.function.Consumer;
@@ -75,11 +76,10 @@ final class AttachmentWatch
     private final int maxLanes;
     private final boolean reattach;
     private final IntSupplier installedJobs;
-    private final Runnable onReattach;
+    private final AtomicCounter reattachments;
     private final Consumer<String> log;
     private final LongSupplier clock;
     private volatile String health;
-    private volatile long reattachments;
     private String cause;
     private boolean recoverable;
     private String waitingFor;
@@ -97,7 +97,7 @@ final class AttachmentWatch
      * @param maxLanes      the k the backend announced: an MTU that no longer carries it keeps the program off.
      * @param reattach      whether to put the program back at all.
      * @param installedJobs the backend's jobs installed in the program and not yet released.
-     * @param onReattach    run after each re-attach (the backend counts them).
+     * @param reattachments counts the re-attaches (the backend's counter, in the counters file).
      * @param log           the appliance's log.
      * @param clock         {@link System#nanoTime()} or a test's.
      */
@@ -108,7 +108,7 @@ final class AttachmentWatch
         final int maxLanes,
         final boolean reattach,
         final IntSupplier installedJobs,
-        final Runnable onReattach,
+        final AtomicCounter reattachments,
         final Consumer<String> log,
         final LongSupplier clock)
     {
@@ -118,7 +118,7 @@ final class AttachmentWatch
         this.maxLanes = maxLanes;
         this.reattach = reattach;
         this.installedJobs = installedJobs;
-        this.onReattach = onReattach;
+        this.reattachments = reattachments;
         this.log = log;
         this.clock = clock;
     }
@@ -132,20 +132,12 @@ final class AttachmentWatch
     }
 
     /**
-     * @return the re-attaches so far.
-     */
-    long reattachments()
-    {
-        return reattachments;
-    }
-
-    /**
      * @return what {@link XdpBackend#describe()} adds: the re-attaches so far and the failure, if any.
      */
     String describe()
     {
         final String failure = health;
-        final long count = reattachments;
+        final long count = reattachments.get();
         return (count > 0 ? " reattachments=" + count : "") + (failure != null ? "; FAILED: " + failure : "");
     }
 
@@ -305,8 +297,7 @@ final class AttachmentWatch
         }
         reattachedBefore = true;
         lastReattachNs = nowNs;
-        reattachments++;
-        onReattach.run();
+        reattachments.increment();
         up("re-attached " + XdpLayout.PROGRAM_NAME + " (id " + programId + ") to " + interfaceName + " in native mode " +
             (nowNs - failedNs) / 1_000_000 + " ms after it failed (" + cause + ")");
     }

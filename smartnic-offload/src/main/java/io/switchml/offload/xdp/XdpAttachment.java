@@ -95,13 +95,7 @@ public final class XdpAttachment implements AutoCloseable
                 " left by an earlier appliance");
         }
 
-        final int error = BpfObject.invokeInt(() ->
-            (int)Libbpf.XDP_ATTACH.invokeExact(ifindex, programFd, flags(XdpMode.NATIVE), MemorySegment.NULL));
-        if (error < 0)
-        {
-            throw new BpfException("bpf_xdp_attach(" + interfaceName + ", native): " + Libbpf.describe(error) +
-                " (the driver has no native XDP, or no multi-buffer XDP at " + interfaceName + "'s MTU)");
-        }
+        attachIfNone(ifindex, interfaceName, programFd);
         final int id = query(interfaceName).map(AttachedProgram::id).orElse(0);
         return new XdpAttachment(interfaceName, id);
     }
@@ -122,12 +116,22 @@ public final class XdpAttachment implements AutoCloseable
         {
             throw new BpfException("not re-attaching to " + interfaceName + ": the attachment was closed");
         }
-        final int index = Libbpf.ifindex(interfaceName);
+        attachIfNone(Libbpf.ifindex(interfaceName), interfaceName, programFd);
+    }
+
+    /**
+     * Attach in driver mode only if the interface has no XDP program ({@code XDP_FLAGS_UPDATE_IF_NOEXIST}): one
+     * attached by someone else in the meantime makes this fail ("Device or resource busy"), not vanish.
+     */
+    private static void attachIfNone(final int ifindex, final String interfaceName, final int programFd) throws BpfException
+    {
         final int error = BpfObject.invokeInt(() -> (int)Libbpf.XDP_ATTACH.invokeExact(
-            index, programFd, flags(XdpMode.NATIVE) | Libbpf.XDP_FLAGS_UPDATE_IF_NOEXIST, MemorySegment.NULL));
+            ifindex, programFd, flags(XdpMode.NATIVE) | Libbpf.XDP_FLAGS_UPDATE_IF_NOEXIST, MemorySegment.NULL));
         if (error < 0)
         {
-            throw new BpfException("bpf_xdp_attach(" + interfaceName + ", native, only if none): " + Libbpf.describe(error));
+            throw new BpfException("bpf_xdp_attach(" + interfaceName + ", native, only if none): " + Libbpf.describe(error) +
+                " (a program attached meanwhile; or the driver has no native XDP, or no multi-buffer XDP at " +
+                interfaceName + "'s MTU)");
         }
     }
 

@@ -67,7 +67,6 @@ public final class XdpBackend implements Backend
     private final AtomicInteger installedJobs = new AtomicInteger();
     private final ScheduledExecutorService monitor = Executors.newSingleThreadScheduledExecutor(
         runnable -> Thread.ofPlatform().name("switchml-xdp-monitor").daemon().unstarted(runnable));
-    private volatile boolean closing;
     private volatile long[] lastStats = new long[XdpLayout.STAT_COUNT];
 
     XdpBackend(final BackendEnvironment environment) throws BackendException
@@ -159,9 +158,9 @@ public final class XdpBackend implements Backend
                 counters[index] = environment.counter().apply(XdpLayout.EVENT_NAMES[index]);
             }
         }
-        final AtomicCounter reattachments = environment.counter().apply("reattachments");
         watch = new AttachmentWatch(interfaceName, attachment.programId(), new AttachedInterface(interfaceName, attachment,
-            program.programFd()), maxLanes, reattach, installedJobs::get, reattachments::increment, environment.log(), System::nanoTime);
+            program.programFd()), maxLanes, reattach, installedJobs::get, environment.counter().apply("reattachments"),
+            environment.log(), System::nanoTime);
         environment.log().accept("xdp: attached " + XdpLayout.PROGRAM_NAME + " (id " + attachment.programId() + ") to " +
             interfaceName + " in native mode; udp ports " + java.util.Arrays.toString(ports) + "; k up to " + maxLanes +
             (options.containsKey("max-lanes") ? "" : " (MTU " + mtu + ")") + "; " + slotEntries + " slots (" +
@@ -247,10 +246,6 @@ public final class XdpBackend implements Backend
      */
     private void refresh()
     {
-        if (closing)
-        {
-            return;
-        }
         try
         {
             copyCounters();
@@ -391,7 +386,6 @@ public final class XdpBackend implements Backend
 
     public void close()
     {
-        closing = true;
         monitor.shutdownNow();
         try
         {
