@@ -5,13 +5,14 @@ import io.switchml.worker.transport.DatagramTransport;
 import io.switchml.worker.transport.TransportKind;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
@@ -47,6 +48,8 @@ final class DataPathRehearsal
     static final int ELEMENTS = LANES * 128;
     /** All-reduces at most: about 20,000 packets each way. */
     static final int ROUNDS = 160;
+    /** Datagrams per recvmmsg call of the client's socket: few, so that batches fill as well as end partial. */
+    static final int RECEIVE_BATCH = 2;
     /** Calls kept in flight by the asynchronous rounds. */
     private static final int IN_FLIGHT = 4;
     private static final int JOB_ID = 0x5EED;
@@ -96,15 +99,18 @@ final class DataPathRehearsal
         DatagramTransport worker = null;
         WorkerClient client = null;
         RehearsalReflector reflector = null;
+        // closed last: after the client, whose agent may still touch a tensor of a call that failed
+        final Arena arena = Arena.ofShared();
         try (ServerSocket server = new ServerSocket(0, 1, loopback);
             Socket control = new Socket(loopback, server.getLocalPort());
             Socket controlPeer = server.accept())
         {
-            worker = WorkerClient.openTransport(kind, context, loopback);
+            worker = WorkerClient.openTransport(kind, context, loopback, RECEIVE_BATCH);
             reflector = new RehearsalReflector(WorkerClient.openTransport(kind, context, loopback), LANES, SLOTS);
             client = reflector.connectClient(context, worker, loopback, control, JOB_ID);
             counters = client.counters();
-            return ElementType.isFloat(job.elementType()) ? floatRounds(client, deadline) : intRounds(client, deadline);
+            return ElementType.isFloat(job.elementType()) ? floatRounds(client, deadline, arena) :
+                intRounds(client, deadline, arena);
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -124,6 +130,14 @@ final class DataPathRehearsal
             {
                 reflector.close();
             }
+            try
+            {
+                arena.close();
+            }
+            catch (final IllegalStateException ex)
+            {
+                // still in use by a thread of a client that did not stop: the memory goes with the process
+            }
         }
     }
 
@@ -135,7 +149,7 @@ final class DataPathRehearsal
         return counters;
     }
 
-    private static int floatRounds(final WorkerClient client, final LongSupplier deadline)
+    private static int floatRounds(final WorkerClient client, final LongSupplier deadline, final Arena arena)
     {
         final float[] values = new float[ELEMENTS];
         for (int i = 0; i < ELEMENTS; i++)
@@ -145,9 +159,12 @@ final class DataPathRehearsal
         // a tensor whose last chunk is partial, as most are
         final float[] partial = java.util.Arrays.copyOf(values, ELEMENTS - LANES / 3);
         final float[] partialResult = new float[partial.length];
-        final FloatBuffer direct = ByteBuffer.allocateDirect(ELEMENTS * Float.BYTES).order(ByteOrder.nativeOrder())
-            .asFloatBuffer().put(values).flip();
-        final FloatBuffer directResult = ByteBuffer.allocateDirect(ELEMENTS * Float.BYTES).order(ByteOrder.nativeOrder())
+        // the bridge's view: a FloatBuffer over shared memory that a shared arena owns (its session is not null, so
+        // every access goes through the session check that a buffer from allocateDirect skips), reduced in place
+        final FloatBuffer direct = arena.allocate((long)ELEMENTS * Float.BYTES, 64).asByteBuffer()
+            .order(ByteOrder.nativeOrder()).asFloatBuffer().put(values).flip();
+        // a barrier through the bridge: one element, which the buffer copies element by element
+        final FloatBuffer directOne = arena.allocate(Float.BYTES, 64).asByteBuffer().order(ByteOrder.nativeOrder())
             .asFloatBuffer();
         final float[][] pipelined = new float[IN_FLIGHT][ELEMENTS];
         @SuppressWarnings("unchecked")
@@ -166,8 +183,9 @@ final class DataPathRehearsal
                 {
                     client.allReduce(zeros, zerosResult, ReduceOp.SUM);
                     client.allReduce(one, one, ReduceOp.SUM);
+                    client.allReduceAsync(directOne, directOne, ReduceOp.SUM).join();
                 }
-                case 2 -> client.allReduce(direct, directResult, ReduceOp.AVERAGE);
+                case 2 -> client.allReduceAsync(direct, direct, ReduceOp.SUM).join();
                 default ->
                 {
                     for (int i = 0; i < IN_FLIGHT; i++)
@@ -182,7 +200,7 @@ final class DataPathRehearsal
         return done;
     }
 
-    private static int intRounds(final WorkerClient client, final LongSupplier deadline)
+    private static int intRounds(final WorkerClient client, final LongSupplier deadline, final Arena arena)
     {
         final int[] values = new int[ELEMENTS];
         for (int i = 0; i < ELEMENTS; i++)
@@ -194,17 +212,24 @@ final class DataPathRehearsal
         final int[] partialResult = new int[partial.length];
         final int[] zeros = new int[ELEMENTS];
         final int[] one = new int[1];
+        // the bridge's int32 view, as for floats
+        final IntBuffer direct = arena.allocate((long)ELEMENTS * Integer.BYTES, 64).asByteBuffer()
+            .order(ByteOrder.nativeOrder()).asIntBuffer().put(values).flip();
+        final IntBuffer directOne = arena.allocate(Integer.BYTES, 64).asByteBuffer().order(ByteOrder.nativeOrder())
+            .asIntBuffer();
         int done = 0;
         while (done < ROUNDS && System.nanoTime() - deadline.getAsLong() < 0)
         {
-            switch (done % 3)
+            switch (done % 4)
             {
                 case 0 -> client.allReduce(values, result);
                 case 1 ->
                 {
                     client.allReduce(zeros, result);
                     client.allReduce(one, one);
+                    client.allReduceAsync(directOne, directOne).join();
                 }
+                case 2 -> client.allReduceAsync(direct, direct).join();
                 default -> client.allReduce(partial, partialResult);
             }
             done++;

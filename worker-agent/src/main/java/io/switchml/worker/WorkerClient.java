@@ -277,10 +277,21 @@ public final class WorkerClient implements AutoCloseable
     static DatagramTransport openTransport(final TransportKind kind, final WorkerContext context,
         final java.net.InetAddress local) throws IOException
     {
+        return openTransport(kind, context, local, NativeDatagramTransport.RECEIVE_BATCH);
+    }
+
+    /**
+     * @param receiveBatch datagrams per recvmmsg call of a native transport: see
+     *                     {@link NativeDatagramTransport#NativeDatagramTransport(java.net.InetAddress, int, int,
+     *                     boolean, boolean, int)}.
+     */
+    static DatagramTransport openTransport(final TransportKind kind, final WorkerContext context,
+        final java.net.InetAddress local, final int receiveBatch) throws IOException
+    {
         final int maxDatagram = DataHeaderFlyweight.packetLength(context.lanes());
         return kind == TransportKind.NATIVE ?
             new NativeDatagramTransport(local, context.socketBufferBytes(), maxDatagram, context.gso(),
-                context.gro()) :
+                context.gro(), receiveBatch) :
             new NioDatagramTransport(local, context.socketBufferBytes(), maxDatagram);
     }
 

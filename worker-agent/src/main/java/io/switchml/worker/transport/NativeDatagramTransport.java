@@ -86,6 +86,7 @@ public final class NativeDatagramTransport extends TransportCounters
     private final long receiveVecAddress;
     private final UnsafeBuffer receiveVec;
     private final UnsafeBuffer[] receiveViews = new UnsafeBuffer[RECEIVE_BATCH];
+    private final int receiveBatch;
     private final UnsafeBuffer segmentView = new UnsafeBuffer(0L, 0);
     private final long receiveControlAddress;
     private final UnsafeBuffer receiveControl;
@@ -121,6 +122,28 @@ public final class NativeDatagramTransport extends TransportCounters
         final boolean gro)
         throws IOException
     {
+        this(bindAddress, socketBufferBytes, maxDatagram, gso, gro, RECEIVE_BATCH);
+    }
+
+    /**
+     * As {@link #NativeDatagramTransport(InetAddress, int, int, boolean, boolean)} with fewer datagrams per recvmmsg
+     * call, for the warm-up's rehearsal ({@code DataPathRehearsal}): with a batch of 2, its receive loop runs both
+     * ways, a full batch (which reads on) and a partial one (which ends the pass). With 32, a rehearsal's few results
+     * in flight never fill a batch; the JIT then compiles the loop without the way on, and a job's first full batch
+     * throws that code away in the middle of an all-reduce.
+     *
+     * @param receiveBatch datagrams one recvmmsg call takes: 2 to {@link #RECEIVE_BATCH}.
+     */
+    public NativeDatagramTransport(
+        final InetAddress bindAddress, final int socketBufferBytes, final int maxDatagram, final boolean gso,
+        final boolean gro, final int receiveBatch)
+        throws IOException
+    {
+        if (receiveBatch < 2 || receiveBatch > RECEIVE_BATCH)
+        {
+            throw new IllegalArgumentException("receiveBatch must be 2 to " + RECEIVE_BATCH + ": " + receiveBatch);
+        }
+        this.receiveBatch = receiveBatch;
         if (!(bindAddress instanceof Inet4Address))
         {
             throw new IOException("the native transport is IPv4 only: " + bindAddress);
@@ -484,7 +507,7 @@ public final class NativeDatagramTransport extends TransportCounters
         lastEmpty = false;
         while (received < limit)
         {
-            final int batch = Math.min(RECEIVE_BATCH, limit - received);
+            final int batch = Math.min(receiveBatch, limit - received);
             receiveCalls++;
             final int count = NativeUdp.recvmmsg(fd, receiveVecAddress, batch, NativeUdp.MSG_DONTWAIT);
             if (count <= 0)
@@ -630,7 +653,7 @@ public final class NativeDatagramTransport extends TransportCounters
     {
         final String gso = gsoRequested ? (gsoLimit > 0 ? "UDP GSO up to " + NativeUdp.UDP_MAX_SEGMENTS +
             " segments" : "UDP GSO off") : "UDP GSO off (--gso off)";
-        return "native (sendmmsg, " + gso + gsoNote + ", recvmmsg batches of " + RECEIVE_BATCH +
+        return "native (sendmmsg, " + gso + gsoNote + ", recvmmsg batches of " + receiveBatch +
             (groRequested ? (gro ? " with UDP GRO" : groNote) : " (UDP GRO off)") + ", poll + eventfd; bound to " +
             bindAddress.getHostAddress() + ")";
     }

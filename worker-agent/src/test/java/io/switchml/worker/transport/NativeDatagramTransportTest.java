@@ -21,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -286,6 +287,43 @@ class NativeDatagramTransportTest
             assertEquals(List.of(50, 100), lengths);
             assertEquals(1, transport.truncated());
             assertTrue(transport.drained());
+        }
+    }
+
+    /**
+     * With a receive batch of 2 (the warm-up rehearsal's), 5 queued datagrams are read in one pass of 3 recvmmsg calls:
+     * two full batches, which read on, and a partial one, which ends the pass without another call. A batch outside
+     * 2 to 32 is refused.
+     */
+    @Test
+    void aSmallReceiveBatchReadsOnAfterFullBatchesAndStopsAfterAPartialOne() throws Exception
+    {
+        try (DatagramChannel peer = DatagramChannel.open(StandardProtocolFamily.INET);
+            NativeDatagramTransport transport = new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, false, false, 2))
+        {
+            peer.bind(new InetSocketAddress(LOOPBACK, 0));
+            transport.connect(LOOPBACK, ((InetSocketAddress)peer.getLocalAddress()).getPort());
+            transport.onStart();
+            final InetSocketAddress to = new InetSocketAddress(LOOPBACK, transport.localPort());
+            for (int i = 0; i < 5; i++)
+            {
+                peer.send(ByteBuffer.allocate(10 + i), to);
+            }
+            transport.await(1_000);
+            // loopback delivers in the sender's system call: all 5 are queued once the first is
+            final List<Integer> lengths = new ArrayList<>();
+            final long callsBefore = transport.receiveCalls();
+            assertEquals(5, transport.receive((buffer, length) -> lengths.add(length), 32));
+            assertEquals(List.of(10, 11, 12, 13, 14), lengths);
+            assertEquals(3, transport.receiveCalls() - callsBefore, "recvmmsg calls: 2 + 2 + 1");
+            assertTrue(transport.drained());
+            assertTrue(transport.description().contains("recvmmsg batches of 2"), transport.description());
+        }
+        for (final int batch : new int[] {1, 33})
+        {
+            final IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+                () -> new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, false, false, batch).close());
+            assertTrue(refused.getMessage().contains("receiveBatch must be 2 to 32"), refused.getMessage());
         }
     }
 
