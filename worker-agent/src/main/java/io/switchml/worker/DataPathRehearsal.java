@@ -29,11 +29,17 @@ import java.util.function.LongSupplier;
  * quantizes with the job's world size, so that its profile, which the JIT compiles from, is the job's.
  * Nothing reaches the appliance, and the rehearsal's state goes away with it. Small packets (k = {@link #LANES}) give
  * the per-packet code its tens of thousands of invocations within a few tens of megabytes; the per-element kernels
- * at the job's own k are {@link DataPathWarmUp}'s. Float tensors go through both a {@code float[]} and a direct
- * {@code FloatBuffer} (the bench's and the PyTorch bridge's views), one call at a time and several in flight; a tensor
- * of zeros and a one-element call (a barrier) take the paths of a block with no exponent. The reflector
- * ({@link RehearsalReflector}) drops, duplicates and reorders a few results and answers probes, so that loss recovery's
- * paths run too.
+ * at the job's own k are {@link DataPathWarmUp}'s. Tensors go through both a Java array (the bench's and an embedding
+ * program's) and, in place, a {@code FloatBuffer} or {@code IntBuffer} view of memory that a shared arena owns (the
+ * PyTorch bridge's: it reduces views of a shared-memory mapping, whose session is not null, so every access takes the
+ * session check that a buffer from {@code allocateDirect} skips), one call at a time and several in flight; a tensor of
+ * zeros and one-element calls (barriers, also through a view, which copies element by element) take the paths of a
+ * block with no exponent. The client's socket reads {@link #RECEIVE_BATCH} datagrams per recvmmsg call, so that its
+ * receive loop runs after full batches as well as partial ones. The reflector ({@link RehearsalReflector}) drops,
+ * duplicates and reorders a few results and answers probes, so that loss recovery's paths run too. Each path a
+ * rehearsal leaves out costs a job its compiled code the first time the job takes it: a host agent warmed up for 8 s
+ * without the bridge's views and full batches recompiled its packet path through a job's first dozen all-reduces
+ * (C2 456-674 ms per agent; docs/bench/worker-transport-2026-11-25.md, session 37).
  * <p>
  * It is bounded by a deadline and a fixed number of rounds; anything that goes wrong ends it quietly (it is only a
  * warm-up), reported through the return value.
