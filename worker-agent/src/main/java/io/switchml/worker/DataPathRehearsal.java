@@ -191,7 +191,12 @@ final class DataPathRehearsal
                     client.allReduce(one, one, ReduceOp.SUM);
                     client.allReduceAsync(directOne, directOne, ReduceOp.SUM).join();
                 }
-                case 2 -> client.allReduceAsync(direct, direct, ReduceOp.SUM).join();
+                case 2 ->
+                {
+                    // sum and average in turn (the bridge serves both), each time from the same values
+                    direct.clear().put(values).flip();
+                    client.allReduceAsync(direct, direct, done % 8 == 2 ? ReduceOp.SUM : ReduceOp.AVERAGE).join();
+                }
                 default ->
                 {
                     for (int i = 0; i < IN_FLIGHT; i++)
