@@ -1,5 +1,7 @@
 package io.switchml.appliance;
 
+import io.switchml.protocol.OnOff;
+
 import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -498,12 +500,7 @@ public final class ApplianceContext
 
     private static boolean parseOnOff(final String key, final String value)
     {
-        return switch (value)
-        {
-            case "on", "true" -> true;
-            case "off", "false" -> false;
-            default -> throw new IllegalArgumentException("option " + key + " must be on or off: '" + value + "'");
-        };
+        return OnOff.parse(value, () -> new IllegalArgumentException("option " + key + " must be on or off: '" + value + "'"));
     }
 
     private static void requirePort(final String name, final int port)

@@ -3,6 +3,7 @@ package io.switchml.appliance.control;
 import io.switchml.protocol.ControlCredentials;
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.ElementType;
+import io.switchml.protocol.OnOff;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -430,12 +431,7 @@ public final class ControlServer implements AutoCloseable
         {
             return defaultValue;
         }
-        return switch (value)
-        {
-            case "on", "true" -> true;
-            case "off", "false" -> false;
-            default -> throw new IllegalArgumentException("field '" + key + "' must be on or off: '" + value + "'");
-        };
+        return OnOff.parse(value, () -> new IllegalArgumentException("field '" + key + "' must be on or off: '" + value + "'"));
     }
 
     private void onCreate(final ControlConnection connection, final Map<String, String> message)

@@ -9,6 +9,7 @@ import io.switchml.appliance.backend.SlotRanges;
 import io.switchml.appliance.control.JobSpec;
 import io.switchml.protocol.DropReason;
 import io.switchml.protocol.ElementType;
+import io.switchml.protocol.OnOff;
 import org.agrona.concurrent.status.AtomicCounter;
 
 import java.io.IOException;
@@ -209,12 +210,8 @@ public final class XdpBackend implements Backend
         {
             return defaultValue;
         }
-        return switch (value.strip().toLowerCase(Locale.ROOT))
-        {
-            case "on", "true" -> true;
-            case "off", "false" -> false;
-            default -> throw new BackendException(environment.optionPrefix() + name + " must be on or off: '" + value + "'");
-        };
+        return OnOff.parse(value.strip().toLowerCase(Locale.ROOT),
+            () -> new BackendException(environment.optionPrefix() + name + " must be on or off: '" + value + "'"));
     }
 
     private int intOption(final Map<String, String> options, final String name, final int defaultValue, final int min, final int max)
