@@ -31,6 +31,12 @@ SYSTEM_COLOUR = {"switchml": "#1f77b4", "switchml-host": "#17becf", "switchml-no
                  "mpi": "#2ca02c"}
 # SwitchML's systems: one agent JVM per rank (`switchml worker bench`), or Python ranks served by one host agent
 SWITCHML = ("switchml", "switchml-host", "switchml-node")
+# corelat.c's cache-line round trip between CPUs 0 and 1 above which the two share no cache. This project's 2-vCPU
+# machines measured about 26 ns (SMT siblings), 61 ns (one last-level cache) and 290-320 ns (none), switching
+# between them for seconds at a time.
+CORES_APART_NS = 150
+# a round counts as "CPUs together" when at most this fraction of its samples found them apart
+TOGETHER_AT_MOST = 0.10
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -224,7 +230,33 @@ def load_cell(cell_dir):
     if cell.get("firstTatMs") and cell.get("tatP50Ms"):
         cell["firstCallVsSteady"] = round(cell["firstTatMs"] / cell["tatP50Ms"], 2)
     cell["cpuSecAppliance"] = round(cpu_seconds(os.path.join(cell_dir, "appliance.cpu.json")), 2) if system in SWITCHML else None
+    add_core_placement(cell, cell_dir)
     return cell
+
+
+def core_round_trips(cell_dir):
+    """corelat.txt's samples: (valid round trips in ns, samples taken); None when the cell has no such file."""
+    try:
+        with open(os.path.join(cell_dir, "corelat.txt")) as f:
+            values = [int(line.split()[1]) for line in f if len(line.split()) == 2]
+    except (OSError, ValueError):
+        return None
+    return [v for v in values if v > 0], len(values)
+
+
+def add_core_placement(cell, cell_dir):
+    samples = core_round_trips(cell_dir)
+    if samples is None or not samples[0]:
+        cell["coresApartFraction"] = None
+        cell["coreRoundTripNsP50"] = None
+        cell["coreSamples"] = samples[1] if samples else None
+        return
+    valid, taken = samples
+    valid.sort()
+    cell["coresApartFraction"] = round(sum(1 for v in valid if v > CORES_APART_NS) / len(valid), 3)
+    cell["coreRoundTripNsP50"] = valid[len(valid) // 2]
+    cell["coreSamples"] = taken
+    cell["coreSamplesValid"] = len(valid)
 
 
 def summary_line(cell):
@@ -234,7 +266,8 @@ def summary_line(cell):
     good = f", goodput {cell['goodput']:.3f} of line rate" if cell.get("goodput") is not None else ""
     return (f"  -> {cell['system']:8s} {where}: TAT p50 {cell['tatP50Ms']:.2f} ms p99 {cell['tatP99Ms']:.2f} ms, "
             f"{cell['elementsPerSec']:.4g} elements/s{good}, retransmissions {cell['retransmissions']}, "
-            f"UDP buffer drops {cell.get('udpBufferDrops')}, CPU busy {(cell.get('cpuBusyFraction') or 0) * 100:.0f}%")
+            f"UDP buffer drops {cell.get('udpBufferDrops')}, CPU busy {(cell.get('cpuBusyFraction') or 0) * 100:.0f}%, "
+            f"CPUs apart {apart_label(cell.get('coresApartFraction'))}")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -271,6 +304,8 @@ def pick_medians(cells):
         pick = dict(ranked[(len(ranked) - 1) // 2])
         pick["runs"] = len(runs)
         pick["runsTatP50Ms"] = [c.get("tatP50Ms") for c in runs]
+        pick["runsCoresApart"] = [c.get("coresApartFraction") for c in runs]
+        pick["runsOk"] = [c["ok"] for c in runs]
         pick["runsFailed"] = sum(1 for c in runs if not c["ok"])
         chosen.append(pick)
     return chosen
@@ -408,7 +443,7 @@ def targets(cells, workers):
         ratio = ours_loop["elementsPerSec"] / gloo_loop["elementsPerSec"]
         target("loopback elements/s vs Gloo", ">= 1.00x", f"{ratio:.2f}x", ratio >= 1.0,
                f"loopback, {workers} workers, 100 MB, all on the host's cores: SwitchML TAT {ours_loop['tatP50Ms']:.0f} ms, "
-               f"Gloo {gloo_loop['tatP50Ms']:.0f} ms")
+               f"Gloo {gloo_loop['tatP50Ms']:.0f} ms{together_note(ours_loop, gloo_loop)}")
         timed_cpu_target("loopback worker CPU in the timed calls vs Gloo", ours_loop, gloo_loop,
                          f"loopback, {workers} agent JVMs started for the job, 100 MB")
     else:
@@ -429,7 +464,8 @@ def targets(cells, workers):
         if gloo_loop:
             ratio = host_loop["elementsPerSec"] / gloo_loop["elementsPerSec"]
             target(f"loopback elements/s vs Gloo, {suffix}", ">= 1.00x", f"{ratio:.2f}x", ratio >= 1.0,
-                   f"{where}: SwitchML TAT {host_loop['tatP50Ms']:.0f} ms, Gloo {gloo_loop['tatP50Ms']:.0f} ms")
+                   f"{where}: SwitchML TAT {host_loop['tatP50Ms']:.0f} ms, Gloo {gloo_loop['tatP50Ms']:.0f} ms"
+                   f"{together_note(host_loop, gloo_loop)}")
             if gloo_loop.get("cpuSecPerRankPerGB") and host_loop.get("cpuSecPerRankPerGB"):
                 ratio = host_loop["cpuSecPerRankPerGB"] / gloo_loop["cpuSecPerRankPerGB"]
                 target(f"loopback worker CPU vs Gloo, {suffix}", "<= 1.00x", f"{ratio:.2f}x", ratio <= 1.0,
@@ -525,11 +561,49 @@ def groups(cells):
     return [(k, by[k]) for k in order]
 
 
+def apart_label(fraction):
+    return "?" if fraction is None else f"{fraction * 100:.0f}%"
+
+
 def runs_note(cell):
     if cell.get("runs", 1) <= 1:
-        return ""
+        if cell.get("coresApartFraction") is None:
+            return ""
+        return f"; CPUs apart {apart_label(cell['coresApartFraction'])}"
     p50s = " / ".join(fmt(v, ".0f") for v in cell["runsTatP50Ms"])
-    return f", median of {cell['runs']} runs (p50s {p50s} ms)"
+    note = f", median of {cell['runs']} runs (p50s {p50s} ms)"
+    apart = cell.get("runsCoresApart") or []
+    if any(a is not None for a in apart):
+        note += f"; CPUs apart {' / '.join(apart_label(a) for a in apart)}"
+    return note
+
+
+def together_median(cell):
+    """The median TAT p50 of a cell's rounds that ran with CPUs 0 and 1 sharing a cache (corelat), and their count."""
+    p50s = cell.get("runsTatP50Ms") or [cell.get("tatP50Ms")]
+    apart = cell.get("runsCoresApart") or [cell.get("coresApartFraction")]
+    oks = cell.get("runsOk") or [cell.get("ok")]
+    chosen = sorted(p for p, a, ok in zip(p50s, apart, oks)
+                    if ok and isinstance(p, (int, float)) and a is not None and a <= TOGETHER_AT_MOST)
+    if not chosen:
+        return None, 0
+    middle = len(chosen) // 2
+    median = chosen[middle] if len(chosen) % 2 else (chosen[middle - 1] + chosen[middle]) / 2
+    return median, len(chosen)
+
+
+def together_note(ours, gloo):
+    """A detail for a loopback comparison: the same ratio over the rounds in which the CPUs shared a cache."""
+    if ours.get("runsCoresApart") is None and ours.get("coresApartFraction") is None:
+        return ""
+    a, n = together_median(ours)
+    b, m = together_median(gloo)
+    if not n or not m:
+        return (f"; rounds with CPUs 0 and 1 sharing a cache throughout (corelat): {n} of ours, {m} of Gloo's, "
+                f"no ratio")
+    return (f"; over the rounds with CPUs 0 and 1 sharing a cache throughout (corelat: at most "
+            f"{TOGETHER_AT_MOST * 100:.0f}% of samples apart): SwitchML {a:.0f} ms ({n} rounds), Gloo {b:.0f} ms "
+            f"({m} rounds), {b / a:.2f}x")
 
 
 def markdown(report):
@@ -562,6 +636,15 @@ def markdown(report):
                      f"(the 1-minute average: it still counts the previous cell's processes, and any other work on "
                      f"the {m['nproc']} cores); CPU busy during cells "
                      f"{min(busy) * 100:.0f}% to {max(busy) * 100:.0f}%. Treat single figures as noisy.")
+    placed = [c for c in (report.get("repeats") or cells) if c.get("coresApartFraction") is not None]
+    if placed:
+        together = sum(1 for c in placed if c["coresApartFraction"] <= TOGETHER_AT_MOST)
+        apart = sum(1 for c in placed if c["coresApartFraction"] >= 1 - TOGETHER_AT_MOST)
+        lines.append(f"- **CPU placement**: CPUs 0 and 1 shared a cache (corelat's round trip at most "
+                     f"{CORES_APART_NS} ns) through {together} of {len(placed)} cells, shared none through {apart}, "
+                     f"and moved during the other {len(placed) - together - apart} (the \"CPUs apart\" figures in "
+                     f"the iterations column). On a virtual machine the hypervisor decides this; a loopback all-reduce "
+                     f"moves every byte between the two CPUs, so compare rounds in the same placement.")
     lines.append("")
     lines.append("## Targets")
     lines.append("")
@@ -625,6 +708,10 @@ def markdown(report):
                  "separately as `lossDrops` in the JSON): *socket* = UDP RcvbufErrors + SndbufErrors (a full socket "
                  "buffer; rack: appliance and worker namespaces, loopback: the whole host), *qdisc* = tbf drops on "
                  "the rack's veths, *backlog* = softnet_stat drops (a CPU's input backlog full; whole host).")
+    lines.append("- **CPUs apart**: the fraction of a cell's corelat samples (bench/rack/corelat.c: two threads "
+                 "pinned to CPUs 0 and 1 meet 4 times a second and bounce one cache line; a sample is the fastest of "
+                 f"20 batches of 16 round trips) above {CORES_APART_NS} ns, where the two CPUs share no cache. A "
+                 "sample is skipped when one thread is not scheduled within 100 us, so a busy cell has fewer.")
     lines.append("- **CPU busy**: the whole host's CPU utilisation during the cell (/proc/stat), including other "
                  "people's work on the same cores.")
     lines.append("- **first call ms**: the slowest rank's TAT of the very first all-reduce of the cell, a warm-up: the "

@@ -202,6 +202,7 @@ install_deps() {
   command -v ping >/dev/null || missing+=(iputils-ping)
   command -v timeout >/dev/null || missing+=(coreutils)
   [ -x "$PY" ] || missing+=(python3)
+  command -v cc >/dev/null || command -v clang >/dev/null || missing+=(clang)
   if has_system gloo; then "$PY" -c 'import torch.distributed' 2>/dev/null || missing+=(python3-torch); fi
   if has_system mpi; then
     command -v mpirun >/dev/null || missing+=(openmpi-bin)
@@ -238,6 +239,18 @@ snapshot_build() {
   BUILD_TIME=$(date -u -r "$(ls -t "$ROOT/dist/target/switchml.jar" "$ROOT"/dist/target/lib/*-SNAPSHOT.jar 2>/dev/null | head -1)" \
     +%Y-%m-%dT%H:%M:%SZ)
   BUILD_DIRTY=$([ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ] && echo true || echo false)
+}
+
+# corelat (corelat.c): the cache-line round trip between CPUs 0 and 1, 4 times a second during every cell. A
+# virtual machine's two vCPUs may share a cache or not, and move between the two for seconds at a time; every byte
+# of a loopback all-reduce crosses between them, so the bench records where they were (corelat.txt per cell).
+CORELAT=
+build_corelat() {
+  local cc
+  [ "$(nproc)" -ge 2 ] || { log "one CPU: no cross-CPU round trips recorded"; return 0; }
+  cc=$(command -v cc || command -v clang) || die "no C compiler for corelat.c (cc or clang)"
+  "$cc" -O2 -pthread -o "$WORK/corelat" "$HERE/corelat.c" || die "corelat.c did not compile with $cc"
+  CORELAT=$WORK/corelat
 }
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -283,6 +296,7 @@ trap 'exit 129' HUP
 
 install_deps
 snapshot_build
+build_corelat
 rack_down_stale
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -421,12 +435,17 @@ end_cell() {
   } >> "$CELL/meta.txt"
 }
 
-# top snapshots every 5 s while a cell runs, for CPU evidence (who uses the 2 cores)
+# top snapshots every 5 s while a cell runs, for CPU evidence (who uses the 2 cores), and corelat's samples
 start_sampler() {
   ( while :; do top -b -n1 -w 160 | sed -n '3p;8,16p' >> "$CELL/top.txt"; echo >> "$CELL/top.txt"; sleep 5; done ) &
   SAMPLER=$!
+  CORELAT_PID=
+  if [ -n "$CORELAT" ]; then "$CORELAT" 0 1 250 > "$CELL/corelat.txt" 2> "$CELL/corelat.err" & CORELAT_PID=$!; fi
 }
-stop_sampler() { kill "$SAMPLER" 2>/dev/null || true; wait "$SAMPLER" 2>/dev/null || true; }
+stop_sampler() {
+  kill "$SAMPLER" 2>/dev/null || true; wait "$SAMPLER" 2>/dev/null || true
+  if [ -n "$CORELAT_PID" ]; then kill -TERM "$CORELAT_PID" 2>/dev/null || true; wait "$CORELAT_PID" 2>/dev/null || true; fi
+}
 
 # wait for every pid; 0 when all exited 0
 wait_all() {
