@@ -602,8 +602,12 @@ def together_note(ours, gloo):
         return (f"; rounds with CPUs 0 and 1 sharing a cache throughout (corelat): {n} of ours, {m} of Gloo's, "
                 f"no ratio")
     return (f"; over the rounds with CPUs 0 and 1 sharing a cache throughout (corelat: at most "
-            f"{TOGETHER_AT_MOST * 100:.0f}% of samples apart): SwitchML {a:.0f} ms ({n} rounds), Gloo {b:.0f} ms "
-            f"({m} rounds), {b / a:.2f}x")
+            f"{TOGETHER_AT_MOST * 100:.0f}% of samples apart): SwitchML {a:.0f} ms ({rounds(n)}), Gloo {b:.0f} ms "
+            f"({rounds(m)}), {b / a:.2f}x")
+
+
+def rounds(n):
+    return f"{n} round" if n == 1 else f"{n} rounds"
 
 
 def markdown(report):
