@@ -21,8 +21,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * One data-plane shard of the {@code native} transport: an Agrona {@link Agent} that owns a non-blocking
  * UDP socket opened through {@link NativeUdp}, receives up to a batch of datagrams per recvmmsg(2) into
- * preallocated native buffers, hands each to its {@link ShardProcessor}, queues the results into a
- * preallocated sendmmsg(2) batch and sends the batch once per receive batch.
+ * preallocated native buffers (fewer when they are large: {@link NativeUdp#RECEIVE_BATCH_BYTES}), hands each to
+ * its {@link ShardProcessor}, queues the results into a preallocated sendmmsg(2) batch and sends the batch once
+ * per receive batch.
  * <p>
  * A completed slot's result is written once into the send arena and referenced by one batch entry per
  * destination. A partial send or EAGAIN leaves the rest queued for the next duty cycle (the idle strategy
@@ -58,6 +59,8 @@ final class NativeShardAgent implements Agent, ResultSender
     private final ErrorLog errorLog;
     private final long scanIntervalNs;
     private final int batch;
+    /** Datagrams the next recvmmsg(2) asks for: {@link #batch} at most, fewer for large datagrams. */
+    private int receiveBatch;
     private final int fd;
     private final int port;
     private final String description;
@@ -150,6 +153,7 @@ final class NativeShardAgent implements Agent, ResultSender
         this.counters = counters;
         this.errorLog = errorLog;
         this.batch = batch;
+        this.receiveBatch = batch;
         this.scanIntervalNs = scanIntervalNs;
 
         int offset = 0;
@@ -272,7 +276,8 @@ final class NativeShardAgent implements Agent, ResultSender
             final UnsafeBuffer pollfd = new UnsafeBuffer(base + pollfdOffset, NativeUdp.POLLFD_SIZE);
             idleStrategy = new PollIdleStrategy(pollfd, base + pollfdOffset, fd, idleSpins, IDLE_POLL_TIMEOUT_MS);
             processor = processorFactory.apply(this);
-            description = "recvmmsg batch " + batch + (gro ? " with UDP GRO" : " (UDP GRO unavailable)") + ", sendmmsg batch " + SEND_CAPACITY + " datagrams / " + arenaCapacity +
+            description = "recvmmsg batch " + batch + " (" + NativeUdp.RECEIVE_BATCH_BYTES / 1024 +
+                " KiB for large datagrams)" + (gro ? " with UDP GRO" : " (UDP GRO unavailable)") + ", sendmmsg batch " + SEND_CAPACITY + " datagrams / " + arenaCapacity +
                 " bytes, SO_RCVBUF " + receiveBytes + ", SO_SNDBUF " + sendBytes + ", idle " + idleSpins + " spins then poll(" +
                 IDLE_POLL_TIMEOUT_MS + " ms)";
         }
@@ -421,17 +426,19 @@ final class NativeShardAgent implements Agent, ResultSender
             workCount += flush();
         }
 
-        final int received = NativeUdp.recvmmsg(fd, base + recvMsgsOffset, batch, NativeUdp.MSG_DONTWAIT);
+        final int received = NativeUdp.recvmmsg(fd, base + recvMsgsOffset, receiveBatch, NativeUdp.MSG_DONTWAIT);
         receiveCalls++;
         final int receiveErrno = received < 0 ? errno.getInt(0) : 0;
         long nowNs = System.nanoTime();
         if (received > 0)
         {
+            long bytes = 0;
             for (int i = 0; i < received; i++)
             {
                 final int msg = recvMsgsOffset + i * NativeUdp.MMSGHDR_SIZE;
                 final int name = recvNamesOffset + i * NativeUdp.SOCKADDR_IN_SIZE;
                 final int length = meta.getInt(msg + NativeUdp.MSG_LEN_OFFSET);
+                bytes += length;
                 final long senderKey = meta.getShort(name + NativeUdp.SIN_FAMILY_OFFSET) == NativeUdp.AF_INET ?
                     AddressKey.of(meta.getInt(name + NativeUdp.SIN_ADDR_OFFSET, NETWORK),
                         meta.getShort(name + NativeUdp.SIN_PORT_OFFSET, NETWORK)) :
@@ -456,6 +463,7 @@ final class NativeShardAgent implements Agent, ResultSender
                 }
             }
             flush();
+            receiveBatch = NativeUdp.receiveBatchFor(batch, received, bytes);
             final long endNs = System.nanoTime();
             counters.onDutyCycleNs(endNs - nowNs);
             nowNs = endNs;

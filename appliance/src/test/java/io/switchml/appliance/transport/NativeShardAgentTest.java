@@ -3,6 +3,7 @@ package io.switchml.appliance.transport;
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
 import io.switchml.protocol.LossGenerator;
+import io.switchml.protocol.udp.NativeUdp;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -51,12 +52,17 @@ class NativeShardAgentTest
 
     private NativeShardAgent agent(final int batch) throws Exception
     {
+        return agent(batch, 1 << 20);
+    }
+
+    private NativeShardAgent agent(final int batch, final int socketBufferBytes) throws Exception
+    {
         return new NativeShardAgent(0,
             sender -> new ShardProcessor(0, 1, appliance.registry(), appliance.telemetry().shardCounters(0),
                 appliance.telemetry().slotLatency(0), LossGenerator.of(0.0, 1), LossGenerator.of(0.0, 2), Runnable::run, sender,
                 0, false),
             appliance.telemetry().shardCounters(0), appliance.telemetry().errorLog(),
-            (Inet4Address)InetAddress.getByName("127.0.0.1"), 0, -1, batch, 0, 1 << 20, -1, 100_000_000L);
+            (Inet4Address)InetAddress.getByName("127.0.0.1"), 0, -1, batch, 0, socketBufferBytes, -1, 100_000_000L);
     }
 
     @Test
@@ -81,6 +87,60 @@ class NativeShardAgentTest
             assertEquals(0L, agent.sendDrops());
             assertEquals(0L, agent.syscallErrors());
         }
+    }
+
+    @Test
+    void largeDatagramsAreReceivedFourAtATimeAndSmallOnesInFullBatches() throws Exception
+    {
+        agent = agent(64, 8 << 20);
+        agent.onStart();
+        final int slots = 16;
+        try (ProtocolPeer large = new ProtocolPeer(appliance.controlPort(), agent.port(), 8176, slots, false);
+            ProtocolPeer small = new ProtocolPeer(appliance.controlPort(), agent.port(), 256, SLOTS, false))
+        {
+            large.createAndJoin("large");
+            small.createAndJoin("small");
+
+            large.sendWindow();
+            long receiveCalls = agent.receiveCalls();
+            assertEquals(slots, agent.doWork(), "the size is not known yet: the whole window at once");
+            assertEquals(receiveCalls + 1, agent.receiveCalls());
+            assertEquals(slots, large.receiveWindow());
+
+            large.sendWindow();
+            receiveCalls = agent.receiveCalls();
+            assertEquals(slots, drain(slots));
+            assertEquals(receiveCalls + slots / 4, agent.receiveCalls(), "32,744-byte datagrams, 128 KiB a call: 4");
+            assertEquals(slots, large.receiveWindow());
+
+            small.sendWindow();
+            receiveCalls = agent.receiveCalls();
+            assertEquals(SLOTS, drain(SLOTS));
+            assertEquals(receiveCalls + 2, agent.receiveCalls(), "4 at the large datagrams' batch, then the other 28");
+            assertEquals(SLOTS, small.receiveWindow());
+            assertEquals(0L, agent.syscallErrors());
+        }
+    }
+
+    @Test
+    void theReceiveBatchHoldsAboutAFixedNumberOfBytes()
+    {
+        assertEquals(4, NativeUdp.receiveBatchFor(32, 32, 32 * 32_744L), "k = 8176 on loopback");
+        assertEquals(14, NativeUdp.receiveBatchFor(32, 32, 32 * 8_972L), "k = 2233, MTU 9000");
+        assertEquals(32, NativeUdp.receiveBatchFor(32, 7, 7 * 1_064L), "k = 256: the configured batch");
+        assertEquals(2, NativeUdp.receiveBatchFor(32, 2, 2 * 65_507L), "never fewer than 2");
+        assertEquals(1, NativeUdp.receiveBatchFor(1, 1, 65_507L), "nor more than configured");
+        assertEquals(32, NativeUdp.receiveBatchFor(32, 3, 0), "empty datagrams");
+    }
+
+    private int drain(final int packets)
+    {
+        int work = 0;
+        for (int turns = 0; work < packets && turns < 1_000; turns++)
+        {
+            work += agent.doWork();
+        }
+        return work;
     }
 
     @Test

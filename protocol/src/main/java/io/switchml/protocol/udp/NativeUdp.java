@@ -83,6 +83,19 @@ public final class NativeUdp
     public static final short POLLOUT = 0x4;
     /** Most messages one sendmmsg or recvmmsg call takes (UIO_MAXIOV). */
     public static final int MAX_MMSG = 1024;
+    /**
+     * Bytes one recvmmsg call should take in once the datagrams' size is known ({@link #receiveBatchFor}): the caller
+     * copies a batch into its buffers and then reads each datagram back, so a batch that outgrows the core's cache is
+     * read back from further out. On loopback at k = 8176 (32 KiB datagrams) a batch of 32 is 1 MiB in buffers 64 KiB
+     * apart. Per-rank loopback cells (4 workers and the appliance on 2 cores, 100 MB), 6 interleaved pairs of the
+     * appliance's batch at 4 against 32: its shard thread's CPU 1.73-2.03 s against 1.96-2.64 s and TAT p50 144-186 ms
+     * against 178-277 ms, lower in every pair (the two pairs whose cells both had CPUs 0 and 1 sharing a cache
+     * throughout: 144 against 178 ms, 186 against 201 ms; docs/bench/worker-transport-2026-11-25.md, session 38). Small
+     * datagrams keep the configured batch (k = 256: 32 of about 1 KiB).
+     */
+    public static final int RECEIVE_BATCH_BYTES = 128 * 1024;
+    /** Fewest datagrams per recvmmsg call that {@link #RECEIVE_BATCH_BYTES} may leave, when the configured batch allows. */
+    public static final int MIN_RECEIVE_BATCH = 2;
 
     /** struct sockaddr_in: sin_family (host order), sin_port and sin_addr (network order), 8 bytes of zero. */
     public static final int SOCKADDR_IN_SIZE = 16;
@@ -520,6 +533,21 @@ public final class NativeUdp
         {
             return "errno " + errno;
         }
+    }
+
+    /**
+     * Datagrams for the next recvmmsg call: as many of the size just received as {@link #RECEIVE_BATCH_BYTES} holds,
+     * within {@link #MIN_RECEIVE_BATCH} and the configured batch.
+     *
+     * @param batch    the configured batch, the most.
+     * @param received datagrams the last call took in, at least 1.
+     * @param bytes    their bytes, a GRO buffer's whole length included.
+     * @return the next call's batch.
+     */
+    public static int receiveBatchFor(final int batch, final int received, final long bytes)
+    {
+        final long perDatagram = Math.max(1, bytes / received);
+        return (int)Math.min(batch, Math.max(MIN_RECEIVE_BATCH, RECEIVE_BATCH_BYTES / perDatagram));
     }
 
     /**

@@ -25,7 +25,11 @@ import java.net.InetAddress;
  * GSO stays off for that length and above. EAGAIN or ENOBUFS leave the rest queued for the next flush (the agent
  * waits for POLLOUT); an ICMP error reported on the socket is counted and the send retried.</li>
  * <li><b>Receive</b>: recvmmsg(2) in batches of 32 on the multicast socket, then on the unicast one, a datagram
- * flagged MSG_TRUNC counted and dropped. With {@code gro}, both sockets set UDP_GRO: the appliance sends a batch's
+ * flagged MSG_TRUNC counted and dropped. After large datagrams a call asks for as many as
+ * {@link NativeUdp#RECEIVE_BATCH_BYTES} holds (4 of loopback's 32,744 bytes), so that each is read back from the cache
+ * it was just copied into. Per-rank loopback cells (100 MB, 9 interleaved pairs; the 5 and 4 of them with CPUs 0 and 1
+ * sharing a cache throughout): the timed calls' CPU per rank 0.52 against 0.57 s/GB, TAT p50 144 against 161 ms
+ * (medians; docs/bench/worker-transport-2026-11-25.md, session 38). With {@code gro}, both sockets set UDP_GRO: the appliance sends a batch's
  * results for one destination as one GSO message, and the kernel then queues that burst to the socket as one buffer
  * (on loopback without ever splitting it) whose UDP_GRO control message gives the segment size; the transport hands
  * the segments to the receiver one by one, exactly as if they had come singly. Every receive buffer is then 64 KiB,
@@ -87,6 +91,8 @@ public final class NativeDatagramTransport extends TransportCounters
     private final UnsafeBuffer receiveVec;
     private final UnsafeBuffer[] receiveViews = new UnsafeBuffer[RECEIVE_BATCH];
     private final int receiveBatch;
+    /** Datagrams the next recvmmsg asks for: {@link #receiveBatch} at most, fewer for large datagrams. */
+    private int nextReceiveBatch;
     private final UnsafeBuffer segmentView = new UnsafeBuffer(0L, 0);
     private final long receiveControlAddress;
     private final UnsafeBuffer receiveControl;
@@ -144,6 +150,7 @@ public final class NativeDatagramTransport extends TransportCounters
             throw new IllegalArgumentException("receiveBatch must be 2 to " + RECEIVE_BATCH + ": " + receiveBatch);
         }
         this.receiveBatch = receiveBatch;
+        this.nextReceiveBatch = receiveBatch;
         if (!(bindAddress instanceof Inet4Address))
         {
             throw new IOException("the native transport is IPv4 only: " + bindAddress);
@@ -507,7 +514,7 @@ public final class NativeDatagramTransport extends TransportCounters
         lastEmpty = false;
         while (received < limit)
         {
-            final int batch = Math.min(receiveBatch, limit - received);
+            final int batch = Math.min(nextReceiveBatch, limit - received);
             receiveCalls++;
             final int count = NativeUdp.recvmmsg(fd, receiveVecAddress, batch, NativeUdp.MSG_DONTWAIT);
             if (count <= 0)
@@ -527,10 +534,12 @@ public final class NativeDatagramTransport extends TransportCounters
                 sendErrors++;
                 break;
             }
+            long bytes = 0;
             for (int i = 0; i < count; i++)
             {
                 final int h = i * NativeUdp.MMSGHDR_SIZE;
                 final int length = receiveVec.getInt(h + NativeUdp.MSG_LEN_OFFSET);
+                bytes += length;
                 final int segment = gro ?
                     NativeUdp.groSegmentSize(receiveVec, h, receiveControl, i * NativeUdp.CMSG_SPACE_SMALL) : 0;
                 if ((receiveVec.getInt(h + NativeUdp.MSG_FLAGS_OFFSET) & NativeUdp.MSG_TRUNC) != 0 ||
@@ -555,6 +564,7 @@ public final class NativeDatagramTransport extends TransportCounters
                     receiver.onDatagram(receiveViews[i], length);
                 }
             }
+            nextReceiveBatch = NativeUdp.receiveBatchFor(receiveBatch, count, bytes);
             received += count;
             if (count < batch)
             {
@@ -653,7 +663,8 @@ public final class NativeDatagramTransport extends TransportCounters
     {
         final String gso = gsoRequested ? (gsoLimit > 0 ? "UDP GSO up to " + NativeUdp.UDP_MAX_SEGMENTS +
             " segments" : "UDP GSO off") : "UDP GSO off (--gso off)";
-        return "native (sendmmsg, " + gso + gsoNote + ", recvmmsg batches of " + receiveBatch +
+        return "native (sendmmsg, " + gso + gsoNote + ", recvmmsg batches of " + receiveBatch + " (" +
+            NativeUdp.RECEIVE_BATCH_BYTES / 1024 + " KiB for large datagrams)" +
             (groRequested ? (gro ? " with UDP GRO" : groNote) : " (UDP GRO off)") + ", poll + eventfd; bound to " +
             bindAddress.getHostAddress() + ")";
     }

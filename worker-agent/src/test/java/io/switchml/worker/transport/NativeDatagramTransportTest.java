@@ -328,6 +328,54 @@ class NativeDatagramTransportTest
     }
 
     /**
+     * Once large datagrams have come in, a recvmmsg call asks for as many as 128 KiB holds: 4 of the 32,744 bytes of
+     * loopback's default k, so that each is read back from the cache it was just copied into; after small ones, the
+     * whole batch again.
+     */
+    @Test
+    void largeDatagramsAreReadFourAtATimeAndSmallOnesInFullBatches() throws Exception
+    {
+        final int large = 32_744;
+        try (DatagramChannel peer = DatagramChannel.open(StandardProtocolFamily.INET);
+            NativeDatagramTransport transport = new NativeDatagramTransport(LOOPBACK, 8 << 20, large, false, false))
+        {
+            peer.bind(new InetSocketAddress(LOOPBACK, 0));
+            peer.setOption(java.net.StandardSocketOptions.SO_SNDBUF, 4 << 20);
+            transport.connect(LOOPBACK, ((InetSocketAddress)peer.getLocalAddress()).getPort());
+            transport.onStart();
+            final InetSocketAddress to = new InetSocketAddress(LOOPBACK, transport.localPort());
+            final List<Integer> lengths = new ArrayList<>();
+
+            for (int i = 0; i < 16; i++)
+            {
+                peer.send(ByteBuffer.allocate(large), to);
+            }
+            long callsBefore = transport.receiveCalls();
+            assertEquals(16, transport.receive((buffer, length) -> lengths.add(length), 64));
+            assertEquals(1, transport.receiveCalls() - callsBefore, "the size is not known yet: one call of up to 32");
+
+            for (int i = 0; i < 16; i++)
+            {
+                peer.send(ByteBuffer.allocate(large), to);
+            }
+            callsBefore = transport.receiveCalls();
+            assertEquals(16, transport.receive((buffer, length) -> lengths.add(length), 64));
+            assertEquals(5, transport.receiveCalls() - callsBefore, "4 full calls of 4, then an empty one");
+
+            for (int i = 0; i < 5; i++)
+            {
+                peer.send(ByteBuffer.allocate(100), to);
+            }
+            callsBefore = transport.receiveCalls();
+            assertEquals(5, transport.receive((buffer, length) -> lengths.add(length), 64));
+            assertEquals(2, transport.receiveCalls() - callsBefore, "4 at the large datagrams' batch, then up to 32: 1");
+            assertEquals(37, lengths.size());
+            assertEquals(32 * large + 5 * 100, lengths.stream().mapToLong(Integer::longValue).sum());
+            assertEquals(0, transport.truncated());
+        }
+    }
+
+    /**
      * wakeup() from another thread ends an await at once, and one that comes before the await makes it return
      * without blocking.
      */
