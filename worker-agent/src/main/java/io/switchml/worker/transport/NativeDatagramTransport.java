@@ -29,8 +29,9 @@ import java.net.InetAddress;
  * {@link NativeUdp#RECEIVE_BATCH_BYTES} holds (4 of loopback's 32,744 bytes), so that each is read back from the cache
  * it was just copied into. Per-rank loopback cells (100 MB, 9 interleaved pairs; the 5 and 4 of them with CPUs 0 and 1
  * sharing a cache throughout): the timed calls' CPU per rank 0.52 against 0.57 s/GB, TAT p50 144 against 161 ms
- * (medians; docs/bench/worker-transport-2026-11-25.md, session 38). With {@code gro}, both sockets set UDP_GRO: the appliance sends a batch's
- * results for one destination as one GSO message, and the kernel then queues that burst to the socket as one buffer
+ * (medians; docs/bench/worker-transport-2026-11-25.md, session 38). The two sockets share that size, which the
+ * group's results set: the unicast one is mostly empty. With {@code gro}, both sockets set UDP_GRO: the appliance
+ * sends a batch's results for one destination as one GSO message, and the kernel then queues that burst to the socket as one buffer
  * (on loopback without ever splitting it) whose UDP_GRO control message gives the segment size; the transport hands
  * the segments to the receiver one by one, exactly as if they had come singly. Every receive buffer is then 64 KiB,
  * the largest coalesced buffer, so none is truncated (FACTS.md's "recvmmsg with GRO misbehaved" was buffers sized
