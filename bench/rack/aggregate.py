@@ -442,9 +442,11 @@ def targets(cells, workers):
     gloo_loop = find(cells, "gloo", "loopback", None, 0, big)
     if ours_loop and gloo_loop:
         ratio = ours_loop["elementsPerSec"] / gloo_loop["elementsPerSec"]
+        together = together_ratio(ours_loop, gloo_loop)
         target("loopback elements/s vs Gloo", ">= 1.00x", f"{ratio:.2f}x", ratio >= 1.0,
                f"loopback, {workers} workers, 100 MB, all on the host's cores: SwitchML TAT {ours_loop['tatP50Ms']:.0f} ms, "
-               f"Gloo {gloo_loop['tatP50Ms']:.0f} ms{together_note(ours_loop, gloo_loop)}")
+               f"Gloo {gloo_loop['tatP50Ms']:.0f} ms{together_note(ours_loop, gloo_loop)}",
+               suspect=together is not None and together < 1.0)
         timed_cpu_target("loopback worker CPU in the timed calls vs Gloo", ours_loop, gloo_loop,
                          f"loopback, {workers} agent JVMs started for the job, 100 MB")
     else:
@@ -464,9 +466,10 @@ def targets(cells, workers):
                  f"{host_loop.get('hostWarmUpMs', '?')} ms before the rounds), {how}, 100 MB")
         if gloo_loop:
             ratio = host_loop["elementsPerSec"] / gloo_loop["elementsPerSec"]
+            together = together_ratio(host_loop, gloo_loop)
             target(f"loopback elements/s vs Gloo, {suffix}", ">= 1.00x", f"{ratio:.2f}x", ratio >= 1.0,
                    f"{where}: SwitchML TAT {host_loop['tatP50Ms']:.0f} ms, Gloo {gloo_loop['tatP50Ms']:.0f} ms"
-                   f"{together_note(host_loop, gloo_loop)}")
+                   f"{together_note(host_loop, gloo_loop)}", suspect=together is not None and together < 1.0)
             if gloo_loop.get("cpuSecPerRankPerGB") and host_loop.get("cpuSecPerRankPerGB"):
                 ratio = host_loop["cpuSecPerRankPerGB"] / gloo_loop["cpuSecPerRankPerGB"]
                 target(f"loopback worker CPU vs Gloo, {suffix}", "<= 1.00x", f"{ratio:.2f}x", ratio <= 1.0,
@@ -591,6 +594,13 @@ def together_median(cell):
     middle = len(chosen) // 2
     median = chosen[middle] if len(chosen) % 2 else (chosen[middle - 1] + chosen[middle]) / 2
     return median, len(chosen)
+
+
+def together_ratio(ours, gloo):
+    """Gloo's TAT over ours (the elements/s ratio) over the rounds with the CPUs together; None without such rounds."""
+    a, n = together_median(ours)
+    b, m = together_median(gloo)
+    return b / a if n and m else None
 
 
 def together_note(ours, gloo):

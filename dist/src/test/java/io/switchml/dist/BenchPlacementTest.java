@@ -98,7 +98,8 @@ final class BenchPlacementTest
             "gloo = {'tatP50Ms': 140.0, 'coresApartFraction': 0.0, 'ok': True}",
             "apart = {'tatP50Ms': 140.0, 'coresApartFraction': 0.05, 'ok': True}",
             "print(json.dumps({'cells': cells, 'ours': a.together_median(ours), 'gloo': a.together_median(gloo),",
-            "                  'note': a.together_note(ours, gloo), 'none': a.together_note(ours, apart)}))");
+            "                  'note': a.together_note(ours, gloo), 'none': a.together_note(ours, apart),",
+            "                  'ratio': round(a.together_ratio(ours, gloo), 3), 'noRatio': a.together_ratio(ours, apart)}))");
         final Process python = new ProcessBuilder("python3", "-c", script, RACK.toString(), dir.toString())
             .redirectErrorStream(true).start();
         final String json = new String(python.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
@@ -115,6 +116,9 @@ final class BenchPlacementTest
         assertTrue(json.contains("\"gloo\": [140.0, 1]"), json);
         assertTrue(json.contains("SwitchML 155 ms (2 rounds), Gloo 140 ms (1 round), 0.90x"), json);
         assertTrue(json.contains("2 of ours, 0 of Gloo's, no ratio"), json);
+        // the loopback targets call a ratio met over every round "suspect" when this one is below 1
+        assertTrue(json.contains("\"ratio\": 0.903"), json);
+        assertTrue(json.contains("\"noRatio\": null"), json);
     }
 
     private static String compiler() throws IOException, InterruptedException
