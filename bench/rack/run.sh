@@ -245,6 +245,7 @@ snapshot_build() {
 # virtual machine's two vCPUs may share a cache or not, and move between the two for seconds at a time; every byte
 # of a loopback all-reduce crosses between them, so the bench records where they were (corelat.txt per cell).
 CORELAT=
+CORELAT_PID=
 build_corelat() {
   local cc
   [ "$(nproc)" -ge 2 ] || { log "one CPU: no cross-CPU round trips recorded"; return 0; }
