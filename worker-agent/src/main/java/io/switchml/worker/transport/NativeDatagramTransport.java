@@ -31,9 +31,9 @@ import java.net.InetAddress;
  * sharing a cache throughout): the timed calls' CPU per rank 0.52 against 0.57 s/GB, TAT p50 144 against 161 ms
  * (medians; docs/bench/worker-transport-2026-11-25.md, session 38). The two sockets share that size, which the
  * group's results set: the unicast one is mostly empty. With {@code gro}, both sockets set UDP_GRO: the appliance
- * sends a batch's results for one destination as one GSO message, and the kernel then queues that burst to the socket as one buffer
- * (on loopback without ever splitting it) whose UDP_GRO control message gives the segment size; the transport hands
- * the segments to the receiver one by one, exactly as if they had come singly. Every receive buffer is then 64 KiB,
+ * sends a batch's results for one destination as one GSO message, and the kernel then queues that burst to the
+ * socket as one buffer (on loopback without ever splitting it) whose UDP_GRO control message gives the segment size;
+ * the transport hands the segments to the receiver one by one, exactly as if they had come singly. Every receive buffer is then 64 KiB,
  * the largest coalesced buffer, so none is truncated (FACTS.md's "recvmmsg with GRO misbehaved" was buffers sized
  * for one datagram).</li>
  * <li><b>Wait</b>: poll(2) on the sockets and an eventfd that {@link #wakeup} writes only while the agent waits or is
