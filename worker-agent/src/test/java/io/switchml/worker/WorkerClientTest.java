@@ -221,6 +221,42 @@ class WorkerClientTest
     }
 
     /**
+     * As above, over many loss patterns at 5% loss both ways: no pattern leaves a stream to its retransmission timer
+     * (20 s here; a seed takes about 0.1 s). Each seed draws other losses, and the draws depend on timing too. Before
+     * the tail probe asked about slots behind a held newest slot, 7 of the first 21 seeds stalled for the timer: a
+     * rank's lost update sat behind its newest slot, held for peers that needed that very update, and no later result
+     * was coming to reveal it (or a slot held after its PENDING had lost its result, and the peers' next round on that
+     * slot waited for this rank).
+     */
+    @Test
+    void noLossPatternLeavesAStreamToItsTimer() throws Exception
+    {
+        final int world = 3;
+        final long timerMs = 20_000;
+        final StringBuilder slow = new StringBuilder();
+        for (int seed = 1; seed <= 20; seed++)
+        {
+            appliance.close();
+            appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
+                .dir(tempDir.toString()).lossRate(0.05).lossSeed(seed).slotTimeoutMs(120_000));
+            final int s = seed;
+            final long startNs = System.nanoTime();
+            final List<WorkerCounters> counters = intSumsOnEveryRank(world, 120_000, 4,
+                rank -> context(100 + s, world, rank, ElementType.INT32)
+                    .retransmitTimeoutMs(timerMs).minRetransmitTimeoutMs(timerMs).maxRetransmitTimeoutMs(timerMs)
+                    .progressTimeoutMs(3 * timerMs).lossRate(0.05).lossSeed(1000 + s));
+            final long elapsedMs = (System.nanoTime() - startNs) / 1_000_000;
+            assertTrue(counters.stream().mapToLong(WorkerCounters::lossInjected).sum() > 0, "seed " + seed);
+            if (elapsedMs >= timerMs / 4)
+            {
+                slow.append("seed ").append(seed).append(": ").append(elapsedMs).append(" ms ").append(counters);
+                break;
+            }
+        }
+        assertEquals("", slow.toString(), "a stream waited for its timer");
+    }
+
+    /**
      * A rank that waits for a slow peer (on a training host: a rank still in its backward pass) loses nothing, and its
      * timers must not act as if it did: its probes are answered PENDING by the appliance and it resends no update.
      * Without PENDING its timer resent such updates, which the appliance dropped as duplicates (in DDP on the rack,
