@@ -322,8 +322,8 @@ class AdaptiveLossRecoveryTest
         actions.clear();
         policy.poll(t + 10 * MS, recorder);
         assertEquals(List.of("tail-probe 2", "probe 1"), actions,
-            "the tail probe asks slot 2 behind the held newest (due at 8 ms), and the held newest's wait (4 ms) ends; " +
-            "slot 2's timer, due in the same poll, now counts from that probe: no resend yet");
+            "the tail probe asks slot 2 behind the held newest (due at 8 ms), and the held newest's wait (4 ms) " +
+            "ends; slot 2's timer, due in the same poll, now counts from that probe: no resend yet");
         actions.clear();
         policy.poll(t + 19 * MS, recorder);
         assertFalse(actions.contains("retransmit 2"), "a full timeout (10 ms) for the probe's answer: " + actions);
@@ -592,5 +592,31 @@ class AdaptiveLossRecoveryTest
         pollEvery100Us(t + 9 * MS, t + 40 * MS, 2);
         assertTrue(actions.indexOf("retransmit 1") > actions.indexOf("tail-probe 1"),
             "slot 1 is resent by its timer when the probe goes unanswered: " + actions);
+    }
+
+    /**
+     * Every outstanding slot held: an older one may have completed since its PENDING and lost its result, while the
+     * peers' next round on that slot waits for this rank (a cycle seen at 5% loss). The tail probe asks the held slot
+     * asked longest ago, other than the newest (which its own wait covers), at its doubling pace, instead of leaving
+     * it to its 500 ms wait.
+     */
+    @Test
+    void withEverySlotHeldTheTailProbeAsksTheOlderHeldSlotAskedLongestAgo()
+    {
+        policy(true, 3);
+        final long t = warmUp(1_000 * MS);
+        sendOneThenTwo(t);
+        final List<Long> times = runAnsweringPending(1, t, t + 100 * MS);
+        assertTrue(actions.stream().allMatch(a -> List.of("tail-probe 1", "tail-probe 2", "probe 2").contains(a)),
+            "no resend, and slot 1 asked by the tail probe only: " + actions);
+        // the tail probe at 4 ms asks the newest (2, held then), at 8 ms slot 1 behind it (held then), and from then
+        // on slot 1 at its doubling pace (4 ms << 1, << 2, ...); slot 2 is asked by its own wait
+        assertEquals(List.of(8L, 8L, 16L, 32L), gapsMs(t, times),
+            "slot 1, held after its first answer, asked again at the tail probe's doubling pace, not 500 ms on: " +
+            actions);
+        final int before = actions.size();
+        policy.onResult(1, true, 2, t + 100 * MS); // the shadow copy answers: its result had been lost
+        policy.poll(t + 101 * MS, recorder);
+        assertEquals(before, actions.size(), "nothing more to ask at once: " + actions);
     }
 }
