@@ -44,9 +44,9 @@ package io.switchml.worker;
  * behind a held slot whose peers needed exactly that. The timeout is 2 SRTT plus a floor (1 ms by default), as Linux
  * times TCP's tail-loss probe with more than one segment in flight (it adds 2 ms); it was max(floor, 2 SRTT). SRTT is
  * a mean: the silences the floor absorbs are the tail of the round trip's spread on a busy host, where the appliance's
- * shard or a peer's agent waits for a core (measured on 2 shared cores: silences of 1-7 ms with SRTT 0.5-3 ms while 16 or more slots were
- * outstanding, a third of those probes answered PENDING). While a single slot is outstanding and no result of its
- * stream has come back yet, it also waits the lone-slot allowance, min(10 ms, the minimum RTO), which with the
+ * shard or a peer's agent waits for a core (measured on 2 shared cores: silences of 1-7 ms with SRTT 0.5-3 ms while
+ * 16 or more slots were outstanding, a third of those probes answered PENDING). While a single slot is outstanding
+ * and no result of its stream has come back yet, it also waits the lone-slot allowance, min(10 ms, the minimum RTO), which with the
  * default timeouts puts it at or past the minimum RTO, so that slot is usually asked by its timer's probe (Linux
  * adds its minimum RTO to a lone segment's probe timeout, for the receiver's delayed ACK). That probe backs the RTO
  * off as any timer expiry does (until the next round-trip sample); if it goes unanswered, the tail probe, then below

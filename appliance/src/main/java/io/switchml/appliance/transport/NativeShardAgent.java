@@ -276,10 +276,10 @@ final class NativeShardAgent implements Agent, ResultSender
             final UnsafeBuffer pollfd = new UnsafeBuffer(base + pollfdOffset, NativeUdp.POLLFD_SIZE);
             idleStrategy = new PollIdleStrategy(pollfd, base + pollfdOffset, fd, idleSpins, IDLE_POLL_TIMEOUT_MS);
             processor = processorFactory.apply(this);
-            description = "recvmmsg batch " + batch + " (" + NativeUdp.RECEIVE_BATCH_BYTES / 1024 +
-                " KiB for large datagrams)" + (gro ? " with UDP GRO" : " (UDP GRO unavailable)") + ", sendmmsg batch " +
-                SEND_CAPACITY + " datagrams / " + arenaCapacity + " bytes, SO_RCVBUF " + receiveBytes + ", SO_SNDBUF " + sendBytes + ", idle " + idleSpins + " spins then poll(" +
-                IDLE_POLL_TIMEOUT_MS + " ms)";
+            description = "recvmmsg batch " + batch + NativeUdp.receiveBatchNote() +
+                (gro ? " with UDP GRO" : " (UDP GRO unavailable)") + ", sendmmsg batch " + SEND_CAPACITY + " datagrams / " +
+                arenaCapacity + " bytes, SO_RCVBUF " + receiveBytes + ", SO_SNDBUF " + sendBytes + ", idle " + idleSpins +
+                " spins then poll(" + IDLE_POLL_TIMEOUT_MS + " ms)";
         }
         catch (final IOException | RuntimeException ex)
         {

@@ -3,7 +3,6 @@ package io.switchml.appliance.transport;
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
 import io.switchml.protocol.LossGenerator;
-import io.switchml.protocol.udp.NativeUdp;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -120,17 +119,6 @@ class NativeShardAgentTest
             assertEquals(SLOTS, small.receiveWindow());
             assertEquals(0L, agent.syscallErrors());
         }
-    }
-
-    @Test
-    void theReceiveBatchHoldsAboutAFixedNumberOfBytes()
-    {
-        assertEquals(4, NativeUdp.receiveBatchFor(32, 32, 32 * 32_744L), "k = 8176 on loopback");
-        assertEquals(14, NativeUdp.receiveBatchFor(32, 32, 32 * 8_972L), "k = 2233, MTU 9000");
-        assertEquals(32, NativeUdp.receiveBatchFor(32, 7, 7 * 1_064L), "k = 256: the configured batch");
-        assertEquals(2, NativeUdp.receiveBatchFor(32, 2, 2 * 65_507L), "never fewer than 2");
-        assertEquals(1, NativeUdp.receiveBatchFor(1, 1, 65_507L), "nor more than configured");
-        assertEquals(32, NativeUdp.receiveBatchFor(32, 3, 0), "empty datagrams");
     }
 
     private int drain(final int packets)

@@ -94,7 +94,9 @@ public final class NativeUdp
      * datagrams keep the configured batch (k = 256: 32 of about 1 KiB).
      */
     public static final int RECEIVE_BATCH_BYTES = 128 * 1024;
-    /** Fewest datagrams per recvmmsg call that {@link #RECEIVE_BATCH_BYTES} may leave, when the configured batch allows. */
+    /**
+     * Fewest datagrams per recvmmsg call that {@link #RECEIVE_BATCH_BYTES} may leave, when the configured batch allows.
+     */
     public static final int MIN_RECEIVE_BATCH = 2;
 
     /** struct sockaddr_in: sin_family (host order), sin_port and sin_addr (network order), 8 bytes of zero. */
@@ -548,6 +550,12 @@ public final class NativeUdp
     {
         final long perDatagram = Math.max(1, bytes / received);
         return (int)Math.min(batch, Math.max(MIN_RECEIVE_BATCH, RECEIVE_BATCH_BYTES / perDatagram));
+    }
+
+    /** @return the rule of {@link #receiveBatchFor} as the transports' start-up descriptions give it. */
+    public static String receiveBatchNote()
+    {
+        return " (" + RECEIVE_BATCH_BYTES / 1024 + " KiB for large datagrams)";
     }
 
     /**

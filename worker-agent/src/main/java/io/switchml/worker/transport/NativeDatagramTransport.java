@@ -33,9 +33,9 @@ import java.net.InetAddress;
  * group's results set: the unicast one is mostly empty. With {@code gro}, both sockets set UDP_GRO: the appliance
  * sends a batch's results for one destination as one GSO message, and the kernel then queues that burst to the
  * socket as one buffer (on loopback without ever splitting it) whose UDP_GRO control message gives the segment size;
- * the transport hands the segments to the receiver one by one, exactly as if they had come singly. Every receive buffer is then 64 KiB,
- * the largest coalesced buffer, so none is truncated (FACTS.md's "recvmmsg with GRO misbehaved" was buffers sized
- * for one datagram).</li>
+ * the transport hands the segments to the receiver one by one, exactly as if they had come singly. Every receive
+ * buffer is then 64 KiB, the largest coalesced buffer, so none is truncated (FACTS.md's "recvmmsg with GRO
+ * misbehaved" was buffers sized for one datagram).</li>
  * <li><b>Wait</b>: poll(2) on the sockets and an eventfd that {@link #wakeup} writes only while the agent waits or is
  * about to (a Dekker handshake of two volatiles), so a busy submitter costs no system call per submission.</li>
  * </ul>
@@ -664,8 +664,8 @@ public final class NativeDatagramTransport extends TransportCounters
     {
         final String gso = gsoRequested ? (gsoLimit > 0 ? "UDP GSO up to " + NativeUdp.UDP_MAX_SEGMENTS +
             " segments" : "UDP GSO off") : "UDP GSO off (--gso off)";
-        return "native (sendmmsg, " + gso + gsoNote + ", recvmmsg batches of " + receiveBatch + " (" +
-            NativeUdp.RECEIVE_BATCH_BYTES / 1024 + " KiB for large datagrams)" +
+        return "native (sendmmsg, " + gso + gsoNote + ", recvmmsg batches of " + receiveBatch +
+            NativeUdp.receiveBatchNote() +
             (groRequested ? (gro ? " with UDP GRO" : groNote) : " (UDP GRO off)") + ", poll + eventfd; bound to " +
             bindAddress.getHostAddress() + ")";
     }
