@@ -223,10 +223,10 @@ class WorkerClientTest
     /**
      * As above, over many loss patterns at 5% loss both ways: no pattern leaves a stream to its retransmission timer
      * (20 s here; a seed takes about 0.1 s). Each seed draws other losses, and the draws depend on timing too. Before
-     * the tail probe asked about slots behind a held newest slot, 7 of the first 21 seeds stalled for the timer: a
-     * rank's lost update sat behind its newest slot, held for peers that needed that very update, and no later result
-     * was coming to reveal it (or a slot held after its PENDING had lost its result, and the peers' next round on that
-     * slot waited for this rank).
+     * the tail probe asked about slots behind a held newest slot, this test failed at seed 3 after a 24 s stall (and a
+     * version of it with 4 s timers stalled in 7 of its first 21 seeds): a rank's lost update sat behind its newest
+     * slot, held for peers that needed that very update, and no later result was coming to reveal it (or a slot held
+     * after its PENDING had lost its result, and the peers' next round on that slot waited for this rank).
      */
     @Test
     void noLossPatternLeavesAStreamToItsTimer() throws Exception
