@@ -7,7 +7,11 @@ package io.switchml.worker;
  * pass for a lossy network.
  * <p>
  * <b>Timer.</b> RTO = SRTT + 4 RTTVAR over round trips of packets sent once (Karn's rule), clamped to the configured
- * minimum and maximum. With fast retransmission on, an expiry resends only the oldest expired slot and backs the
+ * minimum and maximum. A result that comes after the result of a slot sent later gives no sample: results return in
+ * the order sent, so it waited for something other than the path, usually a peer's loss recovery. Sampled, those
+ * waits took SRTT from about 0.3 ms to 13-214 ms on loopback with 3 ranks at 10% loss both ways, and every window
+ * timed from SRTT grew with it (4 calls of 120,000 ints: 0.80-0.99 s median over 15 seeds, against 0.35-0.37 s
+ * without them; no change at 1% or at zero loss). With fast retransmission on, an expiry resends only the oldest expired slot and backs the
  * timeout off for the others, as TCP resends the first unacknowledged segment: the holes behind it come out through
  * the probes; that slot is probed first if it was not probed since it was last sent (a NACK then resends it at once,
  * a PENDING shows it held for a slow rank), and resent at its next expiry if the probe goes unanswered. With it off
@@ -237,14 +241,20 @@ final class AdaptiveLossRecovery implements LossRecovery
         tailProbeShift = 0;
         if (resentBy[l] == FIRST)
         {
-            if (pendings[l] == 0)
+            if (pendings[l] == 0 && txSeq[l] > deliveredSeq)
             {
-                // a slot answered PENDING waited for another rank: its round trip measures that rank, not the path
+                // a slot answered PENDING waited for another rank, and so did one overtaken by the result of a slot
+                // sent after it (results return in the order sent): its round trip measures that rank's recovery,
+                // not the path
                 onRttSample(nowNs - sentNs[l]);
             }
             if (fastRetransmit)
             {
                 onDelivered(l, nowNs);
+            }
+            else if (txSeq[l] > deliveredSeq)
+            {
+                deliveredSeq = txSeq[l];
             }
         }
         lastProgressNs = nowNs;
