@@ -15,6 +15,7 @@ import org.agrona.concurrent.status.AtomicCounter;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -53,7 +54,6 @@ public final class XdpBackend implements Backend
     public static final String NAME = "xdp";
     static final long POLL_SLOTS_INTERVAL_NS = 100_000_000L;
     static final long MONITOR_INTERVAL_MS = 200;
-
     private static final Set<String> OPTIONS = Set.of("interface", "mode", "slots", "ttl", "max-lanes", "reattach");
 
     private final BackendEnvironment environment;
@@ -69,7 +69,7 @@ public final class XdpBackend implements Backend
     private final ScheduledExecutorService monitor = Executors.newSingleThreadScheduledExecutor(
         runnable -> Thread.ofPlatform().name("switchml-xdp-monitor").daemon().unstarted(runnable));
     private volatile long[] lastStats = new long[XdpLayout.STAT_COUNT];
-
+    private final LeftoverEntries leftovers;
     XdpBackend(final BackendEnvironment environment) throws BackendException
     {
         this.environment = environment;
@@ -144,6 +144,7 @@ public final class XdpBackend implements Backend
         }
         program = loaded;
         attachment = attached;
+        leftovers = new LeftoverEntries(environment.log());
         ranges = new SlotRanges(slotEntries);
         for (final DropReason reason : DropReason.values())
         {
@@ -252,7 +253,19 @@ public final class XdpBackend implements Backend
             watch.fail("reading its maps failed: " + ex.getMessage(), false);
             return;
         }
+        leftovers.retry(System.nanoTime());
         watch.check();
+    }
+
+    void removeLater(final XdpJob job)
+    {
+        leftovers.add(job);
+    }
+
+    /** @return the ids of released jobs whose entries are still in the job table. */
+    List<Integer> leftoverJobIds()
+    {
+        return leftovers.jobIds();
     }
 
     private void copyCounters() throws BpfException
@@ -322,7 +335,7 @@ public final class XdpBackend implements Backend
             stats[XdpLayout.STAT_RESULTS_PASSED] + " passed_to_kernel=" + stats[XdpLayout.STAT_PASSED] + " probes=" +
             stats[XdpLayout.STAT_PROBES] + " retransmissions_served=" + stats[XdpLayout.STAT_SHADOW_RESULTS] + " nacks=" +
             stats[XdpLayout.STAT_NACKS] + " pendings=" + stats[XdpLayout.STAT_PENDINGS] + " tail_grow_failed=" + stats[XdpLayout.STAT_TAIL_FAILED] + " multi_buffer_packets=" +
-            stats[XdpLayout.STAT_MULTI_BUFFER] + watch.describe();
+            stats[XdpLayout.STAT_MULTI_BUFFER] + watch.describe() + leftovers.describe();
     }
 
     /**

@@ -146,18 +146,45 @@ final class XdpJob implements BackendJob
             return;
         }
         released = true;
+        if (!installed)
+        {
+            // never in the job table (a failed install writes no entry): nothing can aggregate into its slots
+            backend.ranges().release(slotBase, slots);
+            return;
+        }
+        backend.jobRemoved();
+        final String failure = removeEntry();
+        if (failure != null)
+        {
+            backend.environment().log().accept("xdp: removing job " + jobId + " from the program's job table failed: " +
+                failure + " (its slots " + slotBase + ".." + (slotBase + slots - 1) + " stay reserved until a retry " +
+                "removes it)");
+            backend.removeLater(this);
+        }
+    }
+
+    /**
+     * Remove this released job's entry from the job table and, once it is gone, free its slot range: a later job must
+     * not get slots that a stale entry still aggregates into.
+     *
+     * @return null when removed (or not there), else why not.
+     */
+    String removeEntry()
+    {
         try
         {
             backend.program().removeJob(jobId);
         }
         catch (final BpfException | RuntimeException ex)
         {
-            backend.environment().log().accept("xdp: removing job " + jobId + " failed: " + ex.getMessage());
+            return ex.getMessage();
         }
         backend.ranges().release(slotBase, slots);
-        if (installed)
-        {
-            backend.jobRemoved();
-        }
+        return null;
+    }
+
+    int jobId()
+    {
+        return jobId;
     }
 }

@@ -96,6 +96,12 @@ public final class XdpProgram implements AutoCloseable
         return programFd;
     }
 
+    /** @return the job table's map fd (tests freeze it to make the kernel refuse a removal). */
+    int jobTableFd()
+    {
+        return jobs.fd();
+    }
+
     public int slotEntries()
     {
         return slotEntries;

@@ -217,8 +217,51 @@ final class XdpPlacementTest
     }
 
     /**
+     * A released job whose entry the kernel will not take out of the job table keeps its slots reserved, so that no
+     * later job aggregates into slots that the stale entry still claims, and the monitor tries the removal again. The
+     * table is frozen (BPF_MAP_FREEZE): the kernel then refuses every write from user space with EPERM. Before this,
+     * the failure was logged and the range freed: the 96-slot job below went to xdp.
+     */
+    @Test
+    void aJobWhoseEntryTheKernelWillNotRemoveKeepsItsSlotsReserved() throws Exception
+    {
+        final XdpBackend backend = (XdpBackend)appliance.backends().stream()
+            .filter(candidate -> candidate.name().equals(XdpBackend.NAME)).findFirst().orElseThrow();
+        final String jobId = joinSoloJob("stuck", () -> freeze(backend.program().jobTableFd()), null);
+        // its rank's control connection closed: the job ends and is released
+        final long deadlineNs = System.nanoTime() + 10_000_000_000L;
+        while (backend.leftoverJobIds().isEmpty() && System.nanoTime() - deadlineNs < 0)
+        {
+            Thread.sleep(20);
+        }
+        assertEquals(List.of(Integer.parseInt(jobId)), backend.leftoverJobIds(), backend.describe());
+        assertTrue(backend.describe().endsWith("; released jobs still in the job table (their slots reserved, removal " +
+            "retried): [" + jobId + "]"), backend.describe());
+        assertFallback(create("whole", "type=int32 k=64 s=96"), "xdp: only 92 contiguous of 96 slots free, s=96");
+        assertFallback(create("rest", "type=int32 k=64 s=92"), null);
+    }
+
+    /** BPF_MAP_FREEZE through libbpf: the map stays readable and writable by the program, not by syscalls. */
+    private static void freeze(final int mapFd) throws Exception
+    {
+        final java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+        final java.lang.invoke.MethodHandle freeze = linker.downcallHandle(
+            java.lang.foreign.SymbolLookup.libraryLookup("libbpf.so.1", java.lang.foreign.Arena.global())
+                .find("bpf_map_freeze").orElseThrow(),
+            java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_INT));
+        try
+        {
+            assertEquals(0, (int)freeze.invokeExact(mapFd), "bpf_map_freeze");
+        }
+        catch (final Throwable ex)
+        {
+            throw new Exception(ex);
+        }
+    }
+
+    /**
      * Create a one-rank job, expect it on xdp, join it; then run {@code fault} (when not null) and expect the job's
-     * ABORT, starting with {@code abortReason}.
+     * ABORT, starting with {@code abortReason} (when not null); then close the rank's control connection.
      *
      * @return the job's id.
      */
@@ -239,6 +282,9 @@ final class XdpPlacementTest
             if (fault != null)
             {
                 fault.run();
+            }
+            if (abortReason != null)
+            {
                 final String abort = in.readLine();
                 assertTrue(abort.startsWith("ABORT job=" + jobId + " reason=" + abortReason), abort);
             }
