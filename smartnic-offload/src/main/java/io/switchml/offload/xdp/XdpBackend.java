@@ -54,6 +54,7 @@ public final class XdpBackend implements Backend
     public static final String NAME = "xdp";
     static final long POLL_SLOTS_INTERVAL_NS = 100_000_000L;
     static final long MONITOR_INTERVAL_MS = 200;
+
     private static final Set<String> OPTIONS = Set.of("interface", "mode", "slots", "ttl", "max-lanes", "reattach");
 
     private final BackendEnvironment environment;
@@ -70,6 +71,7 @@ public final class XdpBackend implements Backend
         runnable -> Thread.ofPlatform().name("switchml-xdp-monitor").daemon().unstarted(runnable));
     private volatile long[] lastStats = new long[XdpLayout.STAT_COUNT];
     private final LeftoverEntries leftovers;
+
     XdpBackend(final BackendEnvironment environment) throws BackendException
     {
         this.environment = environment;

@@ -11,6 +11,12 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.net.InetAddress;
 import java.net.Socket;
 import java.net.URI;
@@ -244,11 +250,9 @@ final class XdpPlacementTest
     /** BPF_MAP_FREEZE through libbpf: the map stays readable and writable by the program, not by syscalls. */
     private static void freeze(final int mapFd) throws Exception
     {
-        final java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
-        final java.lang.invoke.MethodHandle freeze = linker.downcallHandle(
-            java.lang.foreign.SymbolLookup.libraryLookup("libbpf.so.1", java.lang.foreign.Arena.global())
-                .find("bpf_map_freeze").orElseThrow(),
-            java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_INT));
+        final MethodHandle freeze = Linker.nativeLinker().downcallHandle(
+            SymbolLookup.libraryLookup("libbpf.so.1", Arena.global()).find("bpf_map_freeze").orElseThrow(),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
         try
         {
             assertEquals(0, (int)freeze.invokeExact(mapFd), "bpf_map_freeze");
