@@ -15,8 +15,21 @@ final class LeftoverEntries
 {
     static final long RETRY_NS = TimeUnit.SECONDS.toNanos(5);
 
+    /** A released job's entry ({@link XdpJob}). */
+    interface Entry
+    {
+        int jobId();
+
+        /**
+         * Remove the entry from the job table and, once it is gone, free the job's slot range.
+         *
+         * @return null when removed (or not there), else why not.
+         */
+        String removeEntry();
+    }
+
     private final Consumer<String> log;
-    private final List<XdpJob> jobs = new ArrayList<>();
+    private final List<Entry> jobs = new ArrayList<>();
     private long lastTryNs;
 
     LeftoverEntries(final Consumer<String> log)
@@ -24,7 +37,7 @@ final class LeftoverEntries
         this.log = log;
     }
 
-    synchronized void add(final XdpJob job)
+    synchronized void add(final Entry job)
     {
         if (jobs.isEmpty())
         {
@@ -36,7 +49,7 @@ final class LeftoverEntries
     /** Try the removals again if {@link #RETRY_NS} has passed since the last try; outside this object's lock. */
     void retry(final long nowNs)
     {
-        final List<XdpJob> pending;
+        final List<Entry> pending;
         synchronized (this)
         {
             if (jobs.isEmpty() || nowNs - lastTryNs < RETRY_NS)
@@ -46,7 +59,7 @@ final class LeftoverEntries
             lastTryNs = nowNs;
             pending = new ArrayList<>(jobs);
         }
-        for (final XdpJob job : pending)
+        for (final Entry job : pending)
         {
             final String failure = job.removeEntry();
             if (failure == null)
@@ -70,7 +83,7 @@ final class LeftoverEntries
     /** @return the ids of the jobs whose entries are still in the job table. */
     synchronized List<Integer> jobIds()
     {
-        return jobs.stream().map(XdpJob::jobId).toList();
+        return jobs.stream().map(Entry::jobId).toList();
     }
 
     /** @return "" or the part of the backend's description naming them. */

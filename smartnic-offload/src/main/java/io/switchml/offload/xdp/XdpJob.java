@@ -18,7 +18,7 @@ import java.util.List;
  * maps: the first ordering violation the program recorded, and slot versions partly filled for longer than the
  * job's slot timeout (by their first arrival time, bpf_ktime_get_ns, the same clock as System.nanoTime on Linux).
  */
-final class XdpJob implements BackendJob
+final class XdpJob implements BackendJob, LeftoverEntries.Entry
 {
     private final XdpBackend backend;
     private final int jobId;
@@ -169,7 +169,7 @@ final class XdpJob implements BackendJob
      *
      * @return null when removed (or not there), else why not.
      */
-    String removeEntry()
+    public String removeEntry()
     {
         try
         {
@@ -183,7 +183,7 @@ final class XdpJob implements BackendJob
         return null;
     }
 
-    int jobId()
+    public int jobId()
     {
         return jobId;
     }
