@@ -9,14 +9,14 @@ package io.switchml.worker;
  * <b>Timer.</b> RTO = SRTT + 4 RTTVAR over round trips of packets sent once (Karn's rule), clamped to the configured
  * minimum and maximum. A result that comes after the result of a slot sent later gives no sample: results return in
  * the order sent, so it waited for something other than the path, usually a peer's loss recovery. Sampled, those
- * waits took SRTT to 13-214 ms on loopback with 3 ranks at 10% loss both ways (0.2-2.3 ms, median 0.45, at zero
- * loss in the same test), and every window timed from SRTT grew with it: 4 calls of 120,000 ints took 0.80-0.99 s
- * against 0.35-0.37 s without them (medians of two runs of 15 seeds each way); no change at 1% or at zero loss.
- * With fast retransmission on, an expiry resends only the oldest expired slot and backs the timeout off for the
- * others, as TCP resends the first unacknowledged segment: the holes behind it come out through
- * the probes; that slot is probed first if it was not probed since it was last sent (a NACK then resends it at once,
- * a PENDING shows it held for a slow rank), and resent at its next expiry if the probe goes unanswered. With it off
- * (the paper's scheme), every expired slot is resent.
+ * waits took SRTT up to 118 ms on loopback with 3 ranks at 10% loss both ways (above 10 ms on some rank in 13 of 30
+ * seeds, at most 6.9 ms without them; 0.2-2.3 ms, median 0.45, at zero loss in the same test), and every window
+ * timed from SRTT grew with it: 4 calls of 120,000 ints took 0.80-0.99 s against 0.35-0.37 s without them (medians
+ * of two runs of 15 seeds each way); no change at 1% or at zero loss. With fast retransmission on, an expiry resends
+ * only the oldest expired slot and backs the timeout off for the others, as TCP resends the first unacknowledged
+ * segment: the holes behind it come out through the probes; that slot is probed first if it was not probed since it
+ * was last sent (a NACK then resends it at once, a PENDING shows it held for a slow rank), and resent at its next
+ * expiry if the probe goes unanswered. With it off (the paper's scheme), every expired slot is resent.
  * <p>
  * <b>Holes.</b> A shard's results return in the order its packets were sent, so a slot sent before the one just
  * answered has lost its update or its result, or waits for another rank that lost its own. After a reorder window of
