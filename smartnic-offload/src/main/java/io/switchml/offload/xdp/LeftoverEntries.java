@@ -73,9 +73,9 @@ final class LeftoverEntries
             }
             else
             {
-                log.accept("xdp: removing released job " + job.jobId() + " from the program's job table failed again: " +
-                    failure + " (its slots stay reserved; tried again in " + TimeUnit.NANOSECONDS.toSeconds(RETRY_NS) +
-                    " s)");
+                log.accept("xdp: removing released job " + job.jobId() + " from the program's job table " +
+                    "failed again: " + failure + " (its slots stay reserved; tried again in " +
+                    TimeUnit.NANOSECONDS.toSeconds(RETRY_NS) + " s)");
             }
         }
     }
@@ -90,7 +90,7 @@ final class LeftoverEntries
     String describe()
     {
         final List<Integer> left = jobIds();
-        return left.isEmpty() ? "" : "; released jobs still in the job table (their slots reserved, removal retried): " +
-            left;
+        return left.isEmpty() ? "" :
+            "; released jobs still in the job table (their slots reserved, removal retried): " + left;
     }
 }

@@ -76,12 +76,12 @@ final class LeftoverEntriesTest
         assertEquals("", leftovers.describe());
         assertEquals(3, twice.tries);
         assertEquals(List.of(
-            "xdp: removing released job 7 from the program's job table failed again: Operation not permitted (errno 1) " +
-                "(its slots stay reserved; tried again in 5 s)",
-            "xdp: removing released job 9 from the program's job table failed again: Operation not permitted (errno 1) " +
-                "(its slots stay reserved; tried again in 5 s)",
-            "xdp: removing released job 7 from the program's job table failed again: Operation not permitted (errno 1) " +
-                "(its slots stay reserved; tried again in 5 s)",
+            "xdp: removing released job 7 from the program's job table failed again: Operation not permitted " +
+                "(errno 1) (its slots stay reserved; tried again in 5 s)",
+            "xdp: removing released job 9 from the program's job table failed again: Operation not permitted " +
+                "(errno 1) (its slots stay reserved; tried again in 5 s)",
+            "xdp: removing released job 7 from the program's job table failed again: Operation not permitted " +
+                "(errno 1) (its slots stay reserved; tried again in 5 s)",
             "xdp: removed released job 9 from the program's job table at a retry; its slots are free",
             "xdp: removed released job 7 from the program's job table at a retry; its slots are free"), log);
 

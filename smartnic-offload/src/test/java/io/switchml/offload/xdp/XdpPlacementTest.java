@@ -241,8 +241,8 @@ final class XdpPlacementTest
             Thread.sleep(20);
         }
         assertEquals(List.of(Integer.parseInt(jobId)), backend.leftoverJobIds(), backend.describe());
-        assertTrue(backend.describe().endsWith("; released jobs still in the job table (their slots reserved, removal " +
-            "retried): [" + jobId + "]"), backend.describe());
+        assertTrue(backend.describe().endsWith("; released jobs still in the job table (their slots reserved, " +
+            "removal retried): [" + jobId + "]"), backend.describe());
         assertFallback(create("whole", "type=int32 k=64 s=96"), "xdp: only 92 contiguous of 96 slots free, s=96");
         assertFallback(create("rest", "type=int32 k=64 s=92"), null);
     }
