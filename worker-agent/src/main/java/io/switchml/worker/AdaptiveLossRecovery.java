@@ -44,24 +44,24 @@ package io.switchml.worker;
  * before it. While the newest slot is held (asked by its own timer), the tail probe asks instead about the newest slot
  * not known to be held, and its timer then counts from that probe, as from the probe a timer sends first; when every
  * outstanding slot is held, about the held slot asked longest ago. A stream behind a held slot is silent, so nothing
- * else would reveal those slots' losses before their timers: with only the newest asked, 7 of 21 loss patterns of
- * three ranks at 5% loss (2 of 40 at 2%) stalled for the whole timer, each rank's lost update or lost result waiting
- * behind a held slot whose peers needed exactly that. The timeout is 2 SRTT plus a floor (1 ms by default), as Linux
- * times TCP's tail-loss probe with more than one segment in flight (it adds 2 ms); it was max(floor, 2 SRTT). SRTT is
- * a mean: the silences the floor absorbs are the tail of the round trip's spread on a busy host, where the appliance's
- * shard or a peer's agent waits for a core (measured on 2 shared cores: silences of 1-7 ms with SRTT 0.5-3 ms while
- * 16 or more slots were outstanding, a third of those probes answered PENDING). While a single slot is outstanding
- * and no result of its stream has come back yet, it also waits the lone-slot allowance, min(10 ms, the minimum RTO), which with the
- * default timeouts puts it at or past the minimum RTO, so that slot is usually asked by its timer's probe (Linux
- * adds its minimum RTO to a lone segment's probe timeout, for the receiver's delayed ACK). That probe backs the RTO
- * off as any timer expiry does (until the next round-trip sample); if it goes unanswered, the tail probe, then below
- * the backed-off RTO, may ask again a few milliseconds later. Such a slot is a small all-reduce started alone (a
- * barrier), whose first ranks wait for the last to arrive: in a traced loopback cell those waits made a quarter of
- * the probes at zero loss (42 of 171), answered PENDING. The last slot of a stream whose results have been coming
- * back is not waiting for late ranks, and keeps 2 SRTT + the floor: with the allowance there too (a first version),
- * the rack's 1 MB all-reduces at 1% loss had a p99 of 41-56 ms against 23-32 without it there (3 alternating cells
- * each). A slot sent while the stream's lone slot still waits for its first result restarts the timeout from that
- * send and clears the tail probe's back-off.
+ * else would reveal those slots' losses before their timers: with only the newest asked, 7 of 21 loss patterns of three
+ * ranks at 5% loss (2 of 40 at 2%) stalled for the whole timer, each rank's lost update or lost result waiting behind a
+ * held slot whose peers needed exactly that. The timeout is 2 SRTT plus a floor (1 ms by default), as Linux times TCP's
+ * tail-loss probe with more than one segment in flight (it adds 2 ms); it was max(floor, 2 SRTT). SRTT is a mean: the
+ * silences the floor absorbs are the tail of the round trip's spread on a busy host, where the appliance's shard or a
+ * peer's agent waits for a core (measured on 2 shared cores: silences of 1-7 ms with SRTT 0.5-3 ms while 16 or more
+ * slots were outstanding, a third of those probes answered PENDING). While a single slot is outstanding and no result
+ * of its stream has come back yet, it also waits the lone-slot allowance, min(10 ms, the minimum RTO), which with the
+ * default timeouts puts it at or past the minimum RTO, so that slot is usually asked by its timer's probe (Linux adds
+ * its minimum RTO to a lone segment's probe timeout, for the receiver's delayed ACK). That probe backs the RTO off as
+ * any timer expiry does (until the next round-trip sample); if it goes unanswered, the tail probe, then below the
+ * backed-off RTO, may ask again a few milliseconds later. Such a slot is a small all-reduce started alone (a barrier),
+ * whose first ranks wait for the last to arrive: in a traced loopback cell those waits made a quarter of the probes at
+ * zero loss (42 of 171), answered PENDING. The last slot of a stream whose results have been coming back is not waiting
+ * for late ranks, and keeps 2 SRTT + the floor: with the allowance there too (a first version), the rack's 1 MB
+ * all-reduces at 1% loss had a p99 of 41-56 ms against 23-32 without it there (3 alternating cells each). A slot sent
+ * while the stream's lone slot still waits for its first result restarts the timeout from that send and clears the tail
+ * probe's back-off.
  * <p>
  * <b>Pauses.</b> Timers measure time in which the agent could have seen a result. The agent judges them only once its
  * sockets are drained, and reports through {@link #onPause} any gap between its duty cycles beyond the waits it asked
@@ -240,22 +240,19 @@ final class AdaptiveLossRecovery implements LossRecovery
         probed = false;
         streamAnswered = true;
         tailProbeShift = 0;
-        if (resentBy[l] == FIRST)
+        if (resentBy[l] == FIRST && txSeq[l] > deliveredSeq)
         {
-            if (pendings[l] == 0 && txSeq[l] > deliveredSeq)
+            // not overtaken by the result of a slot sent after it (results return in the order sent): one overtaken
+            // waited for another rank's recovery, and gives no round-trip sample, as a slot answered PENDING, which
+            // waited for another rank, gives none; nor does it reveal a hole
+            deliveredSeq = txSeq[l];
+            if (pendings[l] == 0)
             {
-                // a slot answered PENDING waited for another rank, and so did one overtaken by the result of a slot
-                // sent after it (results return in the order sent): its round trip measures that rank's recovery,
-                // not the path
                 onRttSample(nowNs - sentNs[l]);
             }
             if (fastRetransmit)
             {
                 onDelivered(l, nowNs);
-            }
-            else if (txSeq[l] > deliveredSeq)
-            {
-                deliveredSeq = txSeq[l];
             }
         }
         lastProgressNs = nowNs;
@@ -579,17 +576,12 @@ final class AdaptiveLossRecovery implements LossRecovery
     }
 
     /**
-     * A result of a packet sent once: every outstanding slot sent before it is suspect after the reorder window
-     * (probed already: its answer gets a round trip first).
+     * A result of a packet sent once and sent after every result seen before: every outstanding slot sent before it is
+     * suspect after the reorder window (probed already: its answer gets a round trip first).
      */
     private void onDelivered(final int l, final long nowNs)
     {
         final long seq = txSeq[l];
-        if (seq <= deliveredSeq)
-        {
-            return;
-        }
-        deliveredSeq = seq;
         final long windowNs = Math.min(retransmitTimeoutNs,
             Math.max(reorderWindowFloorNs, smoothedRttNs >> 2));
         final long suspectNs = nowNs + windowNs;
