@@ -114,6 +114,8 @@ public final class NativeDatagramTransport extends TransportCounters
     private volatile boolean wakeupPending;
     private boolean drained = true;
     private boolean lastEmpty;
+    /** The sockets {@link #receive} reads, in order: the group's (once joined), then the unicast one. */
+    private int[] receiveFds;
     private boolean closed;
     private long gsoMessages;
 
@@ -164,6 +166,7 @@ public final class NativeDatagramTransport extends TransportCounters
         {
             socket.bufferSizes(socketBufferBytes);
             socket.bind((Inet4Address)bindAddress, 0);
+            receiveFds = new int[] {socket.fd()};
             final MemorySegment callState = NativeUdp.allocateCallState(arena);
             eventFd = NativeUdp.eventfd(callState, 0, NativeUdp.EFD_NONBLOCK | NativeUdp.EFD_CLOEXEC);
             if (eventFd < 0)
@@ -294,6 +297,7 @@ public final class NativeDatagramTransport extends TransportCounters
             throw ex;
         }
         multicast = socket;
+        receiveFds = new int[] {socket.fd(), this.socket.fd()};
     }
 
     public void onStart()
@@ -496,16 +500,18 @@ public final class NativeDatagramTransport extends TransportCounters
 
     public int receive(final Receiver receiver, final int limit)
     {
-        // the group's results first: see DatagramTransport#receive
+        // the group's results first: see DatagramTransport#receive. A loop over the sockets rather than a test for
+        // the group's, so that a job that joined one runs the code that the JIT compiled in a rehearsal that did
+        // not: a branch never taken there deoptimizes the packet path in the job's first all-reduces
+        final int[] fds = receiveFds;
         int received = 0;
         boolean empty = true;
-        if (multicast != null)
+        for (final int fd : fds)
         {
-            received = receiveFrom(multicast.fd(), receiver, limit);
-            empty = lastEmpty;
+            received += receiveFrom(fd, receiver, limit - received);
+            empty &= lastEmpty;
         }
-        received += receiveFrom(socket.fd(), receiver, limit - received);
-        drained = empty && lastEmpty;
+        drained = empty;
         return received;
     }
 
