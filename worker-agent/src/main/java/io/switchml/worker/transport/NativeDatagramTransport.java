@@ -596,26 +596,27 @@ public final class NativeDatagramTransport extends TransportCounters
             wakeupPending = false;
             return;
         }
-        int count = 0;
-        pollFds.putInt(NativeUdp.POLLFD_FD_OFFSET, socket.fd());
-        pollFds.putShort(NativeUdp.POLLFD_EVENTS_OFFSET,
-            hasQueued() ? (short)(NativeUdp.POLLIN | NativeUdp.POLLOUT) : NativeUdp.POLLIN);
+        // the eventfd, then the sockets receive reads (the unicast one last, also for room when sends are queued):
+        // a loop, as in receive, so that a job with a results group waits in the code a rehearsal without one compiled
+        pollFds.putInt(NativeUdp.POLLFD_FD_OFFSET, eventFd);
+        pollFds.putShort(NativeUdp.POLLFD_EVENTS_OFFSET, NativeUdp.POLLIN);
         pollFds.putShort(NativeUdp.POLLFD_REVENTS_OFFSET, (short)0);
-        count++;
-        pollFds.putInt(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_FD_OFFSET, eventFd);
-        pollFds.putShort(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_EVENTS_OFFSET, NativeUdp.POLLIN);
-        pollFds.putShort(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_REVENTS_OFFSET, (short)0);
-        count++;
-        if (multicast != null)
+        int count = 1;
+        for (final int fd : receiveFds)
         {
-            pollFds.putInt(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_FD_OFFSET, multicast.fd());
+            pollFds.putInt(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_FD_OFFSET, fd);
             pollFds.putShort(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_EVENTS_OFFSET, NativeUdp.POLLIN);
             pollFds.putShort(count * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_REVENTS_OFFSET, (short)0);
             count++;
         }
+        if (hasQueued())
+        {
+            pollFds.putShort((count - 1) * NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_EVENTS_OFFSET,
+                (short)(NativeUdp.POLLIN | NativeUdp.POLLOUT));
+        }
         NativeUdp.poll(pollAddress, count, (int)Math.max(1, Math.min(Integer.MAX_VALUE, timeoutMs)));
         waiting = false;
-        if (pollFds.getShort(NativeUdp.POLLFD_SIZE + NativeUdp.POLLFD_REVENTS_OFFSET) != 0)
+        if (pollFds.getShort(NativeUdp.POLLFD_REVENTS_OFFSET) != 0)
         {
             NativeUdp.read(eventFd, eventAddress, 8);
         }

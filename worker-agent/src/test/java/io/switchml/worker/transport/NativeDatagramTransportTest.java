@@ -167,6 +167,60 @@ class NativeDatagramTransportTest
     }
 
     /**
+     * An await ends when a datagram reaches the group's socket, not only the unicast one: the agent sleeps in it
+     * between bursts, and the group brings every result when results are multicast. The datagram is sent 200 ms into
+     * an await of 20 s; the await must end long before that, and the receive after it hand the datagram over. Both
+     * transports.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"native", "nio"})
+    void aDatagramToTheGroupEndsAnAwait(final String kind) throws Exception
+    {
+        final Inet4Address group = (Inet4Address)InetAddress.getByName("239.192.77.2");
+        final int groupPort;
+        try (DatagramChannel probe = DatagramChannel.open(StandardProtocolFamily.INET))
+        {
+            probe.bind(new InetSocketAddress(LOOPBACK, 0));
+            groupPort = ((InetSocketAddress)probe.getLocalAddress()).getPort();
+        }
+        try (DatagramChannel peer = DatagramChannel.open(StandardProtocolFamily.INET);
+            DatagramTransport transport = kind.equals("native") ?
+                new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, true, true) : new NioDatagramTransport(LOOPBACK, 1 << 20, 100))
+        {
+            peer.bind(new InetSocketAddress(LOOPBACK, 0));
+            peer.setOption(java.net.StandardSocketOptions.IP_MULTICAST_IF, java.net.NetworkInterface.getByInetAddress(LOOPBACK));
+            transport.connect(LOOPBACK, ((InetSocketAddress)peer.getLocalAddress()).getPort());
+            transport.joinGroup(group, groupPort, LOOPBACK);
+            transport.onStart();
+            assertEquals(0, transport.receive((buffer, length) -> { }, 16), "nothing queued before the send");
+            final Thread sender = Thread.ofPlatform().start(() ->
+            {
+                try
+                {
+                    Thread.sleep(200);
+                    peer.send(datagram(7, 64).byteBuffer().duplicate().clear(), new InetSocketAddress(group, groupPort));
+                }
+                catch (final Exception ex)
+                {
+                    throw new IllegalStateException(ex);
+                }
+            });
+            final long start = System.nanoTime();
+            transport.await(20_000);
+            final long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            sender.join();
+            assertTrue(waitedMs < 10_000, "the await ended " + waitedMs + " ms after it began");
+            final List<Integer> received = new ArrayList<>();
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (received.isEmpty() && System.nanoTime() < deadline)
+            {
+                transport.receive((buffer, length) -> received.add(buffer.getInt(0)), 16);
+            }
+            assertEquals(List.of(7), received);
+        }
+    }
+
+    /**
      * A GSO burst between two transports: with GRO on, the receiver takes runs as coalesced buffers and splits them at
      * the segment size; either way it hands over exactly the datagrams sent, in order, each with its own length
      * (runs of 1,064 bytes, a 40-byte probe between them, a shorter last one that ends its run).
