@@ -35,7 +35,8 @@ import java.util.concurrent.TimeUnit;
  * (dist/src/build/stage-lib.sh, through the launcher with {@code SWITCHML_AOT=train}). One JVM goes through what
  * the cache should hold: the usage of every command (their picocli models), the appliance's configuration,
  * {@code worker serve} agents joining a job on an appliance and all-reducing through their socket and shared memory
- * for a client, as a training process would (MAC on, the packaged default; every third tensor all zeros), and the demo
+ * for a client, as a training process would (MAC on, the packaged default; every third tensor all zeros; a one-element
+ * all-reduce, a barrier, after each), and the demo
  * (MAC off). The JVM writes
  * the cache when it exits (JEP 514), with the classes loaded and linked and the method profiles (JEP 515) of this run.
  */
@@ -199,6 +200,15 @@ public final class AotTrainCommand implements Callable<Integer>
                     {
                         throw new IllegalStateException("element " + e + " is " + floats.get(e) + ", expected " + expected);
                     }
+                }
+                // then one element, as a barrier is (torch.distributed.barrier, and the bench's before each call):
+                // a stream shorter than the pool leaves slots waiting past its end, a branch the job's packet path
+                // takes at every barrier and that the cached profiles must have seen for the same reason
+                floats.put(0, rank + 1);
+                request(in, out, "ALLREDUCE offset=0 count=1 op=sum");
+                if (floats.get(0) != world * (world + 1) / 2.0f)
+                {
+                    throw new IllegalStateException("one-element all-reduce gave " + floats.get(0));
                 }
             }
             request(in, out, "CLOSE");
