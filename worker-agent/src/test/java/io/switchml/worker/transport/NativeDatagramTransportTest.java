@@ -135,21 +135,10 @@ class NativeDatagramTransportTest
     void theGroupsDatagramsAreHandedOverBeforeAUnicastOneSentAfterThem(final String kind) throws Exception
     {
         final Inet4Address group = (Inet4Address)InetAddress.getByName("239.192.77.1");
-        final int groupPort;
-        try (DatagramChannel probe = DatagramChannel.open(StandardProtocolFamily.INET))
+        final int groupPort = freeUdpPort();
+        try (DatagramChannel peer = multicastPeer();
+            DatagramTransport transport = joinedTransport(kind, peer, group, groupPort))
         {
-            probe.bind(new InetSocketAddress(LOOPBACK, 0));
-            groupPort = ((InetSocketAddress)probe.getLocalAddress()).getPort();
-        }
-        try (DatagramChannel peer = DatagramChannel.open(StandardProtocolFamily.INET);
-            DatagramTransport transport = kind.equals("native") ?
-                new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, true, true) : new NioDatagramTransport(LOOPBACK, 1 << 20, 100))
-        {
-            peer.bind(new InetSocketAddress(LOOPBACK, 0));
-            peer.setOption(java.net.StandardSocketOptions.IP_MULTICAST_IF, java.net.NetworkInterface.getByInetAddress(LOOPBACK));
-            transport.connect(LOOPBACK, ((InetSocketAddress)peer.getLocalAddress()).getPort());
-            transport.joinGroup(group, groupPort, LOOPBACK);
-            transport.onStart();
             for (int i = 0; i < 3; i++)
             {
                 peer.send(datagram(i, 64).byteBuffer().duplicate().clear(), new InetSocketAddress(group, groupPort));
@@ -177,21 +166,10 @@ class NativeDatagramTransportTest
     void aDatagramToTheGroupEndsAnAwait(final String kind) throws Exception
     {
         final Inet4Address group = (Inet4Address)InetAddress.getByName("239.192.77.2");
-        final int groupPort;
-        try (DatagramChannel probe = DatagramChannel.open(StandardProtocolFamily.INET))
+        final int groupPort = freeUdpPort();
+        try (DatagramChannel peer = multicastPeer();
+            DatagramTransport transport = joinedTransport(kind, peer, group, groupPort))
         {
-            probe.bind(new InetSocketAddress(LOOPBACK, 0));
-            groupPort = ((InetSocketAddress)probe.getLocalAddress()).getPort();
-        }
-        try (DatagramChannel peer = DatagramChannel.open(StandardProtocolFamily.INET);
-            DatagramTransport transport = kind.equals("native") ?
-                new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, true, true) : new NioDatagramTransport(LOOPBACK, 1 << 20, 100))
-        {
-            peer.bind(new InetSocketAddress(LOOPBACK, 0));
-            peer.setOption(java.net.StandardSocketOptions.IP_MULTICAST_IF, java.net.NetworkInterface.getByInetAddress(LOOPBACK));
-            transport.connect(LOOPBACK, ((InetSocketAddress)peer.getLocalAddress()).getPort());
-            transport.joinGroup(group, groupPort, LOOPBACK);
-            transport.onStart();
             assertEquals(0, transport.receive((buffer, length) -> { }, 16), "nothing queued before the send");
             final Thread sender = Thread.ofPlatform().start(() ->
             {
@@ -217,6 +195,53 @@ class NativeDatagramTransportTest
                 transport.receive((buffer, length) -> received.add(buffer.getInt(0)), 16);
             }
             assertEquals(List.of(7), received);
+        }
+    }
+
+    /** A UDP port free on loopback a moment ago, for a group's socket to bind. */
+    private static int freeUdpPort() throws IOException
+    {
+        try (DatagramChannel probe = DatagramChannel.open(StandardProtocolFamily.INET))
+        {
+            probe.bind(new InetSocketAddress(LOOPBACK, 0));
+            return ((InetSocketAddress)probe.getLocalAddress()).getPort();
+        }
+    }
+
+    /** A plain socket on loopback that sends to multicast groups through loopback, standing in for the appliance. */
+    private static DatagramChannel multicastPeer() throws IOException
+    {
+        final DatagramChannel peer = DatagramChannel.open(StandardProtocolFamily.INET);
+        try
+        {
+            peer.bind(new InetSocketAddress(LOOPBACK, 0));
+            peer.setOption(java.net.StandardSocketOptions.IP_MULTICAST_IF, java.net.NetworkInterface.getByInetAddress(LOOPBACK));
+            return peer;
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            peer.close();
+            throw ex;
+        }
+    }
+
+    /** A transport of the given kind connected to {@code peer}, joined to {@code group} on {@code port}, started. */
+    private static DatagramTransport joinedTransport(final String kind, final DatagramChannel peer, final Inet4Address group,
+        final int port) throws IOException
+    {
+        final DatagramTransport transport = kind.equals("native") ?
+            new NativeDatagramTransport(LOOPBACK, 1 << 20, 100, true, true) : new NioDatagramTransport(LOOPBACK, 1 << 20, 100);
+        try
+        {
+            transport.connect(LOOPBACK, ((InetSocketAddress)peer.getLocalAddress()).getPort());
+            transport.joinGroup(group, port, LOOPBACK);
+            transport.onStart();
+            return transport;
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            transport.close();
+            throw ex;
         }
     }
 
