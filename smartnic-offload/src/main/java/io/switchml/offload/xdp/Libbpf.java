@@ -115,7 +115,11 @@ final class Libbpf
         }
     }
 
-    private static MethodHandle call(final String name, final FunctionDescriptor descriptor)
+    /**
+     * @return a downcall handle of libbpf's {@code name} (tests bind calls the backend does not make through it), null
+     * when libbpf is not there.
+     */
+    static MethodHandle call(final String name, final FunctionDescriptor descriptor)
     {
         if (LIBBPF == null)
         {

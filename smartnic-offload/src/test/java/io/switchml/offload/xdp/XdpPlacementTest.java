@@ -11,10 +11,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
-import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.net.InetAddress;
@@ -250,8 +247,7 @@ final class XdpPlacementTest
     /** BPF_MAP_FREEZE through libbpf: the map stays readable and writable by the program, not by syscalls. */
     private static void freeze(final int mapFd) throws Exception
     {
-        final MethodHandle freeze = Linker.nativeLinker().downcallHandle(
-            SymbolLookup.libraryLookup("libbpf.so.1", Arena.global()).find("bpf_map_freeze").orElseThrow(),
+        final MethodHandle freeze = Libbpf.call("bpf_map_freeze",
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
         try
         {
