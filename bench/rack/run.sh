@@ -459,7 +459,7 @@ wait_all() {
 # The three systems
 
 run_switchml() {
-  local appliance_addr ctl_port data_port ap_pid r pids=() rc=0 lanes slots addr system=${1:-switchml}
+  local appliance_addr ctl_port data_port ap_pid ap_java ap_cpu0 r pids=() rc=0 lanes slots addr system=${1:-switchml}
   begin_cell "$system"
   if [ "$CUR_MODE" = rack ]; then
     appliance_addr=$RACK_APPLIANCE_ADDR ctl_port=7470 data_port=7471 lanes=$RACK_LANES slots=$(rack_slots_for "$CUR_RATE")
@@ -495,6 +495,10 @@ run_switchml() {
     return 0
   fi
   ctl_port=$(sed -n 's/.*control tcp [^ ]*:\([0-9]*\).*/\1/p' "$CELL/appliance.log" | head -1)
+  # the appliance's JVM (cpuwrap's child: the launchers exec it) and its CPU so far, its start-up and rehearsal: what
+  # it uses from here to the ranks' end is the job's (on loopback, on the same cores as the ranks)
+  ap_java=$(pgrep -P "$ap_pid" | head -1)
+  ap_cpu0=$([ -n "$ap_java" ] && proc_cpu "$ap_java")
   start_sampler
   if [ "$system" = switchml-host ] || [ "$system" = switchml-node ]; then
     echo "hostWarmUpMs=$HOST_WARMUP_MS" >> "$CELL/meta.txt"
@@ -526,6 +530,7 @@ run_switchml() {
       log "a host agent died during the cell: its CPU is unknown, the cell fails"
       rc=1
     fi
+    appliance_job_cpu "$ap_java" "$ap_cpu0"
     stop_sampler
     kill -TERM "$ap_pid" 2>/dev/null || true
     wait "$ap_pid" 2>/dev/null || true
@@ -543,10 +548,18 @@ run_switchml() {
     pids+=($!)
   done
   wait_all "${pids[@]}" || rc=$?
+  appliance_job_cpu "$ap_java" "$ap_cpu0"
   stop_sampler
   kill -TERM "$ap_pid" 2>/dev/null || true
   wait "$ap_pid" 2>/dev/null || true
   end_cell "$rc"
+}
+
+# The appliance JVM $1's CPU since "utime stime" $2 (read when it said ready) into appliance.job.cpu.json; nothing when
+# it is gone (the cell's report then has no such figure)
+appliance_job_cpu() {
+  [ -n "$1" ] && [ -n "$2" ] && [ -r "/proc/$1/stat" ] || return 0
+  proc_cpu_since "$1" "$2" > "$CELL/appliance.job.cpu.json"
 }
 
 # The ranks as Python processes served by long-lived host agents: on loopback one agent for all ranks, in the rack one
@@ -610,15 +623,19 @@ host_agents_alive() {
   for ((r = 0; r < HOST_AGENTS; r++)); do [ -r "/proc/${HOST_AGENT_PIDS[r]}/stat" ] || return 1; done
 }
 # "utime stime" of a host agent's JVM in clock ticks (the launcher execs it, so it is the PID started)
-host_agent_cpu() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
+proc_cpu() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
+host_agent_cpu() { proc_cpu "$1"; }
 # cpuwrap.py's JSON for host agent $1's CPU since "utime stime" $2, with its peak RSS
-host_agent_cpu_since() {
+host_agent_cpu_since() { proc_cpu_since "$1" "$2" true; }
+# the same for any process $1; $3: true to mark it a host agent's
+proc_cpu_since() {
   local hz u0 s0 u1 s1
   hz=$(getconf CLK_TCK)
   read -r u0 s0 <<< "$2"
-  read -r u1 s1 <<< "$(host_agent_cpu "$1")"
+  read -r u1 s1 <<< "$(proc_cpu "$1")"
   awk -v u="$((u1 - u0))" -v s="$((s1 - s0))" -v hz="$hz" -v rss="$(awk '/^VmHWM/ { print $2 }' "/proc/$1/status")" \
-    'BEGIN { printf "{\"userSec\": %.2f, \"systemSec\": %.2f, \"exitCode\": 0, \"maxRssKiB\": %d, \"hostAgent\": true}\n", u / hz, s / hz, rss }'
+    -v agent="${3:-false}" \
+    'BEGIN { printf "{\"userSec\": %.2f, \"systemSec\": %.2f, \"exitCode\": 0, \"maxRssKiB\": %d, \"hostAgent\": %s}\n", u / hz, s / hz, rss, agent }'
 }
 
 run_gloo() {

@@ -121,6 +121,27 @@ final class BenchPlacementTest
         assertTrue(json.contains("\"noRatio\": null"), json);
     }
 
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aggregateChargesTheAppliancesCpuToTheLoopbackHost() throws Exception
+    {
+        // 4 ranks at 0.79 s/GB in the timed calls and an appliance at 1.05 s/GB: the host spends 0.79 + 1.05 / 4
+        final String script = String.join("\n",
+            "import sys",
+            "sys.path.insert(0, sys.argv[1])",
+            "import aggregate as a",
+            "ours = {'timedCpuSecPerRankPerGB': 0.79, 'hostCpuSecPerRankPerGB': round(0.79 + 1.05 / 4, 3), 'workers': 4}",
+            "gloo = {'timedCpuSecPerRankPerGB': 0.84, 'hostCpuSecPerRankPerGB': 0.84}",
+            "print(a.host_cpu_note(ours, gloo))",
+            "print('missing:' + a.host_cpu_note({'hostCpuSecPerRankPerGB': None}, gloo))");
+        final Process python = new ProcessBuilder("python3", "-c", script, RACK.toString())
+            .redirectErrorStream(true).start();
+        final String out = new String(python.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        assertEquals(0, python.waitFor(), out);
+        assertTrue(out.contains("SwitchML 1.05 (ranks 0.79 + appliance 0.26), Gloo 0.84, 1.25x"), out);
+        assertTrue(out.endsWith("missing:"), "no figure without the appliance's: " + out);
+    }
+
     private static String compiler() throws IOException, InterruptedException
     {
         for (final String candidate : List.of("cc", "clang"))
