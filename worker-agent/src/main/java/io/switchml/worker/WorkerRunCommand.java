@@ -31,18 +31,8 @@ public final class WorkerRunCommand implements Callable<Integer>
     @Mixin
     private TransportOptions transport;
 
-    @Option(names = "--job", description = "Job name, the same on every rank (default ${DEFAULT-VALUE}).", defaultValue = "job")
-    private String jobName;
-
-    @Option(names = "--token", description = "The job's shared secret, the same on every rank (default: $SWITCHML_JOB_TOKEN).",
-        defaultValue = "${env:SWITCHML_JOB_TOKEN}")
-    private String token;
-
-    @Option(names = "--world", required = true, description = "Number of ranks in the job.")
-    private int worldSize;
-
-    @Option(names = "--rank", required = true, description = "This worker's rank, 0 .. world-1.")
-    private int rank;
+    @Mixin
+    private JobMemberOptions member;
 
     @Option(names = "--type", description = "float32, int32, float16 or bfloat16 (default ${DEFAULT-VALUE}).", defaultValue = "float32")
     private String type;
@@ -75,8 +65,8 @@ public final class WorkerRunCommand implements Callable<Integer>
         try
         {
             elementType = ElementType.parse(type);
-            context = transport.applyTo(new WorkerContext()).jobName(jobName).token(token)
-                .worldSize(worldSize).rank(rank).elementType(elementType).lossRate(lossRate).lossSeed(lossSeed)
+            context = member.applyTo(transport.applyTo(new WorkerContext()))
+                .elementType(elementType).lossRate(lossRate).lossSeed(lossSeed)
                 .conclude();
             if (elements < 1)
             {
@@ -93,8 +83,8 @@ public final class WorkerRunCommand implements Callable<Integer>
         final Histogram tatNs = new Histogram(3);
         try (WorkerClient client = WorkerClient.connect(context))
         {
-            LOG.info("rank {} transport {}", rank, client.transportDescription());
-            LOG.info("rank {} backend {}", rank, client.placementDescription());
+            LOG.info("rank {} transport {}", member.rank(), client.transportDescription());
+            LOG.info("rank {} backend {}", member.rank(), client.placementDescription());
             final float[] floats = ElementType.isFloat(elementType) ? new float[elements] : null;
             final int[] ints = elementType == ElementType.INT32 ? new int[elements] : null;
             for (int round = 0; round < warmups + iterations; round++)
@@ -104,23 +94,23 @@ public final class WorkerRunCommand implements Callable<Integer>
                 final String error;
                 if (floats != null)
                 {
-                    KnownTensors.fill(floats, rank, round);
+                    KnownTensors.fill(floats, member.rank(), round);
                     startNs = System.nanoTime();
                     client.allReduce(floats, floats, op);
                     endNs = System.nanoTime();
-                    error = KnownTensors.verifyFloat(floats, worldSize, round, context.lanes(), op, elementType);
+                    error = KnownTensors.verifyFloat(floats, member.worldSize(), round, context.lanes(), op, elementType);
                 }
                 else
                 {
-                    KnownTensors.fill(ints, rank, round);
+                    KnownTensors.fill(ints, member.rank(), round);
                     startNs = System.nanoTime();
                     client.allReduce(ints, ints);
                     endNs = System.nanoTime();
-                    error = KnownTensors.verifyIntSum(ints, worldSize, round);
+                    error = KnownTensors.verifyIntSum(ints, member.worldSize(), round);
                 }
                 if (error != null)
                 {
-                    System.out.println("RESULT rank=" + rank + " ok=false round=" + round + " error=" + error);
+                    System.out.println("RESULT rank=" + member.rank() + " ok=false round=" + round + " error=" + error);
                     return 1;
                 }
                 if (round >= warmups)
@@ -131,13 +121,13 @@ public final class WorkerRunCommand implements Callable<Integer>
             final WorkerCounters counters = client.counters();
             System.out.println(String.format(Locale.ROOT,
                 "RESULT rank=%d ok=true iterations=%d elements=%d p50Ms=%.3f p99Ms=%.3f retransmissions=%d staleResults=%d sent=%d received=%d",
-                rank, iterations, elements, tatNs.getValueAtPercentile(50) / 1e6, tatNs.getValueAtPercentile(99) / 1e6,
+                member.rank(), iterations, elements, tatNs.getValueAtPercentile(50) / 1e6, tatNs.getValueAtPercentile(99) / 1e6,
                 counters.retransmissions(), counters.staleResults(), counters.packetsSent(), counters.packetsReceived()));
             return 0;
         }
         catch (final AllReduceException ex)
         {
-            System.out.println("ERROR rank=" + rank + " " + ex.getMessage());
+            System.out.println("ERROR rank=" + member.rank() + " " + ex.getMessage());
             return 3;
         }
     }

@@ -4,6 +4,7 @@ import io.switchml.protocol.logging.LogLevelOption;
 import io.switchml.protocol.logging.Logging;
 import io.switchml.service.SystemdNotifier;
 import io.switchml.worker.AllReduceException;
+import io.switchml.worker.JobMemberOptions;
 import io.switchml.worker.TransportOptions;
 import io.switchml.worker.WorkerContext;
 import org.slf4j.Logger;
@@ -43,18 +44,8 @@ public final class WorkerServeCommand implements Callable<Integer>
     @Mixin
     private TransportOptions transport;
 
-    @Option(names = "--job", description = "Job name, the same on every rank (default ${DEFAULT-VALUE}).", defaultValue = "job")
-    private String jobName;
-
-    @Option(names = "--token", description = "The job's shared secret, the same on every rank (default: $SWITCHML_JOB_TOKEN).",
-        defaultValue = "${env:SWITCHML_JOB_TOKEN}")
-    private String token;
-
-    @Option(names = "--world", required = true, description = "Number of ranks in the job.")
-    private int worldSize;
-
-    @Option(names = "--rank", required = true, description = "This worker's rank, 0 .. world-1.")
-    private int rank;
+    @Mixin
+    private JobMemberOptions member;
 
     @Option(names = "--join-timeout-ms", description = "How long to wait for every rank to join (default ${DEFAULT-VALUE}).",
         defaultValue = "60000")
@@ -88,8 +79,7 @@ public final class WorkerServeCommand implements Callable<Integer>
         final BridgeContext context;
         try
         {
-            final WorkerContext worker = transport.applyTo(new WorkerContext()).jobName(jobName).token(token)
-                .worldSize(worldSize).rank(rank).joinTimeoutMs(joinTimeoutMs);
+            final WorkerContext worker = member.applyTo(transport.applyTo(new WorkerContext())).joinTimeoutMs(joinTimeoutMs);
             final WorkerContext int32Worker = switch (int32)
             {
                 case "on" -> BridgeContext.int32JobOf(worker, transport.applyTo(new WorkerContext()));
@@ -110,8 +100,9 @@ public final class WorkerServeCommand implements Callable<Integer>
         {
             System.out.println("switchml worker serve: " + notifier);
         }
-        System.out.println("switchml worker serve: joining job " + jobName + " (tenant " + context.worker().tenant() + ") as rank " + rank +
-            " of " + worldSize + " at " + context.worker().applianceHost() + ":" + context.worker().controlPort() + " ...");
+        System.out.println("switchml worker serve: joining job " + member.jobName() + " (tenant " + context.worker().tenant() +
+            ") as rank " + member.rank() + " of " + member.worldSize() + " at " + context.worker().applianceHost() + ":" +
+            context.worker().controlPort() + " ...");
         System.out.flush();
         final BridgeServer server;
         try
@@ -120,7 +111,7 @@ public final class WorkerServeCommand implements Callable<Integer>
         }
         catch (final IOException ex)
         {
-            System.out.println("ERROR rank=" + rank + " " + ex.getMessage());
+            System.out.println("ERROR rank=" + member.rank() + " " + ex.getMessage());
             notifier.close();
             return 3;
         }
@@ -130,7 +121,7 @@ public final class WorkerServeCommand implements Callable<Integer>
             server.close();
             notifier.close();
         }, "switchml-bridge-shutdown"));
-        notifier.status("joining job " + jobName + " as rank " + rank + " of " + worldSize);
+        notifier.status("joining job " + member.jobName() + " as rank " + member.rank() + " of " + member.worldSize());
         try
         {
             server.join();
@@ -138,15 +129,15 @@ public final class WorkerServeCommand implements Callable<Integer>
         catch (final AllReduceException ex)
         {
             server.close();
-            System.out.println("ERROR rank=" + rank + " " + ex.getMessage());
+            System.out.println("ERROR rank=" + member.rank() + " " + ex.getMessage());
             return 3;
         }
         System.out.println("switchml worker serve: transport " + server.transportDescription());
         System.out.println("switchml worker serve: backend " + server.placementDescription());
         System.out.println("switchml worker serve ready: socket=" + context.socketPath() + " shm=" + context.shmPath() +
-            " shmBytes=" + context.shmBytes() + " rank=" + rank + " world=" + worldSize + " job=" + jobName);
+            " shmBytes=" + context.shmBytes() + " rank=" + member.rank() + " world=" + member.worldSize() + " job=" + member.jobName());
         System.out.flush();
-        final String notifyError = notifier.ready("joined job " + jobName + " as rank " + rank + " of " + worldSize +
+        final String notifyError = notifier.ready("joined job " + member.jobName() + " as rank " + member.rank() + " of " + member.worldSize() +
             "; serving " + context.socketPath());
         if (notifyError != null)
         {
