@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Appliance data-plane load benchmark on loopback: packets/s and aggregated Gbit/s per shard for
 # 1 KiB (k=256) and jumbo (k=2233) payloads, and bytes allocated per packet on the shard threads.
-#   bench/appliance/run.sh [--workers 4] [--shards 1] [--transport auto|native|epoll|io_uring|nio] [--mac off] ...
+#   bench/appliance/run.sh [--workers 4] [--shards 1] [--lanes 256,2233] [--transport auto|native|epoll|io_uring|nio] [--mac off] ... (--help: all)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}

@@ -2,11 +2,18 @@ package io.switchml.bench;
 
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
+import io.switchml.protocol.BuildInfo;
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.ElementType;
 import io.switchml.protocol.security.PacketMac;
 import org.agrona.concurrent.UnsafeBuffer;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -24,6 +31,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -41,20 +49,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *     [--gro on|off]
  * </pre>
  */
-public final class ApplianceLoadBench
+@Command(name = "bench/appliance/run.sh", mixinStandardHelpOptions = true, versionProvider = BuildInfo.VersionProvider.class,
+    description = "Data-plane capacity of an embedded appliance on loopback, driven by lightweight senders.")
+public final class ApplianceLoadBench implements Callable<Integer>
 {
-    private static String option(final String[] args, final String name, final String defaultValue)
-    {
-        for (int i = 0; i < args.length - 1; i++)
-        {
-            if (args[i].equals(name))
-            {
-                return args[i + 1];
-            }
-        }
-        return defaultValue;
-    }
-
     private static final java.util.concurrent.atomic.AtomicLong SENDER_CALLS = new java.util.concurrent.atomic.AtomicLong();
     private static final java.util.concurrent.atomic.AtomicLong SENDER_GSO_MESSAGES = new java.util.concurrent.atomic.AtomicLong();
     private static String senderTransport = "native";
@@ -63,34 +61,100 @@ public final class ApplianceLoadBench
     private static final java.util.concurrent.atomic.AtomicLong SENDER_GRO_BUFFERS = new java.util.concurrent.atomic.AtomicLong();
     private static final java.util.concurrent.atomic.AtomicLong SENDER_GRO_SEGMENTS = new java.util.concurrent.atomic.AtomicLong();
 
-    public static void main(final String[] args) throws Exception
+    @Spec
+    private CommandSpec spec;
+
+    @Option(names = "--workers", description = "Senders, each a worker of the job (default ${DEFAULT-VALUE}).", defaultValue = "4")
+    private int workers;
+
+    @Option(names = "--shards", description = "Appliance shards (default ${DEFAULT-VALUE}).", defaultValue = "1")
+    private int shards;
+
+    @Option(names = "--slots", description = "Pool size s, packets each sender keeps in flight (default ${DEFAULT-VALUE}).",
+        defaultValue = "64")
+    private int slots;
+
+    @Option(names = "--seconds", description = "Measured seconds per k (default ${DEFAULT-VALUE}).", defaultValue = "5")
+    private double seconds;
+
+    @Option(names = "--warmup-seconds", description = "Unmeasured seconds first (default ${DEFAULT-VALUE}).", defaultValue = "2")
+    private double warmupSeconds;
+
+    @Option(names = "--transport", description = "The appliance's transport: auto, native, epoll, io_uring or nio " +
+        "(default ${DEFAULT-VALUE}).", defaultValue = "auto")
+    private String transport;
+
+    @Option(names = "--mac", description = "on or off: packets carry a SipHash-2-4 MAC (default ${DEFAULT-VALUE}).",
+        defaultValue = "off")
+    private String mac;
+
+    @Option(names = "--lanes", split = ",", description = "k values to run, comma-separated (default ${DEFAULT-VALUE}).",
+        defaultValue = "256,2233")
+    private int[] laneList;
+
+    @Option(names = "--sender-transport", description = "native or nio (default ${DEFAULT-VALUE}).", defaultValue = "native")
+    private String senderTransportOption;
+
+    @Option(names = "--gso", description = "on or off: senders send bursts as UDP GSO messages (default ${DEFAULT-VALUE}).",
+        defaultValue = "on")
+    private String gso;
+
+    @Option(names = "--gro", description = "on or off: senders receive results with UDP GRO (default ${DEFAULT-VALUE}).",
+        defaultValue = "on")
+    private String gro;
+
+    public static void main(final String[] args)
     {
-        final int workers = Integer.parseInt(option(args, "--workers", "4"));
-        final int shards = Integer.parseInt(option(args, "--shards", "1"));
-        final int slots = Integer.parseInt(option(args, "--slots", "64"));
-        final double seconds = Double.parseDouble(option(args, "--seconds", "5"));
-        final double warmupSeconds = Double.parseDouble(option(args, "--warmup-seconds", "2"));
-        final String transport = option(args, "--transport", "auto");
-        final boolean mac = option(args, "--mac", "off").equals("on");
-        final String[] laneList = option(args, "--lanes", "256,2233").split(",");
-        senderTransport = option(args, "--sender-transport", "native");
-        senderGso = option(args, "--gso", "on").equals("on");
-        senderGro = option(args, "--gro", "on").equals("on");
+        System.exit(new CommandLine(new ApplianceLoadBench()).execute(args));
+    }
+
+    /** @return a usage error naming the option: picocli prints it with the usage and exits with 2. */
+    private ParameterException bad(final String option, final String message)
+    {
+        return new ParameterException(spec.commandLine(), option + " " + message);
+    }
+
+    private boolean onOff(final String name, final String value)
+    {
+        return switch (value)
+        {
+            case "on" -> true;
+            case "off" -> false;
+            default -> throw bad(name, "must be on or off: " + value);
+        };
+    }
+
+    @Override
+    public Integer call() throws Exception
+    {
+        final boolean macOn = onOff("--mac", mac);
+        senderGso = onOff("--gso", gso);
+        senderGro = onOff("--gro", gro);
+        if (!senderTransportOption.equals("native") && !senderTransportOption.equals("nio"))
+        {
+            throw bad("--sender-transport", "must be native or nio: " + senderTransportOption);
+        }
+        senderTransport = senderTransportOption;
+        if (workers < 1 || shards < 1 || slots < 1 || seconds <= 0 || warmupSeconds < 0)
+        {
+            throw bad("--workers, --shards, --slots, --seconds and --warmup-seconds", "must be positive (the warm-up may be 0)");
+        }
 
         System.out.printf(Locale.ROOT, "# appliance load: %d senders (%s transport, GSO %s, GRO %s), %d shard(s), s=%d, transport %s, " +
                 "MAC %s, %d cores, %s%n",
-            workers, senderTransport, senderGso ? "on" : "off", senderGro ? "on" : "off", shards, slots, transport, mac ? "on" : "off",
+            workers, senderTransport, senderGso ? "on" : "off", senderGro ? "on" : "off", shards, slots, transport, macOn ? "on" : "off",
             Runtime.getRuntime().availableProcessors(), java.time.LocalDate.now());
         System.out.println("| k | payload bytes | shard | packets in/s | packets out/s | aggregated Gbit/s | bytes allocated/packet |" +
             " shard thread CPU (cores) | updates per shard CPU-second | shard CPU-s per million updates |");
         System.out.println("|---|---|---|---|---|---|---|---|---|---|");
-        for (final String lanesText : laneList)
+        for (final int lanes : laneList)
         {
-            run(workers, shards, slots, Integer.parseInt(lanesText.strip()), seconds, warmupSeconds, transport, mac);
+            run(workers, shards, slots, lanes, seconds, warmupSeconds, transport, macOn);
         }
         System.out.printf(Locale.ROOT, "# senders: %d send system calls, %d of their messages were GSO (2+ datagrams); " +
                 "%d results arrived in %d coalesced (GRO) buffers%n",
             SENDER_CALLS.get(), SENDER_GSO_MESSAGES.get(), SENDER_GRO_SEGMENTS.get(), SENDER_GRO_BUFFERS.get());
+        return 0;
     }
 
     private static void run(
