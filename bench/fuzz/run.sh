@@ -8,8 +8,12 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+case "${1:-}" in -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+[ "$#" -le 2 ] || { echo "bench/fuzz: at most ITERATIONS and SEED, got $# arguments (--help)" >&2; exit 2; }
 ITERATIONS=${1:-1000000}
 SEED=${2:-}
+[[ "$ITERATIONS" =~ ^[1-9][0-9]*$ ]] || { echo "bench/fuzz: ITERATIONS must be a positive integer: $ITERATIONS" >&2; exit 2; }
+[ -z "$SEED" ] || [[ "$SEED" =~ ^-?[0-9]+$ ]] || { echo "bench/fuzz: SEED must be an integer: $SEED" >&2; exit 2; }
 cd "$ROOT"
 ./mvnw -q -B -DskipTests install -pl protocol,appliance -am
 ./mvnw -B -pl protocol,appliance verify -Dtest='ParserFuzzTest,ControlFuzzTest' -Dsurefire.failIfNoSpecifiedTests=false \

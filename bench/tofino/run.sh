@@ -9,6 +9,11 @@
 # The model's packets per second are a Java interpreter's on a shared core, not a switch's: not printed.
 # The model's exactness against SlotPool is TofinoModelDifferentialTest (./switchml test runs it).
 set -euo pipefail
+case "${1:-}" in
+  "") ;;
+  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "bench/tofino: takes no options: $1 (--help)" >&2; exit 2 ;;
+esac
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "bench/tofino: needs root (namespaces)" >&2; exit 2; }
