@@ -497,8 +497,9 @@ run_switchml() {
   ctl_port=$(sed -n 's/.*control tcp [^ ]*:\([0-9]*\).*/\1/p' "$CELL/appliance.log" | head -1)
   # the appliance's JVM (cpuwrap's child: the launchers exec it) and its CPU so far, its start-up and rehearsal: what
   # it uses from here to the ranks' end is the job's (on loopback, on the same cores as the ranks)
-  ap_java=$(pgrep -P "$ap_pid" | head -1)
-  ap_cpu0=$([ -n "$ap_java" ] && proc_cpu "$ap_java")
+  ap_java=$(pgrep -P "$ap_pid" | head -1 || true)
+  ap_cpu0=
+  [ -z "$ap_java" ] || ap_cpu0=$(proc_cpu "$ap_java" 2>/dev/null || true)
   start_sampler
   if [ "$system" = switchml-host ] || [ "$system" = switchml-node ]; then
     echo "hostWarmUpMs=$HOST_WARMUP_MS" >> "$CELL/meta.txt"
