@@ -111,8 +111,8 @@ final class DataPathRehearsal
             Socket control = new Socket(loopback, server.getLocalPort());
             Socket controlPeer = server.accept())
         {
-            worker = WorkerClient.openTransport(kind, context, loopback, RECEIVE_BATCH);
-            reflector = new RehearsalReflector(WorkerClient.openTransport(kind, context, loopback), LANES, SLOTS);
+            worker = JobJoin.openTransport(kind, context, loopback, RECEIVE_BATCH);
+            reflector = new RehearsalReflector(JobJoin.openTransport(kind, context, loopback), LANES, SLOTS);
             client = reflector.connectClient(context, worker, loopback, control, JOB_ID);
             counters = client.counters();
             return ElementType.isFloat(job.elementType()) ? floatRounds(client, deadline, arena) :

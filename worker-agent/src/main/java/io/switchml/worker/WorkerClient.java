@@ -1,12 +1,9 @@
 package io.switchml.worker;
 
 import io.switchml.protocol.ControlProtocol;
-import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.ElementType;
 import org.agrona.collections.Long2ObjectHashMap;
 import io.switchml.worker.transport.DatagramTransport;
-import io.switchml.worker.transport.NativeDatagramTransport;
-import io.switchml.worker.transport.NioDatagramTransport;
 import io.switchml.worker.transport.TransportKind;
 import org.agrona.concurrent.AgentRunner;
 
@@ -14,7 +11,6 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
-import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -185,8 +181,8 @@ public final class WorkerClient implements AutoCloseable
     }
 
     /**
-     * Bind a data socket, join the job through the appliance's control endpoint, and wait until
-     * every rank has joined.
+     * Bind a data socket, join the job through the appliance's control endpoint ({@link JobJoin}), wait until
+     * every rank has joined, and start the I/O agents.
      *
      * @param context worker configuration; {@link WorkerContext#conclude()} is called here.
      * @return a connected client.
@@ -196,103 +192,22 @@ public final class WorkerClient implements AutoCloseable
     public static WorkerClient connect(final WorkerContext context)
     {
         context.conclude();
-        Socket socket = null;
-        DatagramTransport[] transports = new DatagramTransport[0];
-        final String where = "appliance " + context.applianceHost() + ":" + context.controlPort();
+        final JobJoin.Joined joined = JobJoin.join(context);
         try
         {
-            socket = io.switchml.protocol.ControlTls.connect(context.applianceHost(), context.controlPort(), 5_000,
-                context.tlsCa() == null ? null : java.nio.file.Path.of(context.tlsCa()),
-                context.tlsKeystore() == null ? null : java.nio.file.Path.of(context.tlsKeystore()),
-                context.tlsPasswordFile() == null ? null : java.nio.file.Path.of(context.tlsPasswordFile()));
-            socket.setKeepAlive(true);
-            final OutputStream out = socket.getOutputStream();
-
-            send(out, ControlProtocol.CREATE + " name=" + context.jobName() + " tenant=" + context.tenant() +
-                " world=" + context.worldSize() + " type=" + ElementType.name(context.elementType()) + " k=" + context.lanes() +
-                " s=" + context.slots() + " mac=" + (context.macEnabled() ? "on" : "off") + " token=" + context.token() +
-                " ifAbsent=true" + (io.switchml.protocol.ControlProtocol.BACKEND_AUTO.equals(context.backend()) ? "" : " backend=" + context.backend()) +
-                (context.slotTimeoutMs() > 0 ? " slotTimeoutMs=" + context.slotTimeoutMs() : "") +
-                (context.credential() != null ? " auth=" + context.credential() : ""));
-            socket.setSoTimeout(10_000);
-            final Map<String, String> created = expectOk(readLine(socket), context, where, "create");
-            final int jobId = ControlProtocol.intField(created, "job");
-            final String[] dataPorts = ControlProtocol.requiredField(created, "dataPorts").split(",");
-
-            transports = new DatagramTransport[dataPorts.length];
-            final StringBuilder ports = new StringBuilder();
-            final TransportKind kind = context.transport().resolve();
-            for (int shard = 0; shard < transports.length; shard++)
-            {
-                transports[shard] = openTransport(kind, context, socket.getLocalAddress());
-                ports.append(shard == 0 ? "" : ",").append(transports[shard].localPort());
-            }
-
-            final DataPathWarmUp warmUp = DataPathWarmUp.maybeStart(context);
-            send(out, ControlProtocol.JOIN + " job=" + jobId + " rank=" + context.rank() + " token=" + context.token() +
-                " ports=" + ports);
-            socket.setSoTimeout((int)Math.min(Integer.MAX_VALUE, context.joinTimeoutMs()));
-            final Map<String, String> joined = expectOk(readLine(socket), context, where, "join");
-            socket.setSoTimeout(0);
-            if (warmUp != null)
-            {
-                // it ran while the join waited for the other ranks; now it gets a short grace, then stops
-                try
-                {
-                    warmUp.finish();
-                }
-                catch (final InterruptedException ex)
-                {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            if (!(socket.getInetAddress() instanceof java.net.Inet4Address appliance))
-            {
-                throw new IOException("the data plane is IPv4 only; the appliance is at " + socket.getInetAddress());
-            }
-            for (int shard = 0; shard < transports.length; shard++)
-            {
-                transports[shard].connect(appliance, Integer.parseInt(dataPorts[shard]));
-            }
-            joinMulticast(joined.get("group"), socket, transports);
-            return new WorkerClient(context, socket, transports, jobId, joined, created.get("fallback"));
+            return new WorkerClient(
+                context, joined.control(), joined.transports(), joined.jobId(), joined.reply(), joined.fallback());
         }
         catch (final IOException | NumberFormatException ex)
         {
-            closeQuietly(socket, transports);
-            throw new AllReduceException("cannot join job '" + context.jobName() + "' as rank " + context.rank() + " at " +
-                where + ": " + ex, ex);
+            joined.close();
+            throw JobJoin.cannotJoin(context, ex);
         }
         catch (final RuntimeException ex)
         {
-            closeQuietly(socket, transports);
+            joined.close();
             throw ex;
         }
-    }
-
-    /**
-     * Open one shard's transport of the kind resolved from {@code --transport}, bound to the local address that
-     * reaches the appliance.
-     */
-    static DatagramTransport openTransport(final TransportKind kind, final WorkerContext context,
-        final java.net.InetAddress local) throws IOException
-    {
-        return openTransport(kind, context, local, NativeDatagramTransport.RECEIVE_BATCH);
-    }
-
-    /**
-     * @param receiveBatch datagrams per recvmmsg call of a native transport: see
-     *                     {@link NativeDatagramTransport#NativeDatagramTransport(java.net.InetAddress, int, int,
-     *                     boolean, boolean, int)}.
-     */
-    static DatagramTransport openTransport(final TransportKind kind, final WorkerContext context,
-        final java.net.InetAddress local, final int receiveBatch) throws IOException
-    {
-        final int maxDatagram = DataHeaderFlyweight.packetLength(context.lanes());
-        return kind == TransportKind.NATIVE ?
-            new NativeDatagramTransport(local, context.socketBufferBytes(), maxDatagram, context.gso(),
-                context.gro(), receiveBatch) :
-            new NioDatagramTransport(local, context.socketBufferBytes(), maxDatagram);
     }
 
     /**
@@ -322,78 +237,6 @@ public final class WorkerClient implements AutoCloseable
     public String placementDescription()
     {
         return fallback == null || fallback.isEmpty() ? backend : backend + " (passed over: " + fallback + ")";
-    }
-
-    /**
-     * When the appliance multicasts completed results ("group=A.B.C.D:port0,port1,..." in the join
-     * reply), join that group on one socket per shard bound to the shard's multicast port, on the
-     * interface that reaches the appliance. Shadow results for retransmissions still come by unicast.
-     */
-    private static void joinMulticast(final String group, final Socket control, final DatagramTransport[] transports)
-        throws IOException
-    {
-        if (group == null)
-        {
-            return;
-        }
-        final int colon = group.indexOf(':');
-        final java.net.InetAddress address = java.net.InetAddress.getByName(group.substring(0, colon));
-        final String[] ports = group.substring(colon + 1).split(",");
-        if (!(address instanceof java.net.Inet4Address group4) ||
-            !(control.getLocalAddress() instanceof java.net.Inet4Address local))
-        {
-            throw new IOException("multicast group " + group + " and the local address must be IPv4");
-        }
-        for (int shard = 0; shard < ports.length && shard < transports.length; shard++)
-        {
-            transports[shard].joinGroup(group4, Integer.parseInt(ports[shard]), local);
-        }
-    }
-
-    private static void send(final OutputStream out, final String line) throws IOException
-    {
-        out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
-        out.flush();
-    }
-
-    private static Map<String, String> expectOk(
-        final String line, final WorkerContext context, final String where, final String step)
-    {
-        if (line == null)
-        {
-            throw new AllReduceException(where + " closed the control connection during the " + step + " of job '" +
-                context.jobName() + "'");
-        }
-        if (line.chars().anyMatch(c -> c < 0x20 && c != '\t'))
-        {
-            // a TLS record (an alert: 0x15) or anything else that is not a line of the control protocol
-            throw new AllReduceException(where + " did not answer the " + step + " of job '" + context.jobName() +
-                "' in the control protocol" + (context.tlsCa() == null ? "; if its control endpoint uses TLS, give its " +
-                "certificate with --tls-ca (or $SWITCHML_TLS_CA)" : ""));
-        }
-        final Map<String, String> reply = ControlProtocol.parse(line);
-        if (!ControlProtocol.OK.equals(reply.get("")))
-        {
-            throw new AllReduceException(step + " of job '" + context.jobName() + "' as rank " + context.rank() + " refused: " +
-                reply.getOrDefault("message", line));
-        }
-        return reply;
-    }
-
-    private static String readLine(final Socket socket) throws IOException
-    {
-        final StringBuilder builder = new StringBuilder();
-        final var in = socket.getInputStream();
-        int b;
-        while ((b = in.read()) != -1)
-        {
-            if (b == '\n')
-            {
-                return builder.toString();
-            }
-            builder.append((char)b);
-        }
-        return builder.isEmpty() ? null : builder.toString();
     }
 
     private void readControl()
@@ -453,7 +296,7 @@ public final class WorkerClient implements AutoCloseable
         {
             submitLock.unlock();
         }
-        closeQuietly(controlSocket, transports);
+        JobJoin.closeQuietly(controlSocket, transports);
     }
 
     /**
@@ -873,27 +716,5 @@ public final class WorkerClient implements AutoCloseable
             max = Math.max(max, agent.retransmitTimeoutNs());
         }
         return max;
-    }
-
-    private static void closeQuietly(final Socket socket, final DatagramTransport[] transports)
-    {
-        try
-        {
-            if (socket != null)
-            {
-                socket.close();
-            }
-        }
-        catch (final IOException ignore)
-        {
-            // closing anyway
-        }
-        for (final DatagramTransport transport : transports)
-        {
-            if (transport != null)
-            {
-                transport.close();
-            }
-        }
     }
 }

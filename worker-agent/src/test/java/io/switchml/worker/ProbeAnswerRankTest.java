@@ -105,9 +105,9 @@ final class ProbeAnswerRankTest
         {
             // the control connection stays open and silent: the data path alone is under test
             assertTrue(controlPeer.isConnected());
-            final DatagramTransport worker = WorkerClient.openTransport(TransportKind.NIO, context, loopback);
+            final DatagramTransport worker = JobJoin.openTransport(TransportKind.NIO, context, loopback);
             final ScriptedAppliance appliance =
-                new ScriptedAppliance(WorkerClient.openTransport(TransportKind.NIO, context, loopback), answerType, answerRank);
+                new ScriptedAppliance(JobJoin.openTransport(TransportKind.NIO, context, loopback), answerType, answerRank);
             try (WorkerClient client = appliance.connectClient(context, worker, loopback, control, JOB_ID))
             {
                 for (int i = 0; i < WARM_UP_CALLS; i++)
