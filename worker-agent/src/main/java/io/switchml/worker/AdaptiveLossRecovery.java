@@ -121,11 +121,7 @@ final class AdaptiveLossRecovery implements LossRecovery
     private boolean newestMayHaveChanged;
     private long newestChangedAtNs;
 
-    private long retransmitTimeoutNs;
-    private volatile long publishedTimeoutNs;
-    private volatile long smoothedRttNs;
-    private long rttVarianceNs;
-    private long minRttNs = Long.MAX_VALUE;
+    private final RttEstimator rtt;
     private long nextTxSeq;
     private int activeCount;
     private long deliveredSeq;
@@ -147,8 +143,7 @@ final class AdaptiveLossRecovery implements LossRecovery
         this.reorderWindowFloorNs = context.reorderWindowUs() * 1_000L;
         this.probeTimeoutFloorNs = context.probeTimeoutUs() * 1_000L;
         this.loneSlotAllowanceNs = Math.min(minTimeoutNs, LONE_SLOT_ALLOWANCE_NS);
-        this.retransmitTimeoutNs = context.retransmitTimeoutMs() * 1_000_000L;
-        this.publishedTimeoutNs = retransmitTimeoutNs;
+        this.rtt = new RttEstimator(context.retransmitTimeoutMs() * 1_000_000L, minTimeoutNs, maxTimeoutNs);
         active = new boolean[slots];
         sentNs = new long[slots];
         txSeq = new long[slots];
@@ -186,7 +181,7 @@ final class AdaptiveLossRecovery implements LossRecovery
             probed = false;
             tailProbeShift = 0;
         }
-        final long deadline = nowNs + retransmitTimeoutNs;
+        final long deadline = nowNs + rtt.timeoutNs();
         deadlineNs[l] = deadline;
         rtoDeadlineNs[l] = deadline;
         sentNs[l] = nowNs;
@@ -227,7 +222,7 @@ final class AdaptiveLossRecovery implements LossRecovery
             }
             if (resentBy[l] == TIMEOUT)
             {
-                if (minRttNs != Long.MAX_VALUE && nowNs - sentNs[l] < minRttNs / 2)
+                if (rtt.minNs() != Long.MAX_VALUE && nowNs - sentNs[l] < rtt.minNs() / 2)
                 {
                     counters.spuriousRetransmissions++;
                 }
@@ -248,7 +243,7 @@ final class AdaptiveLossRecovery implements LossRecovery
             deliveredSeq = txSeq[l];
             if (pendings[l] == 0)
             {
-                onRttSample(nowNs - sentNs[l]);
+                rtt.onSample(nowNs - sentNs[l]);
             }
             if (fastRetransmit)
             {
@@ -341,7 +336,7 @@ final class AdaptiveLossRecovery implements LossRecovery
     /** The first wait of a held newest slot, and where a result brings it back: the tail probe's pace. */
     private long heldBaseWaitNs()
     {
-        return Math.min(retransmitTimeoutNs, probeTimeoutNs());
+        return Math.min(rtt.timeoutNs(), probeTimeoutNs());
     }
 
     public void onPending(final int l, final long nowNs)
@@ -462,7 +457,7 @@ final class AdaptiveLossRecovery implements LossRecovery
                     if (!backedOff)
                     {
                         backedOff = true;
-                        backOff();
+                        rtt.backOff();
                     }
                     actions.retransmit(l, nowNs);
                     work++;
@@ -487,8 +482,8 @@ final class AdaptiveLossRecovery implements LossRecovery
             // long wait for a slow rank costs a number of probes logarithmic in its length; the next round trip
             // sampled sets it again
             final boolean probeFirst = !probedSinceSent(oldestExpired);
-            backOff();
-            final long deadline = nowNs + retransmitTimeoutNs;
+            rtt.backOff();
+            final long deadline = nowNs + rtt.timeoutNs();
             for (int l = 0; l < slots; l++)
             {
                 if (active[l] && l != oldestExpired && nowNs - deadlineNs[l] >= 0)
@@ -522,12 +517,6 @@ final class AdaptiveLossRecovery implements LossRecovery
         return work;
     }
 
-    private void backOff()
-    {
-        retransmitTimeoutNs = Math.min(retransmitTimeoutNs * 2, maxTimeoutNs);
-        publishedTimeoutNs = retransmitTimeoutNs;
-    }
-
     public void onPause(final long pauseNs)
     {
         // this thread did not run for pauseNs: nothing it could have seen happened then, so no timer counts it
@@ -556,12 +545,12 @@ final class AdaptiveLossRecovery implements LossRecovery
 
     public long smoothedRttNs()
     {
-        return smoothedRttNs;
+        return rtt.smoothedNs();
     }
 
     public long retransmitTimeoutNs()
     {
-        return publishedTimeoutNs;
+        return rtt.publishedTimeoutNs();
     }
 
     private boolean anyActive()
@@ -582,8 +571,8 @@ final class AdaptiveLossRecovery implements LossRecovery
     private void onDelivered(final int l, final long nowNs)
     {
         final long seq = txSeq[l];
-        final long windowNs = Math.min(retransmitTimeoutNs,
-            Math.max(reorderWindowFloorNs, smoothedRttNs >> 2));
+        final long windowNs = Math.min(rtt.timeoutNs(),
+            Math.max(reorderWindowFloorNs, rtt.smoothedNs() >> 2));
         final long suspectNs = nowNs + windowNs;
         for (int m = 0; m < slots; m++)
         {
@@ -593,7 +582,7 @@ final class AdaptiveLossRecovery implements LossRecovery
                 long deadline = suspectNs;
                 if (probes[m] > 0)
                 {
-                    deadline = Math.max(deadline, probedNs[m] + smoothedRttNs + windowNs);
+                    deadline = Math.max(deadline, probedNs[m] + rtt.smoothedNs() + windowNs);
                 }
                 if (deadline - deadlineNs[m] < 0)
                 {
@@ -606,10 +595,10 @@ final class AdaptiveLossRecovery implements LossRecovery
 
     private long probeTimeoutNs()
     {
-        final long srtt = smoothedRttNs;
+        final long srtt = rtt.smoothedNs();
         if (srtt == 0)
         {
-            return retransmitTimeoutNs;
+            return rtt.timeoutNs();
         }
         final long timeoutNs = 2 * srtt + probeTimeoutFloorNs;
         return activeCount == 1 && !streamAnswered ? timeoutNs + loneSlotAllowanceNs : timeoutNs;
@@ -628,7 +617,7 @@ final class AdaptiveLossRecovery implements LossRecovery
         }
         probed = true;
         lastTailProbeNs = nowNs;
-        if (probeTimeoutNs() >= retransmitTimeoutNs)
+        if (probeTimeoutNs() >= rtt.timeoutNs())
         {
             return 0;
         }
@@ -661,7 +650,7 @@ final class AdaptiveLossRecovery implements LossRecovery
             // this probe stands for the one its timer would send first: its answer gets a full timeout before the
             // timer resends the slot (a PENDING for a slot that waits on a slow rank may come late on a busy host,
             // and a resent held update is a duplicate)
-            final long deadline = nowNs + retransmitTimeoutNs;
+            final long deadline = nowNs + rtt.timeoutNs();
             if (deadline - rtoDeadlineNs[target] > 0)
             {
                 rtoDeadlineNs[target] = deadline;
@@ -700,24 +689,5 @@ final class AdaptiveLossRecovery implements LossRecovery
             }
         }
         return newest;
-    }
-
-    private void onRttSample(final long rttNs)
-    {
-        minRttNs = Math.min(minRttNs, rttNs);
-        long srtt = smoothedRttNs;
-        if (srtt == 0)
-        {
-            srtt = rttNs;
-            rttVarianceNs = rttNs / 2;
-        }
-        else
-        {
-            rttVarianceNs += (Math.abs(srtt - rttNs) - rttVarianceNs) >> 2;
-            srtt += (rttNs - srtt) >> 3;
-        }
-        smoothedRttNs = srtt;
-        retransmitTimeoutNs = Math.max(minTimeoutNs, Math.min(maxTimeoutNs, srtt + 4 * rttVarianceNs));
-        publishedTimeoutNs = retransmitTimeoutNs;
     }
 }
