@@ -510,7 +510,7 @@ run_switchml() {
       host_agents_down
       host_agents_up
     fi
-    for ((r = 0; r < HOST_AGENTS; r++)); do agents_cpu0[r]=$(host_agent_cpu "${HOST_AGENT_PIDS[r]}"); done
+    for ((r = 0; r < HOST_AGENTS; r++)); do agents_cpu0[r]=$(proc_cpu "${HOST_AGENT_PIDS[r]}"); done
     for ((r = 0; r < WORKERS; r++)); do
       OMP_NUM_THREADS=1 in_ns "$(rack_ns_w "$r")" timeout -k 10 "$CELL_TIMEOUT" \
         "$PY" "$HERE/cpuwrap.py" --out "$CELL/rank$r.cpu.json" -- \
@@ -623,9 +623,8 @@ host_agents_alive() {
   local r
   for ((r = 0; r < HOST_AGENTS; r++)); do [ -r "/proc/${HOST_AGENT_PIDS[r]}/stat" ] || return 1; done
 }
-# "utime stime" of a host agent's JVM in clock ticks (the launcher execs it, so it is the PID started)
+# "utime stime" of process $1 in clock ticks (a host agent's or the appliance's JVM: the launchers exec it)
 proc_cpu() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
-host_agent_cpu() { proc_cpu "$1"; }
 # cpuwrap.py's JSON for host agent $1's CPU since "utime stime" $2, with its peak RSS
 host_agent_cpu_since() { proc_cpu_since "$1" "$2" true; }
 # the same for any process $1; $3: true to mark it a host agent's

@@ -54,7 +54,7 @@ final class JobJoin
     {
         Socket socket = null;
         DatagramTransport[] transports = new DatagramTransport[0];
-        final String where = "appliance " + context.applianceHost() + ":" + context.controlPort();
+        final String where = where(context);
         try
         {
             socket = io.switchml.protocol.ControlTls.connect(context.applianceHost(), context.controlPort(), 5_000,
@@ -131,8 +131,14 @@ final class JobJoin
      */
     static AllReduceException cannotJoin(final WorkerContext context, final Exception cause)
     {
-        return new AllReduceException("cannot join job '" + context.jobName() + "' as rank " + context.rank() +
-            " at appliance " + context.applianceHost() + ":" + context.controlPort() + ": " + cause, cause);
+        return new AllReduceException("cannot join job '" + context.jobName() + "' as rank " + context.rank() + " at " +
+            where(context) + ": " + cause, cause);
+    }
+
+    /** @return "appliance H:P", the control endpoint a join talks to, for its messages. */
+    private static String where(final WorkerContext context)
+    {
+        return "appliance " + context.applianceHost() + ":" + context.controlPort();
     }
 
     /**

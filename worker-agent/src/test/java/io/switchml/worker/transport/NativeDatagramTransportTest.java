@@ -145,13 +145,7 @@ class NativeDatagramTransportTest
             }
             peer.send(datagram(3, 40).byteBuffer().duplicate().clear(), new InetSocketAddress(LOOPBACK, transport.localPort()));
 
-            final List<Integer> order = new ArrayList<>();
-            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (order.size() < 4 && System.nanoTime() < deadline)
-            {
-                transport.receive((buffer, length) -> order.add(buffer.getInt(0)), 16);
-            }
-            assertEquals(List.of(0, 1, 2, 3), order, "the group's datagrams first, then the unicast one");
+            assertEquals(List.of(0, 1, 2, 3), receiveFirstInts(transport, 4), "the group's datagrams first, then the unicast one");
         }
     }
 
@@ -188,14 +182,24 @@ class NativeDatagramTransportTest
             final long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             sender.join();
             assertTrue(waitedMs < 10_000, "the await ended " + waitedMs + " ms after it began");
-            final List<Integer> received = new ArrayList<>();
-            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (received.isEmpty() && System.nanoTime() < deadline)
-            {
-                transport.receive((buffer, length) -> received.add(buffer.getInt(0)), 16);
-            }
-            assertEquals(List.of(7), received);
+            assertEquals(List.of(7), receiveFirstInts(transport, 1));
         }
+    }
+
+    /**
+     * Receive until {@code count} datagrams have come or 5 s have passed.
+     *
+     * @return the first int of each datagram received, in the order handed over.
+     */
+    private static List<Integer> receiveFirstInts(final DatagramTransport transport, final int count)
+    {
+        final List<Integer> received = new ArrayList<>();
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (received.size() < count && System.nanoTime() < deadline)
+        {
+            transport.receive((buffer, length) -> received.add(buffer.getInt(0)), 16);
+        }
+        return received;
     }
 
     /** A UDP port free on loopback a moment ago, for a group's socket to bind. */
