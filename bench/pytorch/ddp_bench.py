@@ -191,7 +191,7 @@ def sync_hook(client, bucket):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=("gloo", "switchml", "switchml-sync"), required=True)
+    parser.add_argument("--mode", choices=("gloo", "switchml", "switchml-sync", "switchml-job"), required=True)
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--warmups", type=int, default=3)
     parser.add_argument("--batch", type=int, default=8)

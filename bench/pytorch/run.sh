@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # bench/pytorch/run.sh: DDP step time of a ResNet-18-shaped CNN (11.2 M parameters, random data), 4 ranks,
 # with init_process_group("gloo"), ("switchml") and ("switchml") plus a synchronous comm hook (the old bridge).
+# switchml-job (loopback only): ("switchml") with torchrun's default where no packaged host agent serves: local rank
+# 0 starts one agent for the job's 4 ranks, which sums them and sends the sum as one worker (SWITCHML_HOST_AGENT=job).
 #
 #   bench/pytorch/run.sh [--steps 10] [--warmups 4] [--batch 8] [--image 32] [--modes gloo,switchml,switchml-sync]
 #                        [--where loopback,rack] [--rate 1gbit] [--mac off|on] [--multicast on|off] [--bucket-mb 25]
@@ -51,6 +53,9 @@ while [ $# -gt 0 ]; do
     *) echo "bench/pytorch/run.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
+if [[ ",$MODES," == *,switchml-job,* && ",$WHERE," == *,rack,* ]]; then
+  echo "bench/pytorch: mode switchml-job is loopback only (the rack runs one rank per namespace)" >&2; exit 2
+fi
 case "$OFFLOAD" in
   none) ;;
   xdp) [[ ",$WHERE," == *,loopback,* ]] && { echo "bench/pytorch: --offload xdp needs --where rack" >&2; exit 2; } ;;
@@ -103,6 +108,7 @@ loopback() {
   local mode round
   for round in $(seq "$REPEAT"); do for mode in ${MODES//,/ }; do
     if SWITCHML_APPLIANCE=127.0.0.1:17570 GLOO_SOCKET_IFNAME=lo SWITCHML_AGENT_ARGS="--mac $MAC" \
+      SWITCHML_HOST_AGENT="$([ "$mode" = switchml-job ] && echo job || echo "$SWITCHML_HOST_AGENT")" \
       "$PY" -m torch.distributed.run --standalone --nproc_per_node=4 --monitor_interval 1 --redirects 2 --tee 1 \
       --log_dir "$WORK/logs-loopback-$mode" "$ROOT/bench/pytorch/ddp_bench.py" --mode "$mode" $(bench_args) \
       >"$WORK/loopback-$mode.log" 2>&1; then

@@ -1,9 +1,17 @@
-"""Start and stop a rank's own worker agent (``switchml worker serve``).
+"""Start and stop the worker agents a process group runs itself.
 
-The process group starts one agent per rank when no running agent is named (``SWITCHML_SOCKET``):
-the installed launcher (``switchml`` on PATH, or ``$SWITCHML_LAUNCHER``) with ``worker serve
---once``, so the agent also exits when this process dies and its session's socket closes. The job
-token travels in the agent's environment, not on its command line.
+Where no running agent is named (``SWITCHML_SOCKET``, ``SWITCHML_HOST_AGENT``), the process group
+starts one through the installed launcher (``switchml`` on PATH, or ``$SWITCHML_LAUNCHER``):
+
+- :class:`AgentProcess`: a rank's own agent, ``worker serve --once``, which also exits when this
+  process dies and its session's socket closes. The job token travels in the agent's environment,
+  not on its command line.
+- :class:`JobHostAgent`: under torchrun with several ranks per host, local rank 0 starts one
+  ``worker host`` for the job's ranks on this host, which sums them there and sends the sum to the
+  appliance as one worker (one JVM and one copy on the link per host instead of one per rank). Its
+  socket is in a directory of mode 0700; it serves as many sessions as the host has ranks and exits
+  after the last ends, or when local rank 0's process exits (leaving the job, so that every other
+  rank learns of it). The other local ranks learn its socket through the process group's store.
 """
 
 import collections
@@ -16,9 +24,10 @@ import time
 
 from .client import SwitchMLError
 
-__all__ = ["AgentProcess", "find_launcher"]
+__all__ = ["AgentProcess", "JobHostAgent", "find_launcher"]
 
 _READY = "switchml worker serve ready:"
+_HOST_READY = "switchml worker host ready:"
 _INSTALL_HINT = ("install the switchml package (apt install ./switchml_*.deb puts 'switchml' in /usr/bin; it needs "
                  "a JDK 25, e.g. Temurin 25), or set SWITCHML_LAUNCHER to the launcher's path, or start "
                  "'switchml worker serve' yourself and set SWITCHML_SOCKET to its --socket")
@@ -40,24 +49,16 @@ def find_launcher(explicit=None):
     return found
 
 
-class AgentProcess:
-    """A ``switchml worker serve`` child process for one rank, ready to take a client session.
+class _AgentChild:
+    """A launcher child process that prints a ready line: the plumbing both kinds of agent share."""
 
-    :param launcher: path of the ``switchml`` launcher.
-    :param args: the ``worker serve`` options (job, rank, world, appliance ...), without socket and shm.
-    :param env: extra environment (the job token).
-    :param ready_timeout_s: how long to wait for every rank's agent to join and report ready.
-    """
+    _ready_prefix = _READY
+    _what = "the switchml worker agent for rank %d"
 
-    def __init__(self, launcher, args, env, rank, job, ready_timeout_s, shm_dir="/dev/shm"):
+    def _start(self, launcher, command, env, rank, job, ready_timeout_s):
         self.rank = rank
         self.job = job
-        # the agent deletes both files when it exits, also when this process was killed
-        self.socket_path = os.path.join(tempfile.gettempdir(), "switchml-%d-rank%d.sock" % (os.getpid(), rank))
-        shm_root = shm_dir if os.path.isdir(shm_dir) else tempfile.gettempdir()
-        self.shm_path = os.path.join(shm_root, "switchml-%d-rank%d.shm" % (os.getpid(), rank))
-        self.command = [launcher, "worker", "serve"] + list(args) + [
-            "--socket", self.socket_path, "--shm", self.shm_path, "--once"]
+        self.command = command
         self._lines = collections.deque(maxlen=200)
         self._ready = threading.Event()
         self._exited = threading.Event()
@@ -77,7 +78,7 @@ class AgentProcess:
         for raw in self.process.stdout:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             self._lines.append(line)
-            if line.startswith(_READY):
+            if line.startswith(self._ready_prefix):
                 self._ready.set()
             if os.environ.get("SWITCHML_AGENT_LOG") == "1":
                 print("[switchml agent rank %d] %s" % (self.rank, line), flush=True)
@@ -102,14 +103,13 @@ class AgentProcess:
                             "--rdzv_id" % self.job)
                 elif code in (2, 126, 127) and ("no JDK" in detail or "no Java" in detail or "not found" in detail):
                     hint = " -- " + _INSTALL_HINT
-                raise SwitchMLError("the switchml worker agent for rank %d exited with code %s before it was ready: "
-                                    "%s%s\ncommand: %s\nits output:\n%s"
-                                    % (self.rank, code, detail, hint, " ".join(self.command), self.output()))
+                raise SwitchMLError("%s exited with code %s before it was ready: %s%s\ncommand: %s\nits output:\n%s"
+                                    % (self._what % self.rank, code, detail, hint, " ".join(self.command),
+                                       self.output()))
             if time.monotonic() > deadline:
                 self.stop()
-                raise SwitchMLError("the switchml worker agent for rank %d was not ready within %.0f s (every rank's "
-                                    "agent must join job '%s'); its output:\n%s"
-                                    % (self.rank, timeout_s, self.job, self.output()))
+                raise SwitchMLError("%s was not ready within %.0f s (every rank's agent must join job '%s'); its "
+                                    "output:\n%s" % (self._what % self.rank, timeout_s, self.job, self.output()))
             self._ready.wait(0.05)
 
     def stop(self, timeout_s=10.0):
@@ -126,3 +126,60 @@ class AgentProcess:
                     except OSError:
                         pass
                     self._exited.wait(5)
+
+
+class AgentProcess(_AgentChild):
+    """A ``switchml worker serve`` child process for one rank, ready to take a client session.
+
+    :param launcher: path of the ``switchml`` launcher.
+    :param args: the ``worker serve`` options (job, rank, world, appliance ...), without socket and shm.
+    :param env: extra environment (the job token).
+    :param ready_timeout_s: how long to wait for every rank's agent to join and report ready.
+    """
+
+    def __init__(self, launcher, args, env, rank, job, ready_timeout_s, shm_dir="/dev/shm"):
+        # the agent deletes both files when it exits, also when this process was killed
+        self.socket_path = os.path.join(tempfile.gettempdir(), "switchml-%d-rank%d.sock" % (os.getpid(), rank))
+        shm_root = shm_dir if os.path.isdir(shm_dir) else tempfile.gettempdir()
+        self.shm_path = os.path.join(shm_root, "switchml-%d-rank%d.shm" % (os.getpid(), rank))
+        command = [launcher, "worker", "serve"] + list(args) + [
+            "--socket", self.socket_path, "--shm", self.shm_path, "--once"]
+        self._start(launcher, command, env, rank, job, ready_timeout_s)
+
+
+class JobHostAgent(_AgentChild):
+    """The ``switchml worker host`` child process that local rank 0 starts for its job's ranks on this host.
+
+    :param launcher: path of the ``switchml`` launcher.
+    :param config: the rank's :class:`switchml.config.Config` (its ``host_args`` make the command line).
+    :param ready_timeout_s: how long to wait for the agent to warm up and report ready.
+    """
+
+    _ready_prefix = _HOST_READY
+    _what = "the job's host agent started by rank %d"
+
+    def __init__(self, launcher, config, ready_timeout_s):
+        # a directory only this user can enter: the socket's mode 0660 would let the agent's group in
+        self.directory = tempfile.mkdtemp(prefix="switchml-%s-node%d-" % (_safe(config.job), config.node))
+        self.socket_path = os.path.join(self.directory, "agent.sock")
+        command = [launcher, "worker", "host"] + config.host_args(self.socket_path, os.getpid())
+        try:
+            self._start(launcher, command, {}, config.rank, config.job, ready_timeout_s)
+        except BaseException:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            raise
+
+    def describe(self):
+        """How the other local ranks' errors name it."""
+        return "the job's host agent at %s (pid %d), started by rank %d" % (self.socket_path, self.pid, self.rank)
+
+    def stop(self, timeout_s=10.0):
+        """Wait for the agent to exit after the host's last session, else terminate it; delete its directory."""
+        try:
+            super().stop(timeout_s)
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _safe(name):
+    return "".join(c if c.isalnum() or c in "_.-" else "-" for c in str(name))[:60]

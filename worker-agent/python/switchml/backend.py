@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 
-from .agent import AgentProcess, find_launcher
+from .agent import AgentProcess, JobHostAgent, find_launcher
 from .client import Client, SwitchMLError
 from .requests import check_tensor
 from .config import Config
@@ -61,6 +61,11 @@ class ProcessGroupSwitchML(_BASE):
                 config.agree(store)
                 socket_path = config.host_agent
                 self._client = Client(socket_path, timeout=config.join_timeout_s + 60, open_fields=config.open_fields())
+            elif config.job_agent:
+                config.agree(store)
+                socket_path, agent_name = self._job_agent(store)
+                self._client = Client(socket_path, timeout=config.join_timeout_s + 60, open_fields=config.open_fields(),
+                                      agent_name=agent_name)
             elif config.socket is None:
                 config.agree(store)
                 launcher = find_launcher(config.launcher)
@@ -79,6 +84,35 @@ class ProcessGroupSwitchML(_BASE):
             raise
         with _lock:
             _groups.append(self)
+
+    def _job_agent(self, store):
+        """The socket of the agent serving this job's ranks on this host, and how errors name it: local rank 0 starts
+        it (``worker host``) and says where it is, or why it could not start, through the store; the others wait."""
+        import datetime
+        config = self._config
+        key = "switchml/job-agent/node%d" % config.node
+        if config.local_rank == 0:
+            try:
+                self._agent = JobHostAgent(find_launcher(config.launcher), config,
+                                           ready_timeout_s=config.join_timeout_s + 60)
+            except BaseException as ex:
+                store.set(key, "error " + str(ex).splitlines()[0][:2000] if str(ex) else "error " + type(ex).__name__)
+                raise
+            store.set(key, "ok %d %s" % (self._agent.pid, self._agent.socket_path))
+            return self._agent.socket_path, self._agent.describe()
+        starter = config.rank - config.local_rank
+        wait_s = config.join_timeout_s + 90
+        try:
+            store.wait([key], datetime.timedelta(seconds=wait_s))
+        except RuntimeError:
+            raise SwitchMLError("rank %d: rank %d (local rank 0 of this host) did not start the job's host agent within "
+                                "%d s" % (config.rank, starter, wait_s)) from None
+        state, _, detail = store.get(key).decode("utf-8").partition(" ")
+        if state != "ok":
+            raise SwitchMLError("rank %d: rank %d (local rank 0 of this host) could not start the job's host agent: %s"
+                                % (config.rank, starter, detail))
+        pid, _, socket_path = detail.partition(" ")
+        return socket_path, "the job's host agent at %s (pid %s), started by rank %d" % (socket_path, pid, starter)
 
     # ---- identity ----------------------------------------------------------------------------------------------
 

@@ -82,12 +82,14 @@ class Client:
         speaks another protocol version.
     """
 
-    def __init__(self, socket_path=None, timeout=None, open_fields=None):
+    def __init__(self, socket_path=None, timeout=None, open_fields=None, agent_name=None):
         path = socket_path or os.environ.get("SWITCHML_SOCKET")
         if not path:
             raise ValueError("no agent socket: pass socket_path or set SWITCHML_SOCKET "
                              "(the --socket of 'switchml worker serve')")
         self.socket_path = str(path)
+        # how errors name the agent, e.g. who started it
+        self.agent_name = agent_name or "the switchml agent at %s" % self.socket_path
         self._submit_lock = threading.Lock()
         self._cond = threading.Condition()
         self._inflight = collections.deque()
@@ -104,8 +106,8 @@ class Client:
             self._sock.connect(self.socket_path)
         except OSError as ex:
             self._sock.close()
-            raise SwitchMLError("cannot connect to the switchml agent at %s: %s "
-                                "(is 'switchml worker serve' running and ready?)" % (self.socket_path, ex)) from ex
+            raise SwitchMLError("cannot connect to %s: %s (is 'switchml worker serve' running and ready?)"
+                                % (self.agent_name, ex)) from ex
         self._reader = self._sock.makefile("rb")
         self._mm = None
         self._shm = None
@@ -362,7 +364,7 @@ class Client:
         try:
             self._sock.sendall((line + "\n").encode("utf-8"))
         except OSError as ex:
-            self._fail("lost the connection to the switchml agent at %s: %s" % (self.socket_path, ex))
+            self._fail("lost the connection to %s: %s" % (self.agent_name, ex))
             raise SwitchMLError(self._failure) from ex
 
     def _raise_if_failed(self):
@@ -376,7 +378,7 @@ class Client:
     def _read_reply(self):
         reply = self._reader.readline()
         if not reply:
-            raise SwitchMLError("the switchml agent at %s closed the connection (did it exit?)" % self.socket_path)
+            raise SwitchMLError("%s closed the connection (did it exit?)" % self.agent_name)
         return _parse(reply.decode("utf-8"))
 
     def _read_loop(self):
@@ -385,8 +387,7 @@ class Client:
                 try:
                     fields = self._read_reply()
                 except (OSError, ValueError) as ex:
-                    raise SwitchMLError("lost the connection to the switchml agent at %s: %s"
-                                        % (self.socket_path, ex)) from ex
+                    raise SwitchMLError("lost the connection to %s: %s" % (self.agent_name, ex)) from ex
                 with self._cond:
                     if not self._inflight:
                         raise SwitchMLError("the switchml agent sent a reply nobody asked for: %r" % fields)

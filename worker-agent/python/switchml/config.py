@@ -29,10 +29,12 @@ OPTIONS = {
     "socket": ("SWITCHML_SOCKET", None, "socket of an agent already running for this rank ({rank}, {local_rank} "
                                         "expand); default: start one"),
     "host_agent": ("SWITCHML_HOST_AGENT", "auto", "socket of a 'switchml worker host' agent serving this host's ranks "
-                                                  "(one warm agent for all); auto: the packaged agent's socket "
-                                                  "(switchml-worker-host.service) where it exists and this rank sets "
-                                                  "no socket, credentials or TLS of its own; off, or where there is "
-                                                  "none: start one agent per rank"),
+                                                  "(one warm agent for all); job: local rank 0 starts one for this "
+                                                  "job's ranks on this host, which ends with them; auto: the packaged "
+                                                  "agent's socket (switchml-worker-host.service) where it exists and "
+                                                  "this rank sets no socket, credentials or TLS of its own, else, under "
+                                                  "torchrun with several ranks per host, job; off, or otherwise: start "
+                                                  "one agent per rank"),
     "local_reduce": ("SWITCHML_LOCAL_REDUCE", "auto", "with a host agent: sum this host's ranks of the job in the "
                                                       "agent and send them to the appliance as one worker (on, off, or "
                                                       "auto: on when torchrun's $LOCAL_WORLD_SIZE is above 1)"),
@@ -137,13 +139,20 @@ class Config:
             if any(arg == managed or arg.startswith(managed + "=") for arg in self.agent_args):
                 raise ValueError("%s must not set %s: the process group sets it" % (args_where, managed))
         self.host_agent, host_where = _env_or(options, "host_agent")
+        # job: local rank 0 starts a 'worker host' for the job's ranks on this host (see switchml.agent.JobHostAgent)
+        self.job_agent = False
         open_extra = None
         if self.host_agent == "off":
             self.host_agent = None
         elif self.host_agent == "auto":
             open_extra = self._packaged_agent_open_extra(args_where)
             self.host_agent = HOST_AGENT_SOCKET if open_extra is not None else None
-        if self.host_agent and self.socket:
+            if self.host_agent is None and not self.socket and self._torchrun_local_world(options) > 1:
+                self.job_agent = True
+        elif self.host_agent == "job":
+            self.host_agent = None
+            self.job_agent = True
+        if (self.host_agent or self.job_agent) and self.socket:
             raise ValueError("%s and a socket (SWITCHML_SOCKET / pg_options['socket']) exclude each other" % host_where)
         if self.host_agent:
             for key in ("credential_file", "tls_ca"):
@@ -180,7 +189,7 @@ class Config:
         mode, where = _env_or(options, "local_reduce")
         if mode not in ("on", "off", "auto"):
             raise ValueError("%s must be on, off or auto: %r" % (where, mode))
-        if not self.host_agent:
+        if not (self.host_agent or self.job_agent):
             if mode == "on":
                 raise ValueError("%s is on, but no host agent serves this rank (SWITCHML_HOST_AGENT): an agent of "
                                  "its own cannot sum the host's ranks" % where)
@@ -198,6 +207,42 @@ class Config:
             raise ValueError("%s: rank %d of %d is not local rank %d of nodes of $LOCAL_WORLD_SIZE=%d ranks"
                              % (where, self.rank, self.world_size, self.local_rank, local_world))
         return local_world
+
+    def _torchrun_local_world(self, options):
+        """$LOCAL_WORLD_SIZE where torchrun numbers this rank as local rank R % $LOCAL_WORLD_SIZE and local reduction
+        is not off, else 1: when SWITCHML_HOST_AGENT=auto starts an agent for the job's ranks on this host."""
+        mode, _ = _env_or(options, "local_reduce")
+        size = os.environ.get("LOCAL_WORLD_SIZE")
+        if mode == "off" or not size or not size.isdigit() or int(size) < 2:
+            return 1
+        local_world = int(size)
+        if self.world_size % local_world or self.rank % local_world != self.local_rank:
+            return 1
+        return local_world
+
+    @property
+    def node(self):
+        """This rank's host among the job's, when its ranks are summed there (rank // local world)."""
+        return self.rank // self.local_world
+
+    def host_args(self, socket_path, parent_pid):
+        """``switchml worker host`` options of the agent that local rank 0 starts for the job's ranks on this host:
+        this rank's appliance, tenant, credentials and agent options; it serves the host's ranks of this job and
+        exits after them, or when ``parent_pid`` exits."""
+        args = ["--socket", socket_path, "--appliance", self.appliance_host, "--control-port", str(self.control_port),
+                "--tenant", self.tenant, "--backend", self.backend, "--join-timeout-ms", str(self.join_timeout_s * 1000),
+                "--max-sessions", str(self.local_world), "--exit-after-sessions", str(self.local_world),
+                "--exit-with-pid", str(parent_pid)]
+        if self.shm_bytes > 1 << 30:
+            args += ["--max-shm-bytes", str(self.shm_bytes)]
+        if not any(arg == "--warm-up-ms" or arg.startswith("--warm-up-ms=") for arg in self.agent_args):
+            # the ranks wait for it: a second of warming, about what a per-rank agent does while its join waits
+            args += ["--warm-up-ms", "1000"]
+        if self.credential_file:
+            args += ["--credential-file", self.credential_file]
+        if self.tls_ca:
+            args += ["--tls-ca", self.tls_ca]
+        return args + self.agent_args
 
     def _open_extra(self, where):
         """The job options of agent_args that a host agent's OPEN carries (-k, -s, --mac); anything else is refused."""

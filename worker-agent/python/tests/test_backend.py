@@ -157,6 +157,38 @@ class ConfigTest(unittest.TestCase):
                 os.environ.pop("SWITCHML_HOST_AGENT", None)
                 self.assertIsNone(Config(None, 0, 2).host_agent, "no packaged agent: an agent per rank")
 
+    def test_under_torchrun_without_a_packaged_agent_local_rank_0_starts_one_for_the_job(self):
+        from switchml import config as config_module
+        torchrun = {"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "SWITCHML_AGENT_ARGS": "-k 1024 -s 16"}
+        with mock.patch.object(config_module, "HOST_AGENT_SOCKET", "/nonexistent/agent.sock"), \
+                mock.patch.dict(os.environ, torchrun):
+            for name in ("SWITCHML_HOST_AGENT", "SWITCHML_SOCKET", "SWITCHML_LOCAL_REDUCE", "SWITCHML_TLS_CA"):
+                os.environ.pop(name, None)
+            config = Config({"job": "j", "token": "tok-0123456789", "credential_file": __file__}, 5, 8)
+            self.assertTrue(config.job_agent, "auto, torchrun, 4 ranks per host, no packaged agent: a job agent")
+            self.assertIsNone(config.host_agent)
+            self.assertEqual((config.local_world, config.node), (4, 1))
+            fields = config.open_fields()
+            self.assertEqual((fields["localRank"], fields["localWorld"]), (1, 4))
+            self.assertNotIn("k", fields, "the agent options are the job agent's own command line")
+            args = config.host_args("/tmp/d/agent.sock", 4242)
+            for option, value in (("--socket", "/tmp/d/agent.sock"), ("--max-sessions", "4"),
+                                  ("--exit-after-sessions", "4"), ("--exit-with-pid", "4242"),
+                                  ("--credential-file", __file__), ("--warm-up-ms", "1000"), ("-k", "1024")):
+                self.assertEqual(args[args.index(option) + 1], value, args)
+            self.assertNotIn("--warm-up-ms", Config({"agent_args": "--warm-up-ms=0"}, 5, 8).host_args("/s", 1)[:-1])
+            self.assertFalse(Config({"local_reduce": "off"}, 5, 8).job_agent, "local reduction off: an agent per rank")
+            self.assertFalse(Config({"socket": "/run/a.sock"}, 5, 8).job_agent, "a rank's own socket wins")
+            self.assertFalse(Config(None, 5, 6).job_agent, "4 does not divide 6: not torchrun's numbering")
+            self.assertFalse(Config({"host_agent": "off"}, 5, 8).job_agent)
+            with mock.patch.dict(os.environ, {"LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0"}):
+                self.assertFalse(Config(None, 5, 8).job_agent, "one rank per host: its own agent")
+                forced = Config({"host_agent": "job"}, 5, 8)
+                self.assertTrue(forced.job_agent)
+                self.assertEqual(forced.local_world, 1)
+            with self.assertRaisesRegex(ValueError, "exclude each other"):
+                Config({"host_agent": "job", "socket": "/run/a.sock"}, 5, 8)
+
     def test_backend_choice_reaches_the_agent(self):
         with mock.patch.dict(os.environ):
             os.environ.pop("SWITCHML_BACKEND", None)

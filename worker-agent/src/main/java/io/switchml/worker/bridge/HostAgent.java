@@ -79,6 +79,7 @@ public final class HostAgent implements AutoCloseable
     private final AtomicLong opened = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
     private volatile boolean closed;
+    private volatile long exitAfterSessions;
     private volatile long localChunkBytes = LocalRounds.CHUNK_BYTES;
 
     private HostAgent(final Supplier<WorkerContext> hostOptions, final Path socketPath, final Path shmDir,
@@ -141,6 +142,21 @@ public final class HostAgent implements AutoCloseable
     void localChunkBytes(final long chunkBytes)
     {
         this.localChunkBytes = chunkBytes;
+    }
+
+    /**
+     * Close the agent once {@code count} sessions have been opened and none is open any more: an agent started for
+     * one job's ranks on this host ({@code worker host --exit-after-sessions}) ends with the last of them.
+     *
+     * @param count sessions to serve; 0 (the default) serves until {@link #close()}.
+     */
+    public void closeAfterSessions(final long count)
+    {
+        if (count < 0)
+        {
+            throw new IllegalArgumentException("--exit-after-sessions must be 0 or more: " + count);
+        }
+        exitAfterSessions = count;
     }
 
     /**
@@ -305,12 +321,15 @@ public final class HostAgent implements AutoCloseable
                 server.close();
                 sessions.remove(server);
             }
-            if (reserved)
-            {
-                active.decrementAndGet();
-            }
+            final int stillActive = reserved ? active.decrementAndGet() : active.get();
             BridgeSession.closeQuietly(channel);
             connections.remove(channel);
+            final long exitAfter = exitAfterSessions;
+            if (exitAfter > 0 && stillActive == 0 && opened.get() >= exitAfter && !closed)
+            {
+                LOG.info("the last of {} sessions ended: closing (--exit-after-sessions)", exitAfter);
+                close();
+            }
         }
     }
 

@@ -22,7 +22,10 @@ import java.util.concurrent.Callable;
  * ({@link HostAgent}). It warms its data path up at start ({@link HostWarmUp}), then prints
  * {@code switchml worker host ready: socket=...} (and sends {@code READY=1} under a {@code Type=notify} unit) and
  * opens a session for each {@code OPEN} on its socket until SIGTERM (exit status 143, after leaving every session's job
- * and deleting the socket and shared memory), 2 for bad arguments, 3 when the socket cannot be bound.
+ * and deleting the socket and shared memory), 2 for bad arguments, 3 when the socket cannot be bound. An agent that a
+ * training process starts for its job's ranks on this host (the Python package does, under torchrun, where no packaged
+ * agent serves) ends itself with status 0: after {@code --exit-after-sessions} sessions, or, leaving their jobs so that
+ * the peers learn of it, when the process named by {@code --exit-with-pid} exits.
  */
 @Command(name = "host", mixinStandardHelpOptions = true, versionProvider = io.switchml.protocol.BuildInfo.VersionProvider.class,
     description = {"Serve every training process of this host from one long-lived, warmed-up agent.",
@@ -71,6 +74,15 @@ public final class WorkerHostCommand implements Callable<Integer>
         defaultValue = "" + BridgeContext.PIPELINE_DEPTH_DEFAULT)
     private int pipelineDepth;
 
+    @Option(names = "--exit-after-sessions", description = "Exit (status 0) once this many sessions have been " +
+        "opened and all have ended: an agent started for one job's ranks on this host (default ${DEFAULT-VALUE}: serve " +
+        "until SIGTERM).", defaultValue = "0")
+    private long exitAfterSessions;
+
+    @Option(names = "--exit-with-pid", description = "Stop as on SIGTERM, leaving every session's job so that its " +
+        "peers learn of it, when process PID exits: the training process that started this agent (default: none).")
+    private Long exitWithPid;
+
     @Override
     public Integer call()
     {
@@ -83,6 +95,15 @@ public final class WorkerHostCommand implements Callable<Integer>
                 throw new IllegalArgumentException("--warm-up-ms must be 0..600000: " + warmUpMs);
             }
             BridgeContext.requirePipelineDepth(pipelineDepth);
+            if (exitAfterSessions < 0 || exitAfterSessions > 4096)
+            {
+                throw new IllegalArgumentException("--exit-after-sessions must be 0..4096: " + exitAfterSessions);
+            }
+            if (exitWithPid != null && ProcessHandle.of(exitWithPid).filter(ProcessHandle::isAlive).isEmpty())
+            {
+                throw new IllegalArgumentException("--exit-with-pid " + exitWithPid + ": no such process (it exited " +
+                    "before this agent started)");
+            }
             BridgeContext.requireJoinTimeoutMs(joinTimeoutMs, "--join-timeout-ms");
             options = hostOptions();
             // the options every session starts from must be valid on their own (a job's fields aside)
@@ -113,6 +134,16 @@ public final class WorkerHostCommand implements Callable<Integer>
             System.out.println("ERROR " + ex.getMessage());
             notifier.close();
             return 3;
+        }
+        agent.closeAfterSessions(exitAfterSessions);
+        if (exitWithPid != null)
+        {
+            final long pid = exitWithPid;
+            ProcessHandle.of(pid).ifPresentOrElse(process -> process.onExit().thenRun(() ->
+            {
+                LOG.warn("process {} exited (--exit-with-pid): stopping, leaving {} sessions' jobs", pid, agent.sessions());
+                agent.close();
+            }), agent::close);
         }
         Runtime.getRuntime().addShutdownHook(new Thread(() ->
         {

@@ -28,6 +28,7 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -174,6 +175,29 @@ class HostAgentTest
         allReduceAndCheck(again, 100);
         assertEquals(7, agent.opened());
         assertEquals(0, agent.refused());
+    }
+
+    @Test
+    void anAgentForOneJobClosesWhenTheLastOfItsSessionsEnds() throws Exception
+    {
+        agent.closeAfterSessions(2);
+        final List<BridgeTestClient> ranks = openJob("once", 2, "");
+        allReduceAndCheck(ranks, 500);
+        assertEquals("OK", ranks.get(0).request("CLOSE"));
+        assertNull(ranks.get(0).readLine());
+        Thread.sleep(200);
+        assertTrue(Files.exists(agent.socketPath()), "one session still open: the agent serves on");
+        assertEquals(1, agent.sessions());
+        assertTrue(ControlProtocol.parse(ranks.get(1).request("INFO")).containsKey("shm"), "the other session still answers");
+        assertEquals("OK", ranks.get(1).request("CLOSE"));
+        assertNull(ranks.get(1).readLine());
+        for (int i = 0; i < 100 && Files.exists(agent.socketPath()); i++)
+        {
+            Thread.sleep(20);
+        }
+        assertFalse(Files.exists(agent.socketPath()), "the last session ended: the agent closed and deleted its socket");
+        assertEquals(2, agent.opened());
+        assertThrows(IllegalArgumentException.class, () -> agent.closeAfterSessions(-1));
     }
 
     @Test

@@ -93,19 +93,23 @@ class TorchrunBackendTest
         }
     }
 
-    /** A stand-in for the installed launcher that runs 'worker serve' from the test class path. */
+    /** A stand-in for the installed launcher that runs 'worker serve' and 'worker host' from the test class path. */
     private static Path writeLauncher(final Path path) throws IOException
     {
         Files.createDirectories(path.getParent());
         final String java = ProcessHandle.current().info().command().orElse("java");
         Files.writeString(path, "#!/bin/sh\n" +
-            "if [ \"$1\" != worker ] || [ \"$2\" != serve ]; then echo \"test launcher: only 'worker serve'\" >&2; exit 2; fi\n" +
+            "case \"$1 $2\" in\n" +
+            "  'worker serve') main=" + WorkerServeCommand.class.getName() + " ;;\n" +
+            "  'worker host') main=" + WorkerHostCommand.class.getName() + " ;;\n" +
+            "  *) echo \"test launcher: only 'worker serve' and 'worker host'\" >&2; exit 2 ;;\n" +
+            "esac\n" +
             "shift 2\n" +
             "exec '" + java + "' --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow " +
             "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --add-opens=java.base/java.lang.reflect=ALL-UNNAMED " +
             "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED --add-exports=java.base/jdk.internal.ref=ALL-UNNAMED " +
             "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto " +
-            "-cp '" + System.getProperty("java.class.path") + "' " + WorkerServeCommand.class.getName() + " \"$@\"\n");
+            "-cp '" + System.getProperty("java.class.path") + "' \"$main\" \"$@\"\n");
         Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rwx------"));
         return path;
     }
@@ -290,6 +294,87 @@ class TorchrunBackendTest
         {
             assertTrue(left.noneMatch(path -> path.getFileName().toString().endsWith(".shm")), "no shared memory left");
         }
+    }
+
+    /**
+     * The default under torchrun where no packaged host agent serves: local rank 0 starts one agent for the job's 4
+     * ranks on this host ({@code worker host}), which sums them and sends the sum to the appliance as one worker, and
+     * exits after the last of their sessions; no other rank starts an agent.
+     */
+    @Test
+    void localRankZeroStartsOneAgentForTheJobsRanksOnThisHost() throws Exception
+    {
+        final Map<String, String> environment = jobAgentEnvironment();
+        final ChildProcess run = torchrun("job-agent", 1, List.of("--backend", "switchml"), environment);
+        assertEquals(0, run.awaitExit(150_000), "torchrun with a job agent failed:\n" + run.output() + logs("job-agent"));
+        final String output = run.output();
+        final List<Map<String, String>> results = lines(output, "RESULT ");
+        assertEquals(WORLD, results.size(), output);
+        for (final Map<String, String> result : results)
+        {
+            assertEquals(results.getFirst().get("digest"), result.get("digest"), "every rank's parameters identical");
+            assertEquals(result.get("rank").equals("0"), !result.get("agent_pid").equals("None"),
+                "only local rank 0 started an agent: " + result);
+        }
+        assertTrue(Double.parseDouble(results.getFirst().get("acc")) > 80.0, "the model learned: " + results.getFirst());
+        for (final Map<String, String> stats : lines(output, "STATS "))
+        {
+            assertTrue(Long.parseLong(stats.get("allReduces")) >= 4 * 32, stats.toString());
+            assertTrue(Long.parseLong(stats.getOrDefault("int32.allReduces", "0")) >= 3, stats.toString());
+        }
+        final long summed = output.lines().filter(line -> line.contains("HostAgent: serving rank ") &&
+            line.contains("ranks 0..3 summed on this host and sent as one worker (node 0 of 1)")).count();
+        assertEquals(WORLD, summed, "the agent sums the host's 4 ranks: " + output);
+        assertTrue(output.contains("the last of 4 sessions ended: closing (--exit-after-sessions)"), output);
+        final List<Map<String, String>> after = lines(output, "AGENT_AFTER_DESTROY ");
+        assertEquals(1, after.size(), output);
+        assertEquals("False", after.getFirst().get("alive"), "the job's agent is gone after destroy_process_group");
+    }
+
+    /**
+     * Local rank 0, whose process started the job's agent, killed mid-epoch: every other rank raises within seconds
+     * naming rank 0, and the agent, its parent gone, leaves the job and exits.
+     */
+    @Test
+    void killingTheRankThatStartedTheJobsAgentIsNamedByTheOthersAndTheAgentExits() throws Exception
+    {
+        final ChildProcess run = torchrun("job-agent-kill", 10, List.of("--backend", "switchml", "--kill-rank", "0",
+            "--kill-step", "5"), jobAgentEnvironment());
+        final int exit = run.awaitExit(150_000);
+        final String output = run.output();
+        assertNotEquals(0, exit, output);
+        assertTrue(output.contains("KILLING rank=0"), output + logs("job-agent-kill"));
+        final List<Map<String, String>> failed = linesWithMessage(output, "FAILED ");
+        assertEquals(WORLD - 1, failed.size(), "every other rank raises: " + output + logs("job-agent-kill"));
+        for (final Map<String, String> rank : failed)
+        {
+            // the agent usually sees rank 0's session drop first ("rank 0's training process disconnected ..."); if it
+            // sees its parent's exit first, the ranks lose the agent ("the job's host agent ..., started by rank 0")
+            assertTrue(rank.get("error").contains("rank 0's training process disconnected") ||
+                rank.get("error").contains("started by rank 0"), "the error names rank 0: " + rank);
+            assertTrue(Double.parseDouble(rank.get("after_s")) < 5.0, "raised within seconds: " + rank);
+            System.out.println("TORCHRUN JOB AGENT KILL rank " + rank.get("rank") + " raised after " + rank.get("after_s") +
+                " s: " + rank.get("error"));
+        }
+        final long pid = Long.parseLong(lines(output, "AGENT ").stream().filter(agent -> agent.get("rank").equals("0"))
+            .findFirst().orElseThrow().get("pid"));
+        final long deadline = System.currentTimeMillis() + 15_000;
+        while (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) && System.currentTimeMillis() < deadline)
+        {
+            Thread.sleep(100);
+        }
+        assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "the job's agent " + pid + " still runs");
+    }
+
+    /** torchrun's default (SWITCHML_HOST_AGENT=auto) with no packaged agent, its output in the ranks' output. */
+    private Map<String, String> jobAgentEnvironment()
+    {
+        assertFalse(Files.exists(Path.of("/run/switchml/host/agent.sock")), "a packaged host agent serves this machine " +
+            "(switchml-worker-host.service): SWITCHML_HOST_AGENT=auto would use it; stop it to run this test");
+        final Map<String, String> environment = environment();
+        environment.put("SWITCHML_HOST_AGENT", "");
+        environment.put("SWITCHML_AGENT_LOG", "1");
+        return environment;
     }
 
     @Test
