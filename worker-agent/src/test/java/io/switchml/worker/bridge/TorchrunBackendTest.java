@@ -366,6 +366,52 @@ class TorchrunBackendTest
         assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "the job's agent " + pid + " still runs");
     }
 
+    /**
+     * Two torchrun "nodes" of 2 ranks each on this machine (static rendezvous, --node_rank 0 and 1): each node's local
+     * rank 0 starts an agent for its 2 ranks (the store key is per node), each agent joins the job as one worker of 2,
+     * and the sums are the 4 ranks'.
+     */
+    @Test
+    void eachNodesLocalRankZeroStartsTheAgentOfItsNode() throws Exception
+    {
+        final int masterPort = freePort();
+        final List<ChildProcess> nodes = new ArrayList<>();
+        for (int node = 0; node < 2; node++)
+        {
+            final List<String> command = List.of(PYTHON, "-m", "torch.distributed.run", "--nnodes=2",
+                "--nproc_per_node=2", "--node_rank=" + node, "--master_addr=127.0.0.1", "--master_port=" + masterPort,
+                "--monitor_interval", "1", "--redirects", "2", "--tee", "1", "--log_dir",
+                tempDir.resolve("logs-nodes-" + node).toString(), "tests/torchrun_train.py", "--backend", "switchml",
+                "--epochs", "2");
+            final ChildProcess child = ChildProcess.start("node" + node, command, pythonDir(), jobAgentEnvironment());
+            children.add(child);
+            nodes.add(child);
+        }
+        final List<Map<String, String>> results = new ArrayList<>();
+        final StringBuilder outputs = new StringBuilder();
+        for (int node = 0; node < 2; node++)
+        {
+            final ChildProcess child = nodes.get(node);
+            assertEquals(0, child.awaitExit(150_000), "node " + node + " failed:\n" + child.output() + logs("nodes-" + node));
+            outputs.append(child.output());
+            results.addAll(lines(child.output(), "RESULT "));
+            final String sums = "ranks " + 2 * node + ".." + (2 * node + 1) + " summed on this host and sent as one " +
+                "worker (node " + node + " of 2)";
+            final long summed = child.output().lines().filter(line -> line.contains("HostAgent: serving rank ") &&
+                line.contains(sums)).count();
+            assertEquals(2, summed, "node " + node + "'s agent sums its 2 ranks: " + child.output());
+        }
+        assertEquals(WORLD, results.size(), outputs.toString());
+        for (final Map<String, String> result : results)
+        {
+            assertEquals(results.getFirst().get("digest"), result.get("digest"), "every rank's parameters identical");
+            final boolean starter = result.get("rank").equals("0") || result.get("rank").equals("2");
+            assertEquals(starter, !result.get("agent_pid").equals("None"), "each node's local rank 0 starts: " + result);
+        }
+        assertEquals(2, outputs.toString().lines().filter(line ->
+            line.contains("the last of 2 sessions ended: closing (--exit-after-sessions)")).count(), outputs.toString());
+    }
+
     /** torchrun's default (SWITCHML_HOST_AGENT=auto) with no packaged agent, its output in the ranks' output. */
     private Map<String, String> jobAgentEnvironment()
     {
