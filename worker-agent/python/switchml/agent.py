@@ -182,4 +182,5 @@ class JobHostAgent(_AgentChild):
 
 
 def _safe(name):
-    return "".join(c if c.isalnum() or c in "_.-" else "-" for c in str(name))[:60]
+    # short: the socket path must fit sun_path (108 bytes) under a long $TMPDIR too
+    return "".join(c if c.isalnum() or c in "_.-" else "-" for c in str(name))[:32]
