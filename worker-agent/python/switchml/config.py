@@ -232,7 +232,7 @@ class Config:
         args = ["--socket", socket_path, "--appliance", self.appliance_host, "--control-port", str(self.control_port),
                 "--tenant", self.tenant, "--backend", self.backend, "--join-timeout-ms", str(self.join_timeout_s * 1000),
                 "--max-sessions", str(self.local_world), "--exit-after-sessions", str(self.local_world),
-                "--exit-with-pid", str(parent_pid)]
+                "--exit-with-pid", str(parent_pid), "--delete-socket-dir"]
         if self.shm_bytes > 1 << 30:
             args += ["--max-shm-bytes", str(self.shm_bytes)]
         if not any(arg == "--warm-up-ms" or arg.startswith("--warm-up-ms=") for arg in self.agent_args):

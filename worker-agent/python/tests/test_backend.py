@@ -176,6 +176,7 @@ class ConfigTest(unittest.TestCase):
                                   ("--exit-after-sessions", "4"), ("--exit-with-pid", "4242"),
                                   ("--credential-file", __file__), ("--warm-up-ms", "1000"), ("-k", "1024")):
                 self.assertEqual(args[args.index(option) + 1], value, args)
+            self.assertIn("--delete-socket-dir", args, "the agent removes its private directory when it ends")
             self.assertNotIn("--warm-up-ms", Config({"agent_args": "--warm-up-ms=0"}, 5, 8).host_args("/s", 1)[:-1])
             self.assertFalse(Config({"local_reduce": "off"}, 5, 8).job_agent, "local reduction off: an agent per rank")
             self.assertFalse(Config({"socket": "/run/a.sock"}, 5, 8).job_agent, "a rank's own socket wins")

@@ -14,6 +14,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
@@ -83,6 +84,10 @@ public final class WorkerHostCommand implements Callable<Integer>
         "peers learn of it, when process PID exits: the training process that started this agent (default: none).")
     private Long exitWithPid;
 
+    @Option(names = "--delete-socket-dir", description = "On exit, also delete the socket's directory if it is then " +
+        "empty: a private directory made for this agent alone (the Python package's agent for a job).")
+    private boolean deleteSocketDir;
+
     @Override
     public Integer call()
     {
@@ -149,6 +154,10 @@ public final class WorkerHostCommand implements Callable<Integer>
         {
             notifier.stopping("stopping with " + agent.sessions() + " sessions open, " + agent.opened() + " opened");
             agent.close();
+            if (deleteSocketDir)
+            {
+                deleteIfEmpty(agent.socketPath().getParent());
+            }
             notifier.close();
             System.out.println("switchml worker host: stopped after " + agent.opened() + " sessions (" + agent.refused() +
                 " refused)");
@@ -177,6 +186,22 @@ public final class WorkerHostCommand implements Callable<Integer>
         }
         agent.close();
         return 3;
+    }
+
+    private static void deleteIfEmpty(final Path directory)
+    {
+        try
+        {
+            Files.deleteIfExists(directory);
+        }
+        catch (final java.nio.file.DirectoryNotEmptyException ex)
+        {
+            LOG.warn("--delete-socket-dir: {} is not empty, left as it is", directory);
+        }
+        catch (final IOException ex)
+        {
+            LOG.warn("--delete-socket-dir: cannot delete {}: {}", directory, ex.toString());
+        }
     }
 
     /**

@@ -329,6 +329,7 @@ class TorchrunBackendTest
         final List<Map<String, String>> after = lines(output, "AGENT_AFTER_DESTROY ");
         assertEquals(1, after.size(), output);
         assertEquals("False", after.getFirst().get("alive"), "the job's agent is gone after destroy_process_group");
+        assertNoAgentDirectoryLeft();
     }
 
     /**
@@ -364,6 +365,7 @@ class TorchrunBackendTest
             Thread.sleep(100);
         }
         assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "the job's agent " + pid + " still runs");
+        assertNoAgentDirectoryLeft();
     }
 
     /**
@@ -410,6 +412,7 @@ class TorchrunBackendTest
         }
         assertEquals(2, outputs.toString().lines().filter(line ->
             line.contains("the last of 2 sessions ended: closing (--exit-after-sessions)")).count(), outputs.toString());
+        assertNoAgentDirectoryLeft();
     }
 
     /** torchrun's default (SWITCHML_HOST_AGENT=auto) with no packaged agent, its output in the ranks' output. */
@@ -420,7 +423,43 @@ class TorchrunBackendTest
         final Map<String, String> environment = environment();
         environment.put("SWITCHML_HOST_AGENT", "");
         environment.put("SWITCHML_AGENT_LOG", "1");
+        environment.put("TMPDIR", jobTempDir().toString());
         return environment;
+    }
+
+    /** The ranks' $TMPDIR, where local rank 0 makes the directory of its agent's socket. */
+    private Path jobTempDir()
+    {
+        final Path directory = tempDir.resolve("tmp");
+        try
+        {
+            Files.createDirectories(directory);
+        }
+        catch (final IOException ex)
+        {
+            throw new java.io.UncheckedIOException(ex);
+        }
+        return directory;
+    }
+
+    /** Whoever ends the agent, its socket's directory goes with it (waits for an agent still on its way out). */
+    private void assertNoAgentDirectoryLeft() throws Exception
+    {
+        final long deadline = System.currentTimeMillis() + 15_000;
+        List<Path> left;
+        do
+        {
+            try (var entries = Files.list(jobTempDir()))
+            {
+                left = entries.filter(path -> path.getFileName().toString().startsWith("switchml-")).toList();
+            }
+            if (!left.isEmpty())
+            {
+                Thread.sleep(100);
+            }
+        }
+        while (!left.isEmpty() && System.currentTimeMillis() < deadline);
+        assertTrue(left.isEmpty(), "left in $TMPDIR: " + left);
     }
 
     @Test
