@@ -339,15 +339,8 @@ class TorchrunBackendTest
     @Test
     void killingTheRankThatStartedTheJobsAgentIsNamedByTheOthersAndTheAgentExits() throws Exception
     {
-        final ChildProcess run = torchrun("job-agent-kill", 10, List.of("--backend", "switchml", "--kill-rank", "0",
-            "--kill-step", "5"), jobAgentEnvironment());
-        final int exit = run.awaitExit(150_000);
-        final String output = run.output();
-        assertNotEquals(0, exit, output);
-        assertTrue(output.contains("KILLING rank=0"), output + logs("job-agent-kill"));
-        final List<Map<String, String>> failed = linesWithMessage(output, "FAILED ");
-        assertEquals(WORLD - 1, failed.size(), "every other rank raises: " + output + logs("job-agent-kill"));
-        for (final Map<String, String> rank : failed)
+        final String output = runKillingRank("job-agent-kill", 0, jobAgentEnvironment());
+        for (final Map<String, String> rank : linesWithMessage(output, "FAILED "))
         {
             // the agent usually sees rank 0's session drop first ("rank 0's training process disconnected ..."); if it
             // sees its parent's exit first, the ranks lose the agent ("the job's host agent ..., started by rank 0")
@@ -462,17 +455,30 @@ class TorchrunBackendTest
         assertTrue(left.isEmpty(), "left in $TMPDIR: " + left);
     }
 
-    @Test
-    void aKilledRankIsNamedByTheOthersWithinSecondsAndTheAgentsExit() throws Exception
+    /**
+     * torchrun of the training script that SIGKILLs {@code killRank} mid-epoch; checks that it failed, the rank was
+     * killed and every other rank raised.
+     *
+     * @return torchrun's output.
+     */
+    private String runKillingRank(final String name, final int killRank, final Map<String, String> environment)
+        throws Exception
     {
-        final ChildProcess run = torchrun("kill", 10, List.of("--backend", "switchml", "--kill-rank", "2", "--kill-step", "5"));
+        final ChildProcess run = torchrun(name, 10, List.of("--backend", "switchml", "--kill-rank",
+            Integer.toString(killRank), "--kill-step", "5"), environment);
         final int exit = run.awaitExit(150_000);
         final String output = run.output();
         assertNotEquals(0, exit, output);
-        assertTrue(output.contains("KILLING rank=2"), output + logs("kill"));
-        final List<Map<String, String>> failed = linesWithMessage(output, "FAILED ");
-        assertEquals(WORLD - 1, failed.size(), "every other rank raises: " + output + logs("kill"));
-        for (final Map<String, String> rank : failed)
+        assertTrue(output.contains("KILLING rank=" + killRank), output + logs(name));
+        assertEquals(WORLD - 1, linesWithMessage(output, "FAILED ").size(), "every other rank raises: " + output + logs(name));
+        return output;
+    }
+
+    @Test
+    void aKilledRankIsNamedByTheOthersWithinSecondsAndTheAgentsExit() throws Exception
+    {
+        final String output = runKillingRank("kill", 2, environment());
+        for (final Map<String, String> rank : linesWithMessage(output, "FAILED "))
         {
             assertTrue(rank.get("error").contains("missing ranks [2]") || rank.get("error").contains("rank 2"),
                 "the error names rank 2: " + rank);
