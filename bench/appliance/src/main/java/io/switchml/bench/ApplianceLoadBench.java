@@ -53,13 +53,27 @@ import java.util.concurrent.atomic.AtomicBoolean;
     description = "Data-plane capacity of an embedded appliance on loopback, driven by lightweight senders.")
 public final class ApplianceLoadBench implements Callable<Integer>
 {
-    private static final java.util.concurrent.atomic.AtomicLong SENDER_CALLS = new java.util.concurrent.atomic.AtomicLong();
-    private static final java.util.concurrent.atomic.AtomicLong SENDER_GSO_MESSAGES = new java.util.concurrent.atomic.AtomicLong();
-    private static String senderTransport = "native";
-    private static boolean senderGso = true;
-    private static boolean senderGro = true;
-    private static final java.util.concurrent.atomic.AtomicLong SENDER_GRO_BUFFERS = new java.util.concurrent.atomic.AtomicLong();
-    private static final java.util.concurrent.atomic.AtomicLong SENDER_GRO_SEGMENTS = new java.util.concurrent.atomic.AtomicLong();
+    /**
+     * How the senders do their packet I/O.
+     *
+     * @param transport native or nio.
+     * @param gso       a burst of updates as one UDP GSO message (native).
+     * @param gro       results received with UDP GRO (native).
+     */
+    private record SenderSettings(String transport, boolean gso, boolean gro)
+    {
+    }
+
+    /** What the senders' transports counted over the whole run, added up as each sender closes. */
+    private static final class SenderTotals
+    {
+        final java.util.concurrent.atomic.AtomicLong calls = new java.util.concurrent.atomic.AtomicLong();
+        final java.util.concurrent.atomic.AtomicLong gsoMessages = new java.util.concurrent.atomic.AtomicLong();
+        final java.util.concurrent.atomic.AtomicLong groBuffers = new java.util.concurrent.atomic.AtomicLong();
+        final java.util.concurrent.atomic.AtomicLong groSegments = new java.util.concurrent.atomic.AtomicLong();
+    }
+
+    private final SenderTotals totals = new SenderTotals();
 
     @Spec
     private CommandSpec spec;
@@ -128,13 +142,11 @@ public final class ApplianceLoadBench implements Callable<Integer>
     public Integer call() throws Exception
     {
         final boolean macOn = onOff("--mac", mac);
-        senderGso = onOff("--gso", gso);
-        senderGro = onOff("--gro", gro);
         if (!senderTransportOption.equals("native") && !senderTransportOption.equals("nio"))
         {
             throw bad("--sender-transport", "must be native or nio: " + senderTransportOption);
         }
-        senderTransport = senderTransportOption;
+        final SenderSettings senders = new SenderSettings(senderTransportOption, onOff("--gso", gso), onOff("--gro", gro));
         if (workers < 1 || shards < 1 || slots < 1 || seconds <= 0 || warmupSeconds < 0)
         {
             throw bad("--workers, --shards, --slots, --seconds and --warmup-seconds", "must be positive (the warm-up may be 0)");
@@ -142,24 +154,25 @@ public final class ApplianceLoadBench implements Callable<Integer>
 
         System.out.printf(Locale.ROOT, "# appliance load: %d senders (%s transport, GSO %s, GRO %s), %d shard(s), s=%d, transport %s, " +
                 "MAC %s, %d cores, %s%n",
-            workers, senderTransport, senderGso ? "on" : "off", senderGro ? "on" : "off", shards, slots, transport, macOn ? "on" : "off",
+            workers, senders.transport(), senders.gso() ? "on" : "off", senders.gro() ? "on" : "off", shards, slots, transport,
+            macOn ? "on" : "off",
             Runtime.getRuntime().availableProcessors(), java.time.LocalDate.now());
         System.out.println("| k | payload bytes | shard | packets in/s | packets out/s | aggregated Gbit/s | bytes allocated/packet |" +
             " shard thread CPU (cores) | updates per shard CPU-second | shard CPU-s per million updates |");
         System.out.println("|---|---|---|---|---|---|---|---|---|---|");
         for (final int lanes : laneList)
         {
-            run(workers, shards, slots, lanes, seconds, warmupSeconds, transport, macOn);
+            run(workers, shards, slots, lanes, seconds, warmupSeconds, transport, macOn, senders);
         }
         System.out.printf(Locale.ROOT, "# senders: %d send system calls, %d of their messages were GSO (2+ datagrams); " +
                 "%d results arrived in %d coalesced (GRO) buffers%n",
-            SENDER_CALLS.get(), SENDER_GSO_MESSAGES.get(), SENDER_GRO_SEGMENTS.get(), SENDER_GRO_BUFFERS.get());
+            totals.calls.get(), totals.gsoMessages.get(), totals.groSegments.get(), totals.groBuffers.get());
         return 0;
     }
 
-    private static void run(
+    private void run(
         final int workers, final int shards, final int slots, final int lanes, final double seconds,
-        final double warmupSeconds, final String transport, final boolean mac) throws Exception
+        final double warmupSeconds, final String transport, final boolean mac, final SenderSettings settings) throws Exception
     {
         final ApplianceContext context = new ApplianceContext().dataPort(0).controlPort(0).httpPort(-1)
             .dir(Files.createTempDirectory("switchml-bench").toString()).shards(shards).transport(transport);
@@ -184,7 +197,7 @@ public final class ApplianceLoadBench implements Callable<Integer>
             }
             for (int rank = 0; rank < workers; rank++)
             {
-                final Sender sender = new Sender(appliance, jobId[0], rank, lanes, slots, shards, token);
+                final Sender sender = new Sender(appliance, jobId[0], rank, lanes, slots, shards, token, settings, totals);
                 senders.add(sender);
                 joiners.add(Thread.ofPlatform().start(() ->
                 {
@@ -286,6 +299,7 @@ public final class ApplianceLoadBench implements Callable<Integer>
         final int slots;
         final int shards;
         final String token;
+        final SenderTotals totals;
         final Socket control;
         final io.switchml.worker.transport.DatagramTransport[] channels;
         final ByteBuffer[] packets;
@@ -298,8 +312,9 @@ public final class ApplianceLoadBench implements Callable<Integer>
         boolean mac;
 
         Sender(final Appliance appliance, final int jobId, final int rank, final int lanes, final int slots, final int shards,
-            final String token) throws IOException
+            final String token, final SenderSettings settings, final SenderTotals totals) throws IOException
         {
+            this.totals = totals;
             this.appliance = appliance;
             this.jobId = jobId;
             this.rank = rank;
@@ -312,10 +327,10 @@ public final class ApplianceLoadBench implements Callable<Integer>
             final java.net.InetAddress loopback = java.net.InetAddress.getLoopbackAddress();
             for (int shard = 0; shard < shards; shard++)
             {
-                channels[shard] = "nio".equals(senderTransport) ?
+                channels[shard] = "nio".equals(settings.transport()) ?
                     new io.switchml.worker.transport.NioDatagramTransport(loopback, 4 << 20, DataHeaderFlyweight.packetLength(lanes)) :
                     new io.switchml.worker.transport.NativeDatagramTransport(loopback, 4 << 20,
-                        DataHeaderFlyweight.packetLength(lanes), senderGso, senderGro);
+                        DataHeaderFlyweight.packetLength(lanes), settings.gso(), settings.gro());
             }
             packets = new ByteBuffer[slots];
             views = new UnsafeBuffer[slots];
@@ -420,12 +435,12 @@ public final class ApplianceLoadBench implements Callable<Integer>
         {
             for (final io.switchml.worker.transport.DatagramTransport channel : channels)
             {
-                SENDER_CALLS.addAndGet(channel.sendCalls());
+                totals.calls.addAndGet(channel.sendCalls());
                 if (channel instanceof io.switchml.worker.transport.NativeDatagramTransport n)
                 {
-                    SENDER_GSO_MESSAGES.addAndGet(n.gsoMessages());
-                    SENDER_GRO_BUFFERS.addAndGet(n.groBuffers());
-                    SENDER_GRO_SEGMENTS.addAndGet(n.groSegments());
+                    totals.gsoMessages.addAndGet(n.gsoMessages());
+                    totals.groBuffers.addAndGet(n.groBuffers());
+                    totals.groSegments.addAndGet(n.groSegments());
                 }
             }
             control.close();
