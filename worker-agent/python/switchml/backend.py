@@ -91,7 +91,7 @@ class ProcessGroupSwitchML(_BASE):
         import datetime
         config = self._config
         key = "switchml/job-agent/node%d" % config.node
-        if config.local_rank == 0:
+        if config.starts_job_agent:
             try:
                 self._agent = JobHostAgent(find_launcher(config.launcher), config,
                                            ready_timeout_s=config.join_timeout_s + 60)

@@ -221,6 +221,12 @@ class Config:
         return local_world
 
     @property
+    def starts_job_agent(self):
+        """Whether this rank starts the job's agent for its host (``host_agent=job``): local rank 0, or every rank
+        where the host's ranks are not summed (each is then a node of its own)."""
+        return self.job_agent and (self.local_world == 1 or self.local_rank == 0)
+
+    @property
     def node(self):
         """This rank's host among the job's, when its ranks are summed there (rank // local world)."""
         return self.rank // self.local_world

@@ -168,6 +168,13 @@ class ConfigTest(unittest.TestCase):
             self.assertTrue(config.job_agent, "auto, torchrun, 4 ranks per host, no packaged agent: a job agent")
             self.assertIsNone(config.host_agent)
             self.assertEqual((config.local_world, config.node), (4, 1))
+            self.assertFalse(config.starts_job_agent, "local rank 1 waits for local rank 0's agent")
+            with mock.patch.dict(os.environ, {"LOCAL_RANK": "0"}):
+                self.assertTrue(Config(None, 4, 8).starts_job_agent)
+                self.assertEqual(Config(None, 4, 8).node, 1)
+            unsummed = Config({"host_agent": "job", "local_reduce": "off"}, 5, 8)
+            self.assertEqual((unsummed.local_world, unsummed.node), (1, 5))
+            self.assertTrue(unsummed.starts_job_agent, "ranks not summed: each starts an agent of its own node")
             fields = config.open_fields()
             self.assertEqual((fields["localRank"], fields["localWorld"]), (1, 4))
             self.assertNotIn("k", fields, "the agent options are the job agent's own command line")
