@@ -9,7 +9,7 @@ starts one through the installed launcher (``switchml`` on PATH, or ``$SWITCHML_
 - :class:`JobHostAgent`: under torchrun with several ranks per host, local rank 0 starts one
   ``worker host`` for the job's ranks on this host, which sums them there and sends the sum to the
   appliance as one worker (one JVM and one copy on the link per host instead of one per rank). Its
-  socket is in a directory of mode 0700; it serves as many sessions as the host has ranks and exits
+  socket and the sessions' shared memory are in a directory of mode 0700 (in /dev/shm); it serves as many sessions as the host has ranks and exits
   after the last ends, or when local rank 0's process exits (leaving the job, so that every other
   rank learns of it). The other local ranks learn its socket through the process group's store.
 """
@@ -158,11 +158,15 @@ class JobHostAgent(_AgentChild):
     _ready_prefix = _HOST_READY
     _what = "the job's host agent started by rank %d"
 
-    def __init__(self, launcher, config, ready_timeout_s):
-        # a directory only this user can enter: the socket's mode 0660 would let the agent's group in
-        self.directory = tempfile.mkdtemp(prefix="switchml-%s-node%d-" % (_safe(config.job), config.node))
+    def __init__(self, launcher, config, ready_timeout_s, shm_dir="/dev/shm"):
+        # a directory only this user can enter, for the socket and the sessions' shared memory: a host agent makes
+        # both mode 0660 (its group is the packaged agent's trust boundary), which here would let the user's group
+        # at the job's tensors
+        root = shm_dir if os.path.isdir(shm_dir) and os.access(shm_dir, os.W_OK) else tempfile.gettempdir()
+        self.directory = tempfile.mkdtemp(prefix="switchml-%s-node%d-" % (_safe(config.job), config.node), dir=root)
         self.socket_path = os.path.join(self.directory, "agent.sock")
-        command = [launcher, "worker", "host"] + config.host_args(self.socket_path, os.getpid())
+        command = [launcher, "worker", "host"] + config.host_args(self.socket_path, os.getpid()) + [
+            "--shm-dir", self.directory]
         try:
             self._start(launcher, command, {}, config.rank, config.job, ready_timeout_s)
         except BaseException:

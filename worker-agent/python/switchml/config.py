@@ -135,7 +135,8 @@ class Config:
             self.agent_args = shlex.split(agent_args or "")
         except ValueError as ex:
             raise ValueError("%s cannot be split into options: %s" % (args_where, ex)) from None
-        for managed in ("--socket", "--shm", "--job", "--token", "--rank", "--world", "--once", "--backend"):
+        for managed in ("--socket", "--shm", "--job", "--token", "--rank", "--world", "--once", "--backend", "--shm-dir",
+                        "--max-sessions", "--exit-after-sessions", "--exit-with-pid", "--delete-socket-dir"):
             if any(arg == managed or arg.startswith(managed + "=") for arg in self.agent_args):
                 raise ValueError("%s must not set %s: the process group sets it" % (args_where, managed))
         self.host_agent, host_where = _env_or(options, "host_agent")

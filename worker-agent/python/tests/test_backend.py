@@ -245,6 +245,32 @@ class AgentStartTest(unittest.TestCase):
         self.assertIn("no Java 25 or newer found", message)
         self.assertIn("install the switchml package", message)
 
+    def test_the_jobs_agent_gets_a_private_directory_for_its_socket_and_shared_memory(self):
+        import stat
+        import tempfile
+        from switchml.agent import JobHostAgent
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2"}):
+            # a stand-in launcher that prints its arguments and the ready line, then waits to be stopped
+            launcher = os.path.join(d, "switchml")
+            with open(launcher, "w") as f:
+                f.write("#!/bin/sh\necho \"ARGS $*\"\necho 'switchml worker host ready: socket=x'\nexec sleep 30\n")
+            os.chmod(launcher, 0o755)
+            config = Config({"host_agent": "job", "job": "torch-abc", "token": "tok-0123456789"}, 2, 4)
+            agent = JobHostAgent(launcher, config, ready_timeout_s=20, shm_dir=d)
+            try:
+                directory = agent.directory
+                self.assertEqual(os.path.dirname(directory), d)
+                self.assertTrue(os.path.basename(directory).startswith("switchml-torch-abc-node1-"))
+                self.assertEqual(stat.S_IMODE(os.stat(directory).st_mode), 0o700, "only this user enters it")
+                args = [line for line in agent.output().splitlines() if line.startswith("ARGS ")][0].split()
+                self.assertEqual(args[1:3], ["worker", "host"])
+                self.assertEqual(args[args.index("--socket") + 1], os.path.join(directory, "agent.sock"))
+                self.assertEqual(args[args.index("--shm-dir") + 1], directory)
+                self.assertEqual(args[args.index("--exit-with-pid") + 1], str(os.getpid()))
+            finally:
+                agent.stop(timeout_s=0.1)
+            self.assertFalse(os.path.exists(directory), "stop() deletes the directory")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -54,6 +54,7 @@ class TorchrunBackendTest
     Path tempDir;
 
     private final List<ChildProcess> children = new ArrayList<>();
+    private List<Path> agentDirectoriesBefore = List.of();
     private Appliance appliance;
     private Path launcher;
     private Path credentials;
@@ -326,6 +327,7 @@ class TorchrunBackendTest
             line.contains("ranks 0..3 summed on this host and sent as one worker (node 0 of 1)")).count();
         assertEquals(WORLD, summed, "the agent sums the host's 4 ranks: " + output);
         assertTrue(output.contains("the last of 4 sessions ended: closing (--exit-after-sessions)"), output);
+        assertPrivateAgentDirectory(output);
         final List<Map<String, String>> after = lines(output, "AGENT_AFTER_DESTROY ");
         assertEquals(1, after.size(), output);
         assertEquals("False", after.getFirst().get("alive"), "the job's agent is gone after destroy_process_group");
@@ -409,50 +411,52 @@ class TorchrunBackendTest
     }
 
     /** torchrun's default (SWITCHML_HOST_AGENT=auto) with no packaged agent, its output in the ranks' output. */
-    private Map<String, String> jobAgentEnvironment()
+    private Map<String, String> jobAgentEnvironment() throws IOException
     {
         assertFalse(Files.exists(Path.of("/run/switchml/host/agent.sock")), "a packaged host agent serves this machine " +
             "(switchml-worker-host.service): SWITCHML_HOST_AGENT=auto would use it; stop it to run this test");
+        agentDirectoriesBefore = agentDirectories();
         final Map<String, String> environment = environment();
         environment.put("SWITCHML_HOST_AGENT", "");
         environment.put("SWITCHML_AGENT_LOG", "1");
-        environment.put("TMPDIR", jobTempDir().toString());
         return environment;
     }
 
-    /** The ranks' $TMPDIR, where local rank 0 makes the directory of its agent's socket. */
-    private Path jobTempDir()
+    /** The private directories (socket and shared memory) of job agents in /dev/shm. */
+    private static List<Path> agentDirectories() throws IOException
     {
-        final Path directory = tempDir.resolve("tmp");
-        try
+        try (var entries = Files.list(Path.of("/dev/shm")))
         {
-            Files.createDirectories(directory);
+            return entries.filter(path -> path.getFileName().toString().startsWith("switchml-torch-")).toList();
         }
-        catch (final IOException ex)
-        {
-            throw new java.io.UncheckedIOException(ex);
-        }
-        return directory;
     }
 
-    /** Whoever ends the agent, its socket's directory goes with it (waits for an agent still on its way out). */
+    /** Whoever ends the agent, its directory goes with it (waits for an agent still on its way out). */
     private void assertNoAgentDirectoryLeft() throws Exception
     {
         final long deadline = System.currentTimeMillis() + 15_000;
         List<Path> left;
         do
         {
-            try (var entries = Files.list(jobTempDir()))
-            {
-                left = entries.filter(path -> path.getFileName().toString().startsWith("switchml-")).toList();
-            }
+            left = new ArrayList<>(agentDirectories());
+            left.removeAll(agentDirectoriesBefore);
             if (!left.isEmpty())
             {
                 Thread.sleep(100);
             }
         }
         while (!left.isEmpty() && System.currentTimeMillis() < deadline);
-        assertTrue(left.isEmpty(), "left in $TMPDIR: " + left);
+        assertTrue(left.isEmpty(), "left in /dev/shm: " + left);
+    }
+
+    /** The job agent's socket and shared memory are in one directory of mode 0700 (its ready line says where). */
+    private static void assertPrivateAgentDirectory(final String output)
+    {
+        final java.util.regex.Matcher ready = java.util.regex.Pattern
+            .compile("switchml worker host ready: socket=(\\S+)/agent\\.sock shmDir=(\\S+) ").matcher(output);
+        assertTrue(ready.find(), "the job agent's ready line: " + output);
+        assertEquals(ready.group(1), ready.group(2), "socket and shared memory share the agent's directory");
+        assertTrue(ready.group(1).startsWith("/dev/shm/switchml-torch-"), ready.group(1));
     }
 
     /**
