@@ -7,7 +7,7 @@
 #
 # Prints rank 0's CALLS line per cell (bench/pytorch/allreduce_calls.py: init_s, first_ms, steady_ms = median of the
 # calls after the third, ratio = first / steady); nothing is asserted. --job-warm-up-ms sets the job agent's
-# --warm-up-ms (the package's default: 1000).
+# --warm-up-ms (the package's default: 300).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 PY=/usr/bin/python3

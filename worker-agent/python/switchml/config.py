@@ -243,8 +243,10 @@ class Config:
         if self.shm_bytes > 1 << 30:
             args += ["--max-shm-bytes", str(self.shm_bytes)]
         if not any(arg == "--warm-up-ms" or arg.startswith("--warm-up-ms=") for arg in self.agent_args):
-            # the ranks wait for it: a second of warming, about what a per-rank agent does while its join waits
-            args += ["--warm-up-ms", "1000"]
+            # the ranks wait for it: init_process_group plus the first 100 MB call took 2.1-2.3 s with 300 ms,
+            # 2.8-2.9 s with 1000 ms and 2.1 s with none, whose first call was 1.5-2.1x the steady state
+            # (bench/pytorch/first_calls.sh, docs/bench/pytorch-ddp-2026-11-25.md)
+            args += ["--warm-up-ms", "300"]
         if self.credential_file:
             args += ["--credential-file", self.credential_file]
         if self.tls_ca:

@@ -181,7 +181,7 @@ class ConfigTest(unittest.TestCase):
             args = config.host_args("/tmp/d/agent.sock", 4242)
             for option, value in (("--socket", "/tmp/d/agent.sock"), ("--max-sessions", "4"),
                                   ("--exit-after-sessions", "4"), ("--exit-with-pid", "4242"),
-                                  ("--credential-file", __file__), ("--warm-up-ms", "1000"), ("-k", "1024")):
+                                  ("--credential-file", __file__), ("--warm-up-ms", "300"), ("-k", "1024")):
                 self.assertEqual(args[args.index(option) + 1], value, args)
             self.assertIn("--delete-socket-dir", args, "the agent removes its private directory when it ends")
             self.assertNotIn("--warm-up-ms", Config({"agent_args": "--warm-up-ms=0"}, 5, 8).host_args("/s", 1)[:-1])
