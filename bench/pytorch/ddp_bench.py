@@ -8,6 +8,8 @@ Modes:
   switchml       init_process_group("switchml"): DDP's buckets go to the appliance asynchronously (the new path).
   switchml-sync  init_process_group("switchml") plus a comm hook that all-reduces each bucket synchronously
                  through the same client and returns a completed future: the old bridge's behaviour, no overlap.
+  switchml-job   as switchml; run.sh sets SWITCHML_HOST_AGENT=job, so that local rank 0 starts one agent for the
+                 job's ranks on this host, which sums them (the switchml mode runs with an agent per rank).
 
 ``--compute emulated`` asks what the same training would see on hosts whose compute runs elsewhere (an accelerator):
 each rank first trains the real model for a few steps, all ranks at once as in the bench, and records its forward

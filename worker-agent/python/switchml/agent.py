@@ -23,6 +23,7 @@ import threading
 import time
 
 from .client import SwitchMLError
+from .config import safe_name
 
 __all__ = ["AgentProcess", "JobHostAgent", "find_launcher"]
 
@@ -54,6 +55,7 @@ class _AgentChild:
 
     _ready_prefix = _READY
     _what = "the switchml worker agent for rank %d"
+    _ready_means = "every rank's agent must join job '%s'"
 
     def _start(self, launcher, command, env, rank, job, ready_timeout_s):
         self.rank = rank
@@ -108,8 +110,8 @@ class _AgentChild:
                                        self.output()))
             if time.monotonic() > deadline:
                 self.stop()
-                raise SwitchMLError("%s was not ready within %.0f s (every rank's agent must join job '%s'); its "
-                                    "output:\n%s" % (self._what % self.rank, timeout_s, self.job, self.output()))
+                raise SwitchMLError("%s was not ready within %.0f s (%s); its output:\n%s"
+                                    % (self._what % self.rank, timeout_s, self._ready_means % self.job, self.output()))
             self._ready.wait(0.05)
 
     def stop(self, timeout_s=10.0):
@@ -126,6 +128,11 @@ class _AgentChild:
                     except OSError:
                         pass
                     self._exited.wait(5)
+
+
+def describe_job_agent(socket_path, pid, starter):
+    """How errors name the job's agent: where it serves, its pid, and the rank that started it."""
+    return "the job's host agent at %s (pid %s), started by rank %d" % (socket_path, pid, starter)
 
 
 class AgentProcess(_AgentChild):
@@ -157,13 +164,16 @@ class JobHostAgent(_AgentChild):
 
     _ready_prefix = _HOST_READY
     _what = "the job's host agent started by rank %d"
+    _ready_means = "it is ready once its JVM has started and warmed up, before any rank of job '%s' joins"
 
     def __init__(self, launcher, config, ready_timeout_s, shm_dir="/dev/shm"):
         # a directory only this user can enter, for the socket and the sessions' shared memory: a host agent makes
         # both mode 0660 (its group is the packaged agent's trust boundary), which here would let the user's group
         # at the job's tensors
         root = shm_dir if os.path.isdir(shm_dir) and os.access(shm_dir, os.W_OK) else tempfile.gettempdir()
-        self.directory = tempfile.mkdtemp(prefix="switchml-%s-node%d-" % (_safe(config.job), config.node), dir=root)
+        # the job's name kept short: the socket path must fit sun_path (108 bytes) under a long $TMPDIR too
+        self.directory = tempfile.mkdtemp(prefix="switchml-%s-node%d-" % (safe_name(config.job, 32), config.node),
+                                          dir=root)
         self.socket_path = os.path.join(self.directory, "agent.sock")
         command = [launcher, "worker", "host"] + config.host_args(self.socket_path, os.getpid()) + [
             "--shm-dir", self.directory]
@@ -175,7 +185,7 @@ class JobHostAgent(_AgentChild):
 
     def describe(self):
         """How the other local ranks' errors name it."""
-        return "the job's host agent at %s (pid %d), started by rank %d" % (self.socket_path, self.pid, self.rank)
+        return describe_job_agent(self.socket_path, self.pid, self.rank)
 
     def stop(self, timeout_s=10.0):
         """Wait for the agent to exit after the host's last session, else terminate it; delete its directory."""
@@ -184,7 +194,3 @@ class JobHostAgent(_AgentChild):
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)
 
-
-def _safe(name):
-    # short: the socket path must fit sun_path (108 bytes) under a long $TMPDIR too
-    return "".join(c if c.isalnum() or c in "_.-" else "-" for c in str(name))[:32]

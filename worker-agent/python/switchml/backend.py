@@ -19,12 +19,13 @@ the class below picks that base when it exists, but that path is untested.
 
 import atexit
 import threading
+import time
 
 import torch
 import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 
-from .agent import AgentProcess, JobHostAgent, find_launcher
+from .agent import AgentProcess, JobHostAgent, describe_job_agent, find_launcher
 from .client import Client, SwitchMLError
 from .requests import check_tensor
 from .config import Config
@@ -80,7 +81,7 @@ class ProcessGroupSwitchML(_BASE):
                 raise SwitchMLError("the agent at %s serves rank %d of %d, but this process is rank %d of %d"
                                     % (socket_path, self._client.rank, self._client.world_size, rank, world_size))
         except BaseException:
-            self.shutdown()
+            self.shutdown(failed=True)
             raise
         with _lock:
             _groups.append(self)
@@ -102,17 +103,30 @@ class ProcessGroupSwitchML(_BASE):
             return self._agent.socket_path, self._agent.describe()
         starter = config.rank - config.local_rank
         wait_s = config.join_timeout_s + 90
-        try:
-            store.wait([key], datetime.timedelta(seconds=wait_s))
-        except RuntimeError:
-            raise SwitchMLError("rank %d: rank %d (local rank 0 of this host) did not start the job's host agent within "
-                                "%d s" % (config.rank, starter, wait_s)) from None
-        state, _, detail = store.get(key).decode("utf-8").partition(" ")
-        if state != "ok":
-            raise SwitchMLError("rank %d: rank %d (local rank 0 of this host) could not start the job's host agent: %s"
-                                % (config.rank, starter, detail))
-        pid, _, socket_path = detail.partition(" ")
-        return socket_path, "the job's host agent at %s (pid %s), started by rank %d" % (socket_path, pid, starter)
+        deadline = time.monotonic() + wait_s
+        stale = None
+        while True:
+            try:
+                store.wait([key], datetime.timedelta(seconds=max(1.0, deadline - time.monotonic())))
+            except RuntimeError:
+                raise SwitchMLError("rank %d: rank %d (local rank 0 of this host) did not start the job's host agent "
+                                    "within %d s%s" % (config.rank, starter, wait_s,
+                                                       "" if stale is None else "; the store names one that is gone: "
+                                                       + stale)) from None
+            state, _, detail = store.get(key).decode("utf-8").partition(" ")
+            if state != "ok":
+                raise SwitchMLError("rank %d: rank %d (local rank 0 of this host) could not start the job's host "
+                                    "agent: %s" % (config.rank, starter, detail))
+            pid, _, socket_path = detail.partition(" ")
+            # the key may be an earlier attempt's (a store that outlives a restart): use it only while its agent runs,
+            # and only where this user's private directory holds it (anyone who can write the store could name one)
+            stale = _job_agent_problem(pid, socket_path)
+            if stale is None:
+                return socket_path, describe_job_agent(socket_path, pid, starter)
+            if time.monotonic() > deadline:
+                raise SwitchMLError("rank %d: the store names a job agent of rank %d that cannot be used: %s"
+                                    % (config.rank, starter, stale))
+            time.sleep(0.05)
 
     # ---- identity ----------------------------------------------------------------------------------------------
 
@@ -232,8 +246,9 @@ class ProcessGroupSwitchML(_BASE):
         counters["client_agent_us"] = self._client.agent_us
         return counters
 
-    def shutdown(self):
-        """Close the session and stop the agent this group started. Safe to call twice."""
+    def shutdown(self, failed=False):
+        """Close the session and stop the agent this group started (at once when ``failed``: the group never
+        started, so no other rank's session will end cleanly). Safe to call twice."""
         if self._closed:
             return
         self._closed = True
@@ -247,7 +262,31 @@ class ProcessGroupSwitchML(_BASE):
             except Exception:  # noqa: BLE001 - stopping anyway
                 pass
         if self._agent is not None:
-            self._agent.stop()
+            self._agent.stop(timeout_s=0 if failed else 10.0)
+
+
+def _job_agent_problem(pid, socket_path):
+    """Why the job agent a store key names cannot be used (None when it can): its process must run, and its socket
+    must be this user's, in a directory of this user's that nobody else may enter."""
+    import os
+    import stat
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return "pid %s does not run" % pid
+    except PermissionError:
+        return "pid %s is another user's" % pid
+    try:
+        directory = os.lstat(os.path.dirname(socket_path))
+        sock = os.lstat(socket_path)
+    except (OSError, ValueError) as ex:
+        return "%s: %s" % (socket_path, ex)
+    uid = os.getuid()
+    if not stat.S_ISDIR(directory.st_mode) or directory.st_uid != uid or stat.S_IMODE(directory.st_mode) != 0o700:
+        return "%s is not a directory of this user's with mode 0700" % os.path.dirname(socket_path)
+    if not stat.S_ISSOCK(sock.st_mode) or sock.st_uid != uid:
+        return "%s is not a socket of this user's" % socket_path
+    return None
 
 
 def _create(store, rank, world_size, timeout, options=None):

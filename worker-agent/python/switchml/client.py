@@ -106,8 +106,8 @@ class Client:
             self._sock.connect(self.socket_path)
         except OSError as ex:
             self._sock.close()
-            raise SwitchMLError("cannot connect to %s: %s (is 'switchml worker serve' running and ready?)"
-                                % (self.agent_name, ex)) from ex
+            raise SwitchMLError("cannot connect to %s: %s (is %s running and ready?)"
+                                % (self.agent_name, ex, "it" if agent_name else "'switchml worker serve'")) from ex
         self._reader = self._sock.makefile("rb")
         self._mm = None
         self._shm = None

@@ -39,7 +39,8 @@ OPTIONS = {
                                                       "agent and send them to the appliance as one worker (on, off, or "
                                                       "auto: on when torchrun's $LOCAL_WORLD_SIZE is above 1)"),
     "launcher": ("SWITCHML_LAUNCHER", None, "the switchml launcher; default 'switchml' on PATH"),
-    "agent_args": ("SWITCHML_AGENT_ARGS", "", "extra 'switchml worker serve' options, e.g. '-k 1024 --mac off'"),
+    "agent_args": ("SWITCHML_AGENT_ARGS", "", "extra options of the agent a rank or a job starts ('switchml worker "
+                                              "serve', or 'worker host' for the job's agent), e.g. '-k 1024 --mac off'"),
     "shm_bytes": ("SWITCHML_SHM_BYTES", str(128 << 20), "size of each agent's shared memory (the staging ring)"),
     "join_timeout_s": ("SWITCHML_JOIN_TIMEOUT_S", "60", "how long agents wait for every rank to join"),
 }
@@ -47,6 +48,20 @@ OPTIONS = {
 
 # where switchml-worker-host.service (the .deb) serves this host's ranks
 HOST_AGENT_SOCKET = "/run/switchml/host/agent.sock"
+
+# 'worker serve' options that 'worker host' does not take (a host agent's sessions set them in OPEN)
+_SERVE_ONLY = ("--int32", "--shm-bytes")
+
+
+def _is_option(arg, names):
+    """Whether a command-line word is one of the options ``names``, alone or as ``--name=value``."""
+    return any(arg == name or arg.startswith(name + "=") for name in names)
+
+
+def safe_name(name, limit):
+    """A job name reduced to [0-9A-Za-z_.-] (anything else becomes '-') and ``limit`` characters, for names and
+    paths made from it."""
+    return "".join(c if c.isalnum() or c in "_.-" else "-" for c in str(name))[:limit]
 
 
 def _is_socket(path):
@@ -137,7 +152,7 @@ class Config:
             raise ValueError("%s cannot be split into options: %s" % (args_where, ex)) from None
         for managed in ("--socket", "--shm", "--job", "--token", "--rank", "--world", "--once", "--backend", "--shm-dir",
                         "--max-sessions", "--exit-after-sessions", "--exit-with-pid", "--delete-socket-dir"):
-            if any(arg == managed or arg.startswith(managed + "=") for arg in self.agent_args):
+            if any(_is_option(arg, (managed,)) for arg in self.agent_args):
                 raise ValueError("%s must not set %s: the process group sets it" % (args_where, managed))
         self.host_agent, host_where = _env_or(options, "host_agent")
         # job: local rank 0 starts a 'worker host' for the job's ranks on this host (see switchml.agent.JobHostAgent)
@@ -148,11 +163,16 @@ class Config:
         elif self.host_agent == "auto":
             open_extra = self._packaged_agent_open_extra(args_where)
             self.host_agent = HOST_AGENT_SOCKET if open_extra is not None else None
-            if self.host_agent is None and not self.socket and self._torchrun_local_world(options) > 1:
+            if (self.host_agent is None and not self.socket and not self._serve_only_args()
+                    and self._torchrun_local_world(options) > 1):
                 self.job_agent = True
         elif self.host_agent == "job":
             self.host_agent = None
             self.job_agent = True
+            if self._serve_only_args():
+                raise ValueError("%s: %s are options of a rank's own agent ('worker serve'), not of the job's agent "
+                                 "('worker host'); use pg_options shm_bytes, or host_agent=off"
+                                 % (args_where, ", ".join(self._serve_only_args())))
         if (self.host_agent or self.job_agent) and self.socket:
             raise ValueError("%s and a socket (SWITCHML_SOCKET / pg_options['socket']) exclude each other" % host_where)
         if self.host_agent:
@@ -195,31 +215,40 @@ class Config:
                 raise ValueError("%s is on, but no host agent serves this rank (SWITCHML_HOST_AGENT): an agent of "
                                  "its own cannot sum the host's ranks" % where)
             return 1
-        size = os.environ.get("LOCAL_WORLD_SIZE")
-        if mode == "off" or (mode == "auto" and not size):
+        if mode == "off":
             return 1
-        if not size:
+        local_world, numbered = self._torchrun_numbering()
+        if local_world is None:
+            if mode == "auto":
+                return 1
             raise ValueError("%s is on, but $LOCAL_WORLD_SIZE (set by torchrun) says nothing of this host's ranks"
                              % where)
-        local_world = _int(size, "$LOCAL_WORLD_SIZE", 1, 1 << 20)
-        if self.world_size % local_world or self.rank % local_world != self.local_rank:
+        if not numbered:
             if mode == "auto":
                 return 1  # not torchrun's numbering: one worker per rank
             raise ValueError("%s: rank %d of %d is not local rank %d of nodes of $LOCAL_WORLD_SIZE=%d ranks"
                              % (where, self.rank, self.world_size, self.local_rank, local_world))
         return local_world
 
+    def _serve_only_args(self):
+        """The agent_args that only 'worker serve' takes: a job agent ('worker host') would refuse them."""
+        return [arg for arg in self.agent_args if _is_option(arg, _SERVE_ONLY)]
+
+    def _torchrun_numbering(self):
+        """$LOCAL_WORLD_SIZE (None where unset) and whether this rank is local rank R % $LOCAL_WORLD_SIZE of nodes of
+        that many ranks, as torchrun numbers them."""
+        size = os.environ.get("LOCAL_WORLD_SIZE")
+        if not size:
+            return None, False
+        local_world = _int(size, "$LOCAL_WORLD_SIZE", 1, 1 << 20)
+        return local_world, not (self.world_size % local_world or self.rank % local_world != self.local_rank)
+
     def _torchrun_local_world(self, options):
         """$LOCAL_WORLD_SIZE where torchrun numbers this rank as local rank R % $LOCAL_WORLD_SIZE and local reduction
         is not off, else 1: when SWITCHML_HOST_AGENT=auto starts an agent for the job's ranks on this host."""
         mode, _ = _env_or(options, "local_reduce")
-        size = os.environ.get("LOCAL_WORLD_SIZE")
-        if mode == "off" or not size or not size.isdigit() or int(size) < 2:
-            return 1
-        local_world = int(size)
-        if self.world_size % local_world or self.rank % local_world != self.local_rank:
-            return 1
-        return local_world
+        local_world, numbered = self._torchrun_numbering()
+        return local_world if mode != "off" and numbered and local_world > 1 else 1
 
     @property
     def starts_job_agent(self):
@@ -242,7 +271,7 @@ class Config:
                 "--exit-with-pid", str(parent_pid), "--delete-socket-dir"]
         if self.shm_bytes > 1 << 30:
             args += ["--max-shm-bytes", str(self.shm_bytes)]
-        if not any(arg == "--warm-up-ms" or arg.startswith("--warm-up-ms=") for arg in self.agent_args):
+        if not any(_is_option(arg, ("--warm-up-ms",)) for arg in self.agent_args):
             # the ranks wait for it: init_process_group plus the first 100 MB call took 2.1-2.3 s with 300 ms,
             # 2.8-2.9 s with 1000 ms and 2.1 s with none, whose first call was 1.5-2.1x the steady state
             # (bench/pytorch/first_calls.sh, docs/bench/pytorch-ddp-2026-11-25.md)
@@ -300,7 +329,7 @@ class Config:
         if self.job is None:
             run_id = os.environ.get("TORCHELASTIC_RUN_ID")
             if run_id and run_id != "none":
-                self.job = "torch-" + "".join(c if c.isalnum() or c in "_.-" else "-" for c in run_id)[:120]
+                self.job = "torch-" + safe_name(run_id, 120)
                 self.job_where = "$TORCHELASTIC_RUN_ID"
             else:
                 self.job = self._shared(store, "job", "torch-" + secrets.token_hex(6))

@@ -196,6 +196,32 @@ class ConfigTest(unittest.TestCase):
                 self.assertEqual(forced.local_world, 1)
             with self.assertRaisesRegex(ValueError, "exclude each other"):
                 Config({"host_agent": "job", "socket": "/run/a.sock"}, 5, 8)
+            self.assertFalse(Config({"agent_args": "--int32 off"}, 5, 8).job_agent,
+                             "'worker serve' options: auto keeps an agent per rank")
+            with self.assertRaisesRegex(ValueError, "--shm-bytes=4096 are options of a rank's own agent"):
+                Config({"host_agent": "job", "agent_args": "--shm-bytes=4096"}, 5, 8)
+
+    def test_a_job_agent_named_in_the_store_is_used_only_while_it_runs_in_a_private_directory(self):
+        import socket
+        import tempfile
+        from switchml.backend import _job_agent_problem
+        with tempfile.TemporaryDirectory() as tmp:
+            private = os.path.join(tmp, "private")
+            os.mkdir(private, 0o700)
+            path = os.path.join(private, "agent.sock")
+            with socket.socket(socket.AF_UNIX) as listening:
+                listening.bind(path)
+                me = str(os.getpid())
+                self.assertIsNone(_job_agent_problem(me, path))
+                self.assertRegex(_job_agent_problem(str(2 ** 31 - 1), path), "does not run",
+                                 "an earlier attempt's agent, gone")
+                self.assertRegex(_job_agent_problem(me, os.path.join(private, "none.sock")), "No such file")
+                os.chmod(private, 0o750)
+                self.assertRegex(_job_agent_problem(me, path), "mode 0700", "a directory others may enter")
+                os.chmod(private, 0o700)
+                plain = os.path.join(private, "plain")
+                open(plain, "w").close()
+                self.assertRegex(_job_agent_problem(me, plain), "not a socket")
 
     def test_backend_choice_reaches_the_agent(self):
         with mock.patch.dict(os.environ):

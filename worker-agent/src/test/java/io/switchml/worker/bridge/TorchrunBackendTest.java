@@ -54,7 +54,6 @@ class TorchrunBackendTest
     Path tempDir;
 
     private final List<ChildProcess> children = new ArrayList<>();
-    private List<Path> agentDirectoriesBefore = List.of();
     private Appliance appliance;
     private Path launcher;
     private Path credentials;
@@ -331,7 +330,7 @@ class TorchrunBackendTest
         final List<Map<String, String>> after = lines(output, "AGENT_AFTER_DESTROY ");
         assertEquals(1, after.size(), output);
         assertEquals("False", after.getFirst().get("alive"), "the job's agent is gone after destroy_process_group");
-        assertNoAgentDirectoryLeft();
+        assertNoAgentDirectoryLeft(output);
     }
 
     /**
@@ -360,7 +359,7 @@ class TorchrunBackendTest
             Thread.sleep(100);
         }
         assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "the job's agent " + pid + " still runs");
-        assertNoAgentDirectoryLeft();
+        assertNoAgentDirectoryLeft(output);
     }
 
     /**
@@ -372,6 +371,7 @@ class TorchrunBackendTest
     void eachNodesLocalRankZeroStartsTheAgentOfItsNode() throws Exception
     {
         final int masterPort = freePort();
+        final Map<String, String> environment = jobAgentEnvironment();
         final List<ChildProcess> nodes = new ArrayList<>();
         for (int node = 0; node < 2; node++)
         {
@@ -380,7 +380,7 @@ class TorchrunBackendTest
                 "--monitor_interval", "1", "--redirects", "2", "--tee", "1", "--log_dir",
                 tempDir.resolve("logs-nodes-" + node).toString(), "tests/torchrun_train.py", "--backend", "switchml",
                 "--epochs", "2");
-            final ChildProcess child = ChildProcess.start("node" + node, command, pythonDir(), jobAgentEnvironment());
+            final ChildProcess child = ChildProcess.start("node" + node, command, pythonDir(), environment);
             children.add(child);
             nodes.add(child);
         }
@@ -407,46 +407,40 @@ class TorchrunBackendTest
         }
         assertEquals(2, outputs.toString().lines().filter(line ->
             line.contains("the last of 2 sessions ended: closing (--exit-after-sessions)")).count(), outputs.toString());
-        assertNoAgentDirectoryLeft();
+        assertNoAgentDirectoryLeft(outputs.toString());
     }
 
     /** torchrun's default (SWITCHML_HOST_AGENT=auto) with no packaged agent, its output in the ranks' output. */
-    private Map<String, String> jobAgentEnvironment() throws IOException
+    private Map<String, String> jobAgentEnvironment()
     {
         assertFalse(Files.exists(Path.of("/run/switchml/host/agent.sock")), "a packaged host agent serves this machine " +
             "(switchml-worker-host.service): SWITCHML_HOST_AGENT=auto would use it; stop it to run this test");
-        agentDirectoriesBefore = agentDirectories();
         final Map<String, String> environment = environment();
         environment.put("SWITCHML_HOST_AGENT", "");
         environment.put("SWITCHML_AGENT_LOG", "1");
         return environment;
     }
 
-    /** The private directories (socket and shared memory) of job agents in /dev/shm. */
-    private static List<Path> agentDirectories() throws IOException
+    /**
+     * Whoever ends the agents, their directories go with them (waits for an agent still on its way out): the
+     * directories their ready lines in {@code output} name.
+     */
+    private static void assertNoAgentDirectoryLeft(final String output) throws Exception
     {
-        try (var entries = Files.list(Path.of("/dev/shm")))
+        final java.util.regex.Matcher ready = java.util.regex.Pattern
+            .compile("switchml worker host ready: socket=(\\S+)/agent\\.sock ").matcher(output);
+        final List<Path> directories = new ArrayList<>();
+        while (ready.find())
         {
-            return entries.filter(path -> path.getFileName().toString().startsWith("switchml-torch-")).toList();
+            directories.add(Path.of(ready.group(1)));
         }
-    }
-
-    /** Whoever ends the agent, its directory goes with it (waits for an agent still on its way out). */
-    private void assertNoAgentDirectoryLeft() throws Exception
-    {
+        assertFalse(directories.isEmpty(), "no job agent's ready line: " + output);
         final long deadline = System.currentTimeMillis() + 15_000;
-        List<Path> left;
-        do
+        while (directories.stream().anyMatch(Files::exists) && System.currentTimeMillis() < deadline)
         {
-            left = new ArrayList<>(agentDirectories());
-            left.removeAll(agentDirectoriesBefore);
-            if (!left.isEmpty())
-            {
-                Thread.sleep(100);
-            }
+            Thread.sleep(100);
         }
-        while (!left.isEmpty() && System.currentTimeMillis() < deadline);
-        assertTrue(left.isEmpty(), "left in /dev/shm: " + left);
+        assertTrue(directories.stream().noneMatch(Files::exists), "left: " + directories);
     }
 
     /** The job agent's socket and shared memory are in one directory of mode 0700 (its ready line says where). */
