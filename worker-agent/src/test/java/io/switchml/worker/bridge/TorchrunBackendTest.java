@@ -410,6 +410,38 @@ class TorchrunBackendTest
         assertNoAgentDirectoryLeft(outputs.toString());
     }
 
+    /**
+     * torchrun's elastic restart ({@code --max_restarts 1}) of a job whose rank 2 is killed in each attempt: the second
+     * attempt's local rank 0 starts a new agent, its ranks join the same job name again (the first attempt's job was
+     * aborted and left) and train until the kill, and every other rank of both attempts names rank 2.
+     */
+    @Test
+    void anElasticRestartStartsANewAgentForTheSameJobName() throws Exception
+    {
+        final List<String> command = List.of(PYTHON, "-m", "torch.distributed.run", "--standalone",
+            "--nproc_per_node=" + WORLD, "--max_restarts", "1", "--monitor_interval", "1", "--redirects", "2", "--tee",
+            "1", "--log_dir", tempDir.resolve("logs-restart").toString(), "tests/torchrun_train.py", "--backend",
+            "switchml", "--epochs", "2", "--kill-rank", "2", "--kill-step", "5");
+        final ChildProcess run = ChildProcess.start("restart", command, pythonDir(), jobAgentEnvironment());
+        children.add(run);
+        final int exit = run.awaitExit(200_000);
+        final String output = run.output();
+        assertNotEquals(0, exit, output);
+        assertEquals(2, output.lines().filter(line -> line.contains("KILLING rank=2")).count(),
+            "rank 2 killed in both attempts: " + output + logs("restart"));
+        final List<String> agents = lines(output, "AGENT ").stream().filter(agent -> agent.get("rank").equals("0"))
+            .map(agent -> agent.get("pid")).toList();
+        assertEquals(2, agents.size(), output);
+        assertNotEquals(agents.get(0), agents.get(1), "the second attempt's rank 0 started an agent of its own");
+        final List<Map<String, String>> failed = linesWithMessage(output, "FAILED ");
+        assertEquals(2 * (WORLD - 1), failed.size(), "the other ranks of both attempts raise: " + output);
+        for (final Map<String, String> rank : failed)
+        {
+            assertTrue(rank.get("error").contains("rank 2"), "the error names rank 2: " + rank);
+        }
+        assertNoAgentDirectoryLeft(output);
+    }
+
     /** torchrun's default (SWITCHML_HOST_AGENT=auto) with no packaged agent, its output in the ranks' output. */
     private Map<String, String> jobAgentEnvironment()
     {
