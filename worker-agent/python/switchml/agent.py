@@ -98,12 +98,9 @@ class _AgentChild:
                 code = self.process.returncode
                 lines = [line for line in self._lines if line.startswith("ERROR") or "switchml:" in line]
                 detail = lines[-1] if lines else self.output()[-2000:]
-                hint = ""
-                if "token does not match" in detail or "already exists" in detail or "asked for" in detail:
-                    hint = (" -- job name '%s' is taken on the appliance by an earlier or concurrent run; set "
-                            "SWITCHML_JOB (or pg_options job=...) to a fresh name, or give torchrun a unique "
-                            "--rdzv_id" % self.job)
-                elif code in (2, 126, 127) and ("no JDK" in detail or "no Java" in detail or "not found" in detail):
+                hint = job_name_taken_hint(detail, self.job)
+                if not hint and code in (2, 126, 127) and (
+                        "no JDK" in detail or "no Java" in detail or "not found" in detail):
                     hint = " -- " + _INSTALL_HINT
                 raise SwitchMLError("%s exited with code %s before it was ready: %s%s\ncommand: %s\nits output:\n%s"
                                     % (self._what % self.rank, code, detail, hint, " ".join(self.command),
@@ -128,6 +125,14 @@ class _AgentChild:
                     except OSError:
                         pass
                     self._exited.wait(5)
+
+
+def job_name_taken_hint(detail, job):
+    """What to do when the appliance refused the job's name ('' when ``detail`` says nothing of the kind)."""
+    if "token does not match" in detail or "already exists" in detail or "asked for" in detail:
+        return (" -- job name '%s' is taken on the appliance by an earlier or concurrent run; set SWITCHML_JOB (or "
+                "pg_options job=...) to a fresh name, or give torchrun a unique --rdzv_id" % job)
+    return ""
 
 
 def describe_job_agent(socket_path, pid, starter):

@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 
-from .agent import AgentProcess, JobHostAgent, describe_job_agent, find_launcher
+from .agent import AgentProcess, JobHostAgent, describe_job_agent, find_launcher, job_name_taken_hint
 from .client import Client, SwitchMLError
 from .requests import check_tensor
 from .config import Config
@@ -58,15 +58,17 @@ class ProcessGroupSwitchML(_BASE):
         self._closed = False
         config = self._config
         try:
-            if config.host_agent:
+            if config.host_agent or config.job_agent:
                 config.agree(store)
-                socket_path = config.host_agent
-                self._client = Client(socket_path, timeout=config.join_timeout_s + 60, open_fields=config.open_fields())
-            elif config.job_agent:
-                config.agree(store)
-                socket_path, agent_name = self._job_agent(store)
-                self._client = Client(socket_path, timeout=config.join_timeout_s + 60, open_fields=config.open_fields(),
-                                      agent_name=agent_name)
+                socket_path, agent_name = ((config.host_agent, None) if config.host_agent else self._job_agent(store))
+                try:
+                    self._client = Client(socket_path, timeout=config.join_timeout_s + 60,
+                                          open_fields=config.open_fields(), agent_name=agent_name)
+                except SwitchMLError as ex:
+                    hint = job_name_taken_hint(str(ex), config.job)
+                    if not hint:
+                        raise
+                    raise SwitchMLError(str(ex) + hint) from ex
             elif config.socket is None:
                 config.agree(store)
                 launcher = find_launcher(config.launcher)

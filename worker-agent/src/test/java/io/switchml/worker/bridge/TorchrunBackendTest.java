@@ -554,6 +554,14 @@ class TorchrunBackendTest
         assertTrue(collision.output().contains("job name 'torch-taken' is taken on the appliance"), collision.output());
         assertTrue(collision.output().contains("SWITCHML_JOB"), collision.output());
         assertTrue(seconds < 30, "a clear error, not a hang: " + seconds + " s");
+        // the same through an agent started for the job (SWITCHML_HOST_AGENT=job): its OPEN is refused, same hint
+        taken.put("SWITCHML_HOST_AGENT", "job");
+        final ChildProcess throughJobAgent = ChildProcess.start("collision-job-agent",
+            List.of(PYTHON, "-c", init.formatted(freePort())), pythonDir(), taken);
+        children.add(throughJobAgent);
+        assertEquals(3, throughJobAgent.awaitExit(60_000), throughJobAgent.output());
+        assertTrue(throughJobAgent.output().contains("refused rank 0 of job torch-taken") &&
+            throughJobAgent.output().contains("job name 'torch-taken' is taken on the appliance"), throughJobAgent.output());
 
         final Map<String, String> noLauncher = environment();
         noLauncher.remove("SWITCHML_LAUNCHER");
