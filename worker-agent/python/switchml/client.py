@@ -93,6 +93,8 @@ class Client:
         self._submit_lock = threading.Lock()
         self._cond = threading.Condition()
         self._inflight = collections.deque()
+        # replies taken in whose futures the reply thread is still completing (synchronize waits for them too)
+        self._completing = 0
         self._ids = itertools.count()
         self._failure = None
         self._closed = False
@@ -316,9 +318,9 @@ class Client:
                 if key and (key.endswith("backend") or value.lstrip("-").isdigit())}
 
     def synchronize(self):
-        """Wait until every request sent so far has been answered."""
+        """Wait until every request sent so far has been answered and its future completed."""
         with self._cond:
-            while self._inflight and self._failure is None:
+            while (self._inflight or self._completing) and self._failure is None:
                 self._cond.wait()
 
     def _pin(self):
@@ -392,23 +394,38 @@ class Client:
                     if not self._inflight:
                         raise SwitchMLError("the switchml agent sent a reply nobody asked for: %r" % fields)
                     request = self._inflight[0]
-                self._on_reply(request, fields)
+                complete = self._on_reply(request, fields)
+                # its ring range is free before its caller learns of the result, so that the caller's next call
+                # finds it free
                 with self._cond:
                     self._inflight.popleft()
+                    self._completing += complete is not None
                     self._cond.notify_all()
+                if complete is not None:
+                    try:
+                        complete()
+                    except BaseException as ex:
+                        future = request.future if request.submission is None else request.submission.future
+                        if not future.done():
+                            future.set_exception(SwitchMLError("switchml client reply thread failed: %r" % (ex,)))
+                        raise
+                    finally:
+                        with self._cond:
+                            self._completing -= 1
+                            self._cond.notify_all()
         except SwitchMLError as ex:
             self._fail(str(ex))
         except BaseException as ex:  # a bug here must not leave futures waiting forever
             self._fail("switchml client reply thread failed: %r" % (ex,))
 
     def _on_reply(self, request, fields):
+        """Take a reply in: copy the result out of the ring; return what completes its future once the request has
+        left the ring (None while other pieces of its tensor are out)."""
         ok = fields[""] == "OK"
         if request.submission is None:
             if ok:
-                request.future.set_result(fields)
-            else:
-                request.future.set_exception(SwitchMLError(fields.get("message", "STATS refused")))
-            return
+                return lambda: request.future.set_result(fields)
+            return lambda: request.future.set_exception(SwitchMLError(fields.get("message", "STATS refused")))
         if ok and "id" in fields and fields["id"] != str(request.ident):
             raise SwitchMLError("the switchml agent answered request %s out of order (expected %d)"
                                 % (fields["id"], request.ident))
@@ -429,7 +446,8 @@ class Client:
             submission.error = fields.get("message", "the agent refused the request")
         submission.pieces_left -= 1
         if submission.pieces_left == 0:
-            self._complete(submission)
+            return lambda: self._complete(submission)
+        return None
 
     def _complete(self, submission):
         if submission.error is not None:

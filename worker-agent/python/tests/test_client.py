@@ -128,6 +128,21 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(agent.requests[1:3], ["ALLREDUCE offset=0 count=12 op=sum dtype=float32 id=0",
                                                "ALLREDUCE offset=0 count=5 op=average dtype=float32 id=1"])
 
+    def test_a_request_has_left_the_ring_when_its_future_completes(self):
+        # else a caller's next call, made as soon as it has the result, may find the ring still taken (and
+        # synchronize() must still wait for the completion itself)
+        agent = self.agent()
+        with switchml.Client(agent.socket_path) as client:
+            seen = []
+            complete = client._complete
+            client._complete = lambda submission: (seen.append(len(client._inflight)), complete(submission))
+            client.all_reduce(torch.arange(12, dtype=torch.float32))
+            client.all_reduce(torch.arange(5, dtype=torch.float32), op="average")
+            client.synchronize()
+        self.assertEqual(seen, [0, 0])
+        self.assertEqual(agent.requests[1:3], ["ALLREDUCE offset=0 count=12 op=sum dtype=float32 id=0",
+                                               "ALLREDUCE offset=0 count=5 op=average dtype=float32 id=1"])
+
     def test_shared_tensor_is_all_reduced_in_place_without_staging(self):
         agent = self.agent(shm_bytes=64 * 4, lanes=8)
         with switchml.Client(agent.socket_path) as client:
