@@ -399,7 +399,8 @@ class Client:
                 # finds it free
                 with self._cond:
                     self._inflight.popleft()
-                    self._completing += complete is not None
+                    if complete is not None:
+                        self._completing += 1
                     self._cond.notify_all()
                 if complete is not None:
                     try:

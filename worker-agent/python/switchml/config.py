@@ -265,10 +265,9 @@ class Config:
         """``switchml worker host`` options of the agent that local rank 0 starts for the job's ranks on this host:
         this rank's appliance, tenant, credentials and agent options; it serves the host's ranks of this job and
         exits after them, or when ``parent_pid`` exits."""
-        args = ["--socket", socket_path, "--appliance", self.appliance_host, "--control-port", str(self.control_port),
-                "--tenant", self.tenant, "--backend", self.backend, "--join-timeout-ms", str(self.join_timeout_s * 1000),
-                "--max-sessions", str(self.local_world), "--exit-after-sessions", str(self.local_world),
-                "--exit-with-pid", str(parent_pid), "--delete-socket-dir"]
+        args = ["--socket", socket_path] + self._rank_agent_args() + [
+            "--max-sessions", str(self.local_world), "--exit-after-sessions", str(self.local_world),
+            "--exit-with-pid", str(parent_pid), "--delete-socket-dir"]
         if self.shm_bytes > 1 << 30:
             args += ["--max-shm-bytes", str(self.shm_bytes)]
         if not any(_is_option(arg, ("--warm-up-ms",)) for arg in self.agent_args):
@@ -276,10 +275,6 @@ class Config:
             # 2.8-2.9 s with 1000 ms and 2.1 s with none, whose first call was 1.5-2.1x the steady state
             # (bench/pytorch/first_calls.sh, docs/bench/pytorch-ddp-2026-11-25.md)
             args += ["--warm-up-ms", "300"]
-        if self.credential_file:
-            args += ["--credential-file", self.credential_file]
-        if self.tls_ca:
-            args += ["--tls-ca", self.tls_ca]
         return args + self.agent_args
 
     def _open_extra(self, where):
@@ -366,12 +361,16 @@ class Config:
 
     def serve_args(self):
         """``switchml worker serve`` options for this rank (the token goes in the environment)."""
-        args = ["--world", str(self.world_size), "--rank", str(self.rank), "--job", self.job,
-                "--appliance", self.appliance_host, "--control-port", str(self.control_port),
-                "--tenant", self.tenant, "--backend", self.backend, "--shm-bytes", str(self.shm_bytes),
-                "--join-timeout-ms", str(self.join_timeout_s * 1000)]
+        return (["--world", str(self.world_size), "--rank", str(self.rank), "--job", self.job,
+                 "--shm-bytes", str(self.shm_bytes)] + self._rank_agent_args() + self.agent_args)
+
+    def _rank_agent_args(self):
+        """The options of this rank that an agent it starts takes as its own, a rank's (``worker serve``) or the job's
+        (``worker host``): appliance, tenant, backend, join timeout, credentials, TLS."""
+        args = ["--appliance", self.appliance_host, "--control-port", str(self.control_port), "--tenant", self.tenant,
+                "--backend", self.backend, "--join-timeout-ms", str(self.join_timeout_s * 1000)]
         if self.credential_file:
             args += ["--credential-file", self.credential_file]
         if self.tls_ca:
             args += ["--tls-ca", self.tls_ca]
-        return args + self.agent_args
+        return args
