@@ -419,10 +419,10 @@ public final class ApplianceContext
             throw new IllegalArgumentException(SLOT_TIMEOUT_MS_PROP + " must be at least 10: " + slotTimeoutMs);
         }
         transport = t;
-        if (joinTimeoutMs <= 0 || joinTimeoutMs > io.switchml.appliance.control.JobRegistry.MAX_TIMEOUT_MS)
+        if (joinTimeoutMs <= 0 || joinTimeoutMs > io.switchml.appliance.control.JobSpec.MAX_TIMEOUT_MS)
         {
             throw new IllegalArgumentException(JOIN_TIMEOUT_MS_PROP + " must be within 1.." +
-                io.switchml.appliance.control.JobRegistry.MAX_TIMEOUT_MS + ": " + joinTimeoutMs);
+                io.switchml.appliance.control.JobSpec.MAX_TIMEOUT_MS + ": " + joinTimeoutMs);
         }
         if (controlMaxConnections < 1 || controlMaxConnectionsPerAddress < 1 ||
             controlMaxConnectionsPerAddress > controlMaxConnections)

@@ -2,13 +2,11 @@ package io.switchml.appliance.control;
 
 import io.switchml.appliance.backend.Backend;
 import io.switchml.appliance.backend.BackendException;
-import io.switchml.appliance.backend.BackendJob;
-import io.switchml.protocol.ControlProtocol;
-import io.switchml.appliance.backend.SoftwareBackend;
 import io.switchml.appliance.telemetry.Telemetry;
+import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.telemetry.SystemCounter;
-import io.switchml.protocol.DataHeaderFlyweight;
 import org.agrona.collections.Int2ObjectHashMap;
+import org.agrona.concurrent.status.AtomicCounter;
 
 import java.net.InetSocketAddress;
 import java.security.SecureRandom;
@@ -25,36 +23,25 @@ import java.util.Map;
  */
 public final class JobRegistry
 {
-    /** Largest number of ranks in a job. */
-    public static final int MAX_WORLD_SIZE = DataHeaderFlyweight.MAX_WORKERS;
-
     private final Object lock = new Object();
     private final Map<Integer, Job> jobs = new HashMap<>();
     private final Map<String, Job> jobsByName = new HashMap<>();
-    private final Map<String, long[]> tenantUsage = new HashMap<>();
-    private final long memoryBudgetBytes;
-    private final long tenantMemoryQuotaBytes;
-    private final int tenantMaxJobs;
+    private final TenantAccounts accounts;
+    private final JobPlacement placement;
     private final int shardCount;
     private final Telemetry telemetry;
     private final SecureRandom random = new SecureRandom();
     private final List<JobEventListener> eventListeners = new ArrayList<>();
-    private long memoryUsedBytes;
     private int nextJobId = 1;
     private volatile Int2ObjectHashMap<Job> activeJobs = new Int2ObjectHashMap<>();
-    private List<Backend> backends = List.of(new SoftwareBackend());
-    private boolean multicast;
-    private java.util.function.BiConsumer<String, String> onFallback = (backend, reason) -> { };
-    /** Offload slot versions one tenant may hold; 0: no limit. */
-    private long tenantOffloadSlots;
 
     public JobRegistry(
         final long memoryBudgetBytes, final long tenantMemoryQuotaBytes, final int tenantMaxJobs, final int shardCount,
         final Telemetry telemetry)
     {
-        this.memoryBudgetBytes = memoryBudgetBytes;
-        this.tenantMemoryQuotaBytes = tenantMemoryQuotaBytes;
-        this.tenantMaxJobs = tenantMaxJobs;
+        final AtomicCounter admissionRefusals = telemetry.system(SystemCounter.ADMISSION_REFUSALS);
+        this.accounts = new TenantAccounts(memoryBudgetBytes, tenantMemoryQuotaBytes, tenantMaxJobs, admissionRefusals);
+        this.placement = new JobPlacement(admissionRefusals);
         this.shardCount = shardCount;
         this.telemetry = telemetry;
     }
@@ -67,7 +54,7 @@ public final class JobRegistry
     {
         synchronized (lock)
         {
-            this.tenantOffloadSlots = slots;
+            placement.tenantOffloadSlots(slots);
         }
     }
 
@@ -83,9 +70,7 @@ public final class JobRegistry
     {
         synchronized (lock)
         {
-            this.backends = List.copyOf(backends);
-            this.multicast = multicast;
-            this.onFallback = onFallback;
+            placement.configure(backends, multicast, onFallback);
         }
     }
 
@@ -96,99 +81,8 @@ public final class JobRegistry
     {
         synchronized (lock)
         {
-            return backends;
+            return placement.backends();
         }
-    }
-
-    private record Placement(Backend backend, String fallback, BackendJob backendJob)
-    {
-    }
-
-    private String refusalOf(final Backend backend, final JobSpec spec)
-    {
-        final String limit = backend.capabilities().check(spec, multicast);
-        if (limit != null)
-        {
-            return limit;
-        }
-        // the backend's own state first: one that is down or reconnecting says so, not that a quota was reached
-        final String refusal = backend.refusal(spec);
-        if (refusal != null)
-        {
-            return refusal;
-        }
-        if (tenantOffloadSlots > 0 && !backend.slotsInShards())
-        {
-            final long[] usage = tenantUsage.get(spec.tenant());
-            final long held = usage == null ? 0 : usage[2];
-            if (held + offloadSlots(spec) > tenantOffloadSlots)
-            {
-                return "tenant '" + spec.tenant() + "' would hold " + (held + offloadSlots(spec)) + " offload slot versions, over " +
-                    "its quota of " + tenantOffloadSlots + " (switchml.appliance.tenant.offload.slots)";
-            }
-        }
-        return null;
-    }
-
-    private static long offloadSlots(final JobSpec spec)
-    {
-        return 2L * spec.slots();
-    }
-
-    /**
-     * Choose the backend of a new job and reserve its slots there: the one it asked for (refused, not moved, when
-     * that one cannot take it), or the first in the preference list that can, recording every one passed over with
-     * its reason. A backend whose reservation fails (a switch that refuses the write) is passed over like one whose
-     * limits do not admit the job, with the backend's message as the reason.
-     */
-    private Placement place(final JobSpec spec, final String requested, final int jobId) throws RefusedException
-    {
-        if (requested != null && !ControlProtocol.BACKEND_AUTO.equals(requested))
-        {
-            for (final Backend backend : backends)
-            {
-                if (backend.name().equals(requested))
-                {
-                    final String reason = refusalOf(backend, spec);
-                    if (reason != null)
-                    {
-                        telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
-                        throw new RefusedException("backend " + requested + " cannot take job '" + spec.name() + "': " + reason);
-                    }
-                    try
-                    {
-                        return new Placement(backend, "", backend.reserve(spec, jobId));
-                    }
-                    catch (final BackendException ex)
-                    {
-                        telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
-                        throw new RefusedException("backend " + requested + " cannot take job '" + spec.name() + "': " + ex.getMessage());
-                    }
-                }
-            }
-            throw new RefusedException("unknown backend '" + requested + "' (this appliance has: " + ControlProtocol.BACKEND_AUTO + ", " +
-                String.join(", ", backends.stream().map(Backend::name).toList()) + ")");
-        }
-        final List<String> passed = new ArrayList<>();
-        for (final Backend backend : backends)
-        {
-            String reason = refusalOf(backend, spec);
-            if (reason == null)
-            {
-                try
-                {
-                    return new Placement(backend, String.join("; ", passed), backend.reserve(spec, jobId));
-                }
-                catch (final BackendException ex)
-                {
-                    reason = ex.getMessage();
-                }
-            }
-            passed.add(backend.name() + ": " + reason);
-            onFallback.accept(backend.name(), reason);
-        }
-        telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
-        throw new RefusedException("no backend can take job '" + spec.name() + "': " + String.join("; ", passed));
     }
 
     /**
@@ -265,7 +159,11 @@ public final class JobRegistry
      */
     public Job create(final JobSpec spec, final String token, final boolean ifAbsent, final String backend) throws RefusedException
     {
-        validate(spec);
+        final String problem = spec.problem();
+        if (problem != null)
+        {
+            throw new RefusedException(problem);
+        }
         if (token != null && !token.matches("[0-9A-Za-z_\\-]{8,128}"))
         {
             throw new RefusedException("token must be 8 to 128 characters of [0-9A-Za-z_-]");
@@ -300,39 +198,35 @@ public final class JobRegistry
             }
 
             final int jobId = nextJobId;
-            final Placement placement = place(spec, backend, jobId);
+            final JobPlacement.Placement placed = placement.place(spec, backend, jobId, accounts.offloadSlots(spec.tenant()));
             try
             {
-                checkQuotas(spec, placement);
+                accounts.check(spec, placed.backend().slotsInShards() ? Job.memoryBytes(spec.slots(), spec.lanes()) : 0);
             }
             catch (final RefusedException ex)
             {
-                placement.backendJob().release();
+                placed.backendJob().release();
                 throw ex;
             }
             nextJobId++;
             final String jobToken = token != null ? token : HexFormat.of().formatHex(randomBytes(16));
-            final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[3]);
             final Job job;
             try
             {
                 job = new Job(jobId, spec, shardCount, jobToken, random.nextLong(), random.nextLong(),
                     System.currentTimeMillis() + spec.joinTimeoutMs(), telemetry.allocateJobCounters(jobId, spec.tenant(), spec.name()),
-                    placement.backend().name(), placement.backend().slotsInShards(), placement.backendJob(), placement.fallback());
+                    placed.backend().name(), placed.backend().slotsInShards(), placed.backendJob(), placed.fallback());
             }
             catch (final RuntimeException ex)
             {
                 // no counters left, say: give the backend its reservation back (a switch's range, an XDP slot range)
-                placement.backendJob().release();
+                placed.backendJob().release();
                 throw ex;
             }
             telemetry.system(SystemCounter.JOBS_CREATED).increment();
             jobs.put(job.jobId, job);
             jobsByName.put(key, job);
-            usage[0] += job.memoryBytes;
-            usage[1]++;
-            usage[2] += job.slotsInShards() ? 0 : offloadSlots(spec);
-            memoryUsedBytes += job.memoryBytes;
+            accounts.add(spec.tenant(), job.memoryBytes, job.slotsInShards() ? 0 : JobPlacement.offloadSlots(spec));
             for (final JobEventListener listener : eventListeners)
             {
                 listener.onJobCreated(job, job.describe());
@@ -341,72 +235,11 @@ public final class JobRegistry
         }
     }
 
-    /**
-     * The aggregator-memory budget and the tenant's quotas, for a job placed where it would go.
-     */
-    private void checkQuotas(final JobSpec spec, final Placement placement) throws RefusedException
-    {
-        final boolean inShards = placement.backend().slotsInShards();
-        final long needed = inShards ? Job.memoryBytes(spec.slots(), spec.lanes()) : 0;
-        if (memoryUsedBytes + needed > memoryBudgetBytes)
-        {
-            telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
-            throw new RefusedException("job '" + spec.name() + "' needs " + needed + " bytes of aggregator memory but only " +
-                (memoryBudgetBytes - memoryUsedBytes) + " of " + memoryBudgetBytes + " are free");
-        }
-        final long[] usage = tenantUsage.computeIfAbsent(spec.tenant(), t -> new long[3]);
-        if (usage[0] + needed > tenantMemoryQuotaBytes)
-        {
-            telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
-            throw new RefusedException("tenant '" + spec.tenant() + "' would use " + (usage[0] + needed) +
-                " bytes of aggregator memory, over its quota of " + tenantMemoryQuotaBytes);
-        }
-        if (usage[1] + 1 > tenantMaxJobs)
-        {
-            telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
-            throw new RefusedException("tenant '" + spec.tenant() + "' already runs " + usage[1] + " jobs, its limit");
-        }
-    }
-
     private byte[] randomBytes(final int length)
     {
         final byte[] bytes = new byte[length];
         random.nextBytes(bytes);
         return bytes;
-    }
-
-    /** Shortest and longest slot and join timeouts a CREATE may ask for. */
-    public static final long MIN_TIMEOUT_MS = 10;
-    public static final long MAX_TIMEOUT_MS = 3_600_000;
-
-    private static void validate(final JobSpec spec) throws RefusedException
-    {
-        if (!spec.tenant().matches("[0-9A-Za-z_.\\-]{1,64}") || !spec.name().matches("[0-9A-Za-z_.\\-]{1,128}"))
-        {
-            throw new RefusedException("tenant and name must be 1 to 64 (128 for names) characters of [0-9A-Za-z_.-]");
-        }
-        if (spec.worldSize() < 1 || spec.worldSize() > MAX_WORLD_SIZE)
-        {
-            throw new RefusedException("world size must be within 1.." + MAX_WORLD_SIZE + ": " + spec.worldSize());
-        }
-        if (spec.lanes() < 1 || spec.lanes() > DataHeaderFlyweight.MAX_ELEMENTS)
-        {
-            throw new RefusedException("k must be within 1.." + DataHeaderFlyweight.MAX_ELEMENTS + ": " + spec.lanes());
-        }
-        if (spec.slots() < 1 || spec.slots() > 1 << 20)
-        {
-            throw new RefusedException("s must be within 1.." + (1 << 20) + ": " + spec.slots());
-        }
-        if (spec.slotTimeoutMs() < MIN_TIMEOUT_MS || spec.slotTimeoutMs() > MAX_TIMEOUT_MS)
-        {
-            throw new RefusedException("slotTimeoutMs must be within " + MIN_TIMEOUT_MS + ".." + MAX_TIMEOUT_MS + ": " +
-                spec.slotTimeoutMs());
-        }
-        if (spec.joinTimeoutMs() < MIN_TIMEOUT_MS || spec.joinTimeoutMs() > MAX_TIMEOUT_MS)
-        {
-            throw new RefusedException("joinTimeoutMs must be within " + MIN_TIMEOUT_MS + ".." + MAX_TIMEOUT_MS + ": " +
-                spec.joinTimeoutMs());
-        }
     }
 
     /**
@@ -660,11 +493,7 @@ public final class JobRegistry
         if (jobs.remove(job.jobId, job))
         {
             jobsByName.remove(job.tenant + "/" + job.name, job);
-            final long[] usage = tenantUsage.get(job.tenant);
-            usage[0] -= job.memoryBytes;
-            usage[1]--;
-            usage[2] -= job.slotsInShards() ? 0 : offloadSlots(job.spec());
-            memoryUsedBytes -= job.memoryBytes;
+            accounts.remove(job.tenant, job.memoryBytes, job.slotsInShards() ? 0 : JobPlacement.offloadSlots(job.spec()));
         }
         if (wasActive)
         {
@@ -751,12 +580,12 @@ public final class JobRegistry
     {
         synchronized (lock)
         {
-            return memoryUsedBytes;
+            return accounts.memoryUsedBytes();
         }
     }
 
     public long memoryBudgetBytes()
     {
-        return memoryBudgetBytes;
+        return accounts.memoryBudgetBytes();
     }
 }
