@@ -24,10 +24,39 @@ import java.util.Map;
 final class JobJoin
 {
     /**
-     * A joined rank: its control connection, one connected transport per shard, the job's id, the JOIN reply and the
-     * CREATE reply's fallback (the backends that passed the job over, with their reasons).
+     * What the JOIN reply sets for the rank's data path.
+     *
+     * @param backend    the backend the job runs on ("unknown" from an appliance older than backends).
+     * @param macEnabled whether every data packet carries a MAC.
+     * @param macK0      first half of the job's SipHash key.
+     * @param macK1      second half.
      */
-    record Joined(Socket control, DatagramTransport[] transports, int jobId, Map<String, String> reply, String fallback)
+    record JoinTerms(String backend, boolean macEnabled, long macK0, long macK1)
+    {
+        /** A peer that is not an appliance: no MAC, no backend. */
+        static final JoinTerms NO_APPLIANCE = new JoinTerms("unknown", false, 0, 0);
+
+        /**
+         * @param reply the JOIN reply's fields.
+         * @throws IOException when the MAC key is missing or malformed.
+         */
+        static JoinTerms parse(final Map<String, String> reply) throws IOException
+        {
+            final String key = reply.get("key");
+            if (key == null || key.length() != 32 || !key.chars().allMatch(c -> Character.digit(c, 16) >= 0))
+            {
+                throw new IOException("appliance sent " + (key == null ? "no" : "a malformed") + " MAC key");
+            }
+            return new JoinTerms(reply.getOrDefault("backend", "unknown"), "on".equals(reply.get("mac")),
+                Long.parseUnsignedLong(key.substring(0, 16), 16), Long.parseUnsignedLong(key.substring(16), 16));
+        }
+    }
+
+    /**
+     * A joined rank: its control connection, one connected transport per shard, the job's id, what the JOIN reply set
+     * and the CREATE reply's fallback (the backends that passed the job over, with their reasons).
+     */
+    record Joined(Socket control, DatagramTransport[] transports, int jobId, JoinTerms terms, String fallback)
     {
         /**
          * Release the connection and the transports.
@@ -89,6 +118,7 @@ final class JobJoin
                 " ports=" + ports);
             socket.setSoTimeout((int)Math.min(Integer.MAX_VALUE, context.joinTimeoutMs()));
             final Map<String, String> joined = expectOk(readLine(socket), context, where, "join");
+            final JoinTerms terms = JoinTerms.parse(joined);
             socket.setSoTimeout(0);
             if (warmUp != null)
             {
@@ -111,7 +141,7 @@ final class JobJoin
                 transports[shard].connect(appliance, Integer.parseInt(dataPorts[shard]));
             }
             joinMulticast(joined.get("group"), socket, transports);
-            return new Joined(socket, transports, jobId, joined, created.get("fallback"));
+            return new Joined(socket, transports, jobId, terms, created.get("fallback"));
         }
         catch (final IOException | NumberFormatException ex)
         {

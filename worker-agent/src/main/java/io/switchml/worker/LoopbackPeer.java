@@ -33,8 +33,7 @@ abstract class LoopbackPeer implements DatagramTransport.Receiver
         worker.connect(loopback, transport.localPort());
         transport.connect(loopback, worker.localPort());
         thread.start();
-        return new WorkerClient(context, control, new DatagramTransport[] {worker}, jobId,
-            java.util.Map.of("mac", "off", "key", "0".repeat(32)), null);
+        return new WorkerClient(context, control, new DatagramTransport[] {worker}, jobId, JobJoin.JoinTerms.NO_APPLIANCE, null);
     }
 
     /**

@@ -130,22 +130,14 @@ public final class WorkerClient implements AutoCloseable
 
     WorkerClient(
         final WorkerContext context, final Socket controlSocket, final DatagramTransport[] transports,
-        final int jobId, final Map<String, String> joinReply, final String fallback) throws IOException
+        final int jobId, final JobJoin.JoinTerms terms, final String fallback)
     {
         this.jobId = jobId;
-        this.backend = joinReply.getOrDefault("backend", "unknown"); // an appliance from before backends were named
+        this.backend = terms.backend();
         this.fallback = fallback;
         this.jobName = context.jobName();
         this.transports = transports;
         this.shardCount = transports.length;
-        final boolean macEnabled = "on".equals(joinReply.get("mac"));
-        final String key = ControlProtocol.requiredField(joinReply, "key");
-        if (key.length() != 32)
-        {
-            throw new IOException("appliance sent a malformed MAC key");
-        }
-        final long macK0 = Long.parseUnsignedLong(key.substring(0, 16), 16);
-        final long macK1 = Long.parseUnsignedLong(key.substring(16), 16);
         this.rank = context.rank();
         this.worldSize = context.worldSize();
         this.lanesPerSlot = context.lanes();
@@ -161,7 +153,7 @@ public final class WorkerClient implements AutoCloseable
         for (int shard = 0; shard < shardCount; shard++)
         {
             final ShardAgent agent = new ShardAgent(
-                this, context, shard, shardCount, jobId, transports[shard], macEnabled, macK0, macK1,
+                this, context, shard, shardCount, jobId, transports[shard], terms.macEnabled(), terms.macK0(), terms.macK1(),
                 counters.cells(shard), pendingCapacity);
             agents[shard] = agent;
             runners[shard] = new AgentRunner(
@@ -196,12 +188,7 @@ public final class WorkerClient implements AutoCloseable
         try
         {
             return new WorkerClient(
-                context, joined.control(), joined.transports(), joined.jobId(), joined.reply(), joined.fallback());
-        }
-        catch (final IOException | NumberFormatException ex)
-        {
-            joined.close();
-            throw JobJoin.cannotJoin(context, ex);
+                context, joined.control(), joined.transports(), joined.jobId(), joined.terms(), joined.fallback());
         }
         catch (final RuntimeException ex)
         {
