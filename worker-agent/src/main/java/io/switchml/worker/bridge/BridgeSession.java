@@ -59,7 +59,7 @@ final class BridgeSession
     void run()
     {
         final Thread writer = Thread.ofPlatform().daemon().name("switchml-bridge-replies").start(this::writeReplies);
-        boolean closedByClient = false;
+        boolean lost = true;
         try
         {
             String line;
@@ -72,18 +72,15 @@ final class BridgeSession
                 replies.put(onRequest(line));
                 if (line.strip().equals(BridgeProtocol.CLOSE))
                 {
-                    closedByClient = true;
+                    lost = false;
                     break;
                 }
-            }
-            if (!closedByClient && !server.isClosed())
-            {
-                server.onClientLost();
             }
         }
         catch (final IOException ignore)
         {
-            // the client closed the connection or sent an over-long line; the session ends either way
+            // a reset connection (the rank was killed with replies unread), a channel the writer closed when its
+            // client stopped taking replies, or an over-long line: the client is lost as when it leaves without CLOSE
         }
         catch (final InterruptedException ex)
         {
@@ -91,6 +88,10 @@ final class BridgeSession
         }
         finally
         {
+            if (lost && !server.isClosed())
+            {
+                server.onClientLost();
+            }
             try
             {
                 replies.put(END);
@@ -127,10 +128,27 @@ final class BridgeSession
                 write(channel, reply);
             }
         }
-        catch (final IOException ignore)
+        catch (final IOException ex)
         {
-            // the client went away; the reader sees the closed channel and ends the session
+            // the client went away: closing the channel ends the reader's wait for its next line, and the queue is
+            // drained to the end so that a reader blocked on a full queue is never left waiting for a writer
             closeQuietly(channel);
+            drainUntilEnd();
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void drainUntilEnd()
+    {
+        try
+        {
+            while (replies.take() != END)
+            {
+                // discarded: nobody reads the replies any more
+            }
         }
         catch (final InterruptedException ex)
         {

@@ -17,6 +17,8 @@ import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.FloatBuffer;
 import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -371,6 +373,37 @@ class BridgeServerTest
         assertEquals("OK", client.request("CLOSE"));
         serving.get(10, TimeUnit.SECONDS);
         assertFalse(Files.exists(server.context().socketPath()), "the socket goes when serving stops");
+    }
+
+    @Test
+    void aClientThatStopsReadingRepliesAndGoesAwayEndsItsSessionAndAbortsTheJob() throws Exception
+    {
+        final Future<BridgeServer> flooded = executor.submit(() -> BridgeServer.launch(context("flood", 2, 0).once(true)));
+        final BridgeServer peer = BridgeServer.launch(context("flood", 2, 1));
+        servers.add(peer);
+        final BridgeServer server = flooded.get(30, TimeUnit.SECONDS);
+        servers.add(server);
+        final Future<?> serving = executor.submit(server::serve);
+        executor.submit(peer::serve);
+        final BridgeTestClient peerClient = connect(peer);
+        peerClient.mapShm();
+
+        // far more requests than the pipeline holds, and replies enough to fill the socket, none of them read: the
+        // agent's writer blocks on the socket and its reader on the full queue of replies
+        try (SocketChannel flood = SocketChannel.open(java.net.UnixDomainSocketAddress.of(server.context().socketPath())))
+        {
+            final java.nio.ByteBuffer requests = java.nio.ByteBuffer.wrap("INFO\n".repeat(20_000).getBytes(StandardCharsets.US_ASCII));
+            while (requests.hasRemaining())
+            {
+                flood.write(requests);
+            }
+            Thread.sleep(200);
+        }
+
+        serving.get(20, TimeUnit.SECONDS);
+        assertFalse(Files.exists(server.context().socketPath()), "the session ended and the agent stopped serving");
+        final String reply = peerClient.request("ALLREDUCE offset=0 count=10 op=sum");
+        assertError(reply, "rank 0's training process disconnected from its agent");
     }
 
     @Test
