@@ -3,9 +3,10 @@
 Where no running agent is named (``SWITCHML_SOCKET``, ``SWITCHML_HOST_AGENT``), the process group
 starts one through the installed launcher (``switchml`` on PATH, or ``$SWITCHML_LAUNCHER``):
 
-- :class:`AgentProcess`: a rank's own agent, ``worker serve --once``, which also exits when this
-  process dies and its session's socket closes. The job token travels in the agent's environment,
-  not on its command line.
+- :class:`AgentProcess`: a rank's own agent, ``worker serve --once``, which exits after its session,
+  or when this process exits, also before it connected (``--exit-with-pid``: the job is aborted
+  naming the rank). Its socket and shared memory are in a directory of mode 0700 of its own. The job
+  token travels in the agent's environment, not on its command line.
 - :class:`JobHostAgent`: under torchrun with several ranks per host, local rank 0 starts one
   ``worker host`` for the job's ranks on this host, which sums them there and sends the sum to the
   appliance as one worker (one JVM and one copy on the link per host instead of one per rank). Its
@@ -74,7 +75,12 @@ class _AgentChild:
         self.pid = self.process.pid
         self._pump = threading.Thread(target=self._read_output, name="switchml-agent-output-%d" % rank, daemon=True)
         self._pump.start()
-        self._wait_ready(ready_timeout_s)
+        try:
+            self._wait_ready(ready_timeout_s)
+        except BaseException:
+            # not ready, timed out, or interrupted (KeyboardInterrupt, torchrun's SIGTERM handler): never leave it
+            self.stop(0)
+            raise
 
     def _read_output(self):
         for raw in self.process.stdout:
@@ -150,13 +156,28 @@ class AgentProcess(_AgentChild):
     """
 
     def __init__(self, launcher, args, env, rank, job, ready_timeout_s, shm_dir="/dev/shm"):
-        # the agent deletes both files when it exits, also when this process was killed
-        self.socket_path = os.path.join(tempfile.gettempdir(), "switchml-%d-rank%d.sock" % (os.getpid(), rank))
-        shm_root = shm_dir if os.path.isdir(shm_dir) else tempfile.gettempdir()
-        self.shm_path = os.path.join(shm_root, "switchml-%d-rank%d.shm" % (os.getpid(), rank))
+        # a directory only this user can enter, made before the agent binds its socket there: a socket in the shared
+        # $TMPDIR could be reached by others between its bind and its chmod. The agent deletes its files and the
+        # directory when it exits, also when this process was killed; stop() deletes what a killed agent left.
+        root = shm_dir if os.path.isdir(shm_dir) and os.access(shm_dir, os.W_OK) else tempfile.gettempdir()
+        self.directory = tempfile.mkdtemp(prefix="switchml-%s-rank%d-" % (safe_name(job, 32), rank), dir=root)
+        self.socket_path = os.path.join(self.directory, "agent.sock")
+        self.shm_path = os.path.join(self.directory, "agent.shm")
         command = [launcher, "worker", "serve"] + list(args) + [
-            "--socket", self.socket_path, "--shm", self.shm_path, "--once"]
-        self._start(launcher, command, env, rank, job, ready_timeout_s)
+            "--socket", self.socket_path, "--shm", self.shm_path, "--once",
+            "--exit-with-pid", str(os.getpid()), "--delete-socket-dir"]
+        try:
+            self._start(launcher, command, env, rank, job, ready_timeout_s)
+        except BaseException:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            raise
+
+    def stop(self, timeout_s=10.0):
+        """Wait for the agent to exit after its session, else terminate it; delete its directory."""
+        try:
+            super().stop(timeout_s)
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class JobHostAgent(_AgentChild):

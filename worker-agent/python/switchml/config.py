@@ -80,13 +80,18 @@ def _is_socket(path):
 
 def _env_or(options, key):
     env, default, _ = OPTIONS[key]
-    if key in options:
-        value = options[key]
-        return None if value is None else str(value), "pg_options['%s']" % key
+    if options.get(key) is not None:  # None: as if not given
+        return str(options[key]), "pg_options['%s']" % key
     value = os.environ.get(env)
     if value is not None and value != "":
         return value, "$" + env
     return default, "default of %s" % key
+
+
+def _check_name(value, where, pattern, what, show=True):
+    """Refuse a name or token the appliance would refuse, naming the option (and the value, unless a secret)."""
+    if not re.fullmatch(pattern, value):
+        raise ValueError("%s must be %s%s" % (where, what, ": %r" % value if show else " (value not shown)"))
 
 
 def _int(value, where, minimum, maximum):
@@ -121,6 +126,9 @@ class Config:
         port, port_where = _env_or(options, "control_port")
         # what a host agent's OPEN names only when set: else the agent's own appliance, port (and backend) stand
         self.appliance_set = not where.startswith("default")
+        if appliance.startswith("[") or appliance.count(":") > 1:
+            raise ValueError("%s: the data plane is IPv4 only; give an IPv4 address or a host name: %r"
+                             % (where, appliance))
         if ":" in appliance:
             appliance, _, port = appliance.rpartition(":")
             port_where = where
@@ -130,20 +138,30 @@ class Config:
         self.appliance_host = appliance
         self.control_port = _int(port, port_where, 1, 65535)
         self.tenant, self.tenant_where = _env_or(options, "tenant")
+        _check_name(self.tenant, self.tenant_where, r"[0-9A-Za-z_.\-]{1,64}", "1 to 64 of [0-9A-Za-z_.-]")
         self.backend, where = _env_or(options, "backend")
         self.backend_set = not where.startswith("default")
         if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", self.backend or ""):
             raise ValueError("%s must be auto or a backend's name (software, xdp, tofino): %r" % (where, self.backend))
         self.job, self.job_where = _env_or(options, "job")
+        if self.job is not None:
+            _check_name(self.job, self.job_where, r"[0-9A-Za-z_.\-]{1,128}", "1 to 128 of [0-9A-Za-z_.-]")
         self.token, self.token_where = _env_or(options, "token")
+        if self.token is not None:
+            _check_name(self.token, self.token_where, r"[0-9A-Za-z_\-]{8,128}", "8 to 128 of [0-9A-Za-z_-]",
+                        show=False)
         self.credential_file, where = _env_or(options, "credential_file")
         if self.credential_file and not os.path.isfile(self.credential_file):
             raise ValueError("%s: no such file: %s" % (where, self.credential_file))
         self.tls_ca, where = _env_or(options, "tls_ca")
         if self.tls_ca and not os.path.isfile(self.tls_ca):
             raise ValueError("%s: no such file: %s" % (where, self.tls_ca))
-        socket_path, _ = _env_or(options, "socket")
-        self.socket = socket_path.format(rank=rank, local_rank=self.local_rank) if socket_path else None
+        socket_path, where = _env_or(options, "socket")
+        try:
+            self.socket = socket_path.format(rank=rank, local_rank=self.local_rank) if socket_path else None
+        except (KeyError, IndexError, ValueError) as ex:
+            raise ValueError("%s: %r expands only {rank} and {local_rank} (write {{ and }} for braces): %r"
+                             % (where, socket_path, ex)) from None
         self.launcher, _ = _env_or(options, "launcher")
         agent_args, args_where = _env_or(options, "agent_args")
         try:
@@ -155,6 +173,9 @@ class Config:
             if any(_is_option(arg, (managed,)) for arg in self.agent_args):
                 raise ValueError("%s must not set %s: the process group sets it" % (args_where, managed))
         self.host_agent, host_where = _env_or(options, "host_agent")
+        if self.host_agent not in ("auto", "off", "job") and "/" not in self.host_agent:
+            raise ValueError("%s must be auto, off, job or the path of a host agent's socket: %r"
+                             % (host_where, self.host_agent))
         # job: local rank 0 starts a 'worker host' for the job's ranks on this host (see switchml.agent.JobHostAgent)
         self.job_agent = False
         open_extra = None
@@ -361,16 +382,19 @@ class Config:
 
     def serve_args(self):
         """``switchml worker serve`` options for this rank (the token goes in the environment)."""
-        return (["--world", str(self.world_size), "--rank", str(self.rank), "--job", self.job,
+        return (["--world", str(self.world_size), "--rank", str(self.rank), "--job=" + self.job,
                  "--shm-bytes", str(self.shm_bytes)] + self._rank_agent_args() + self.agent_args)
 
     def _rank_agent_args(self):
         """The options of this rank that an agent it starts takes as its own, a rank's (``worker serve``) or the job's
-        (``worker host``): appliance, tenant, backend, join timeout, credentials, TLS."""
-        args = ["--appliance", self.appliance_host, "--control-port", str(self.control_port), "--tenant", self.tenant,
-                "--backend", self.backend, "--join-timeout-ms", str(self.join_timeout_s * 1000)]
+        (``worker host``): appliance, tenant, backend, join timeout, credentials, TLS. Values that come from the
+        configuration are joined to their option (``--tenant=T``), so that none is read as an option of its own or, with
+        a leading '@', as picocli's argument file."""
+        args = ["--appliance=" + self.appliance_host, "--control-port", str(self.control_port),
+                "--tenant=" + self.tenant, "--backend=" + self.backend,
+                "--join-timeout-ms", str(self.join_timeout_s * 1000)]
         if self.credential_file:
-            args += ["--credential-file", self.credential_file]
+            args += ["--credential-file=" + self.credential_file]
         if self.tls_ca:
-            args += ["--tls-ca", self.tls_ca]
+            args += ["--tls-ca=" + self.tls_ca]
         return args

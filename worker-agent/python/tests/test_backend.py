@@ -4,6 +4,7 @@ The backend end to end (torchrun, 4 ranks, real agents and appliance) is Torchru
 """
 
 import os
+import time
 import unittest
 from unittest import mock
 
@@ -181,8 +182,9 @@ class ConfigTest(unittest.TestCase):
             args = config.host_args("/tmp/d/agent.sock", 4242)
             for option, value in (("--socket", "/tmp/d/agent.sock"), ("--max-sessions", "4"),
                                   ("--exit-after-sessions", "4"), ("--exit-with-pid", "4242"),
-                                  ("--credential-file", __file__), ("--warm-up-ms", "300"), ("-k", "1024")):
+                                  ("--warm-up-ms", "300"), ("-k", "1024")):
                 self.assertEqual(args[args.index(option) + 1], value, args)
+            self.assertIn("--credential-file=" + __file__, args)
             self.assertIn("--delete-socket-dir", args, "the agent removes its private directory when it ends")
             self.assertNotIn("--warm-up-ms", Config({"agent_args": "--warm-up-ms=0"}, 5, 8).host_args("/s", 1)[:-1])
             self.assertFalse(Config({"local_reduce": "off"}, 5, 8).job_agent, "local reduction off: an agent per rank")
@@ -227,22 +229,43 @@ class ConfigTest(unittest.TestCase):
         with mock.patch.dict(os.environ):
             os.environ.pop("SWITCHML_BACKEND", None)
             args = Config({"job": "j"}, 0, 1).serve_args()
-        self.assertEqual(args[args.index("--backend") + 1], "auto")
+        self.assertIn("--backend=auto", args)
         with mock.patch.dict(os.environ, {"SWITCHML_BACKEND": "xdp"}):
             args = Config({"job": "j"}, 0, 1).serve_args()
-            self.assertEqual(args[args.index("--backend") + 1], "xdp")
+            self.assertIn("--backend=xdp", args)
             self.assertEqual(Config({"backend": "software"}, 0, 1).backend, "software", "pg_options win")
         with self.assertRaisesRegex(ValueError, r"pg_options\['backend'\] must be auto or a backend's name"):
             Config({"backend": "XDP; rm"}, 0, 1)
         with self.assertRaisesRegex(ValueError, "must not set --backend"):
             Config({"agent_args": "--backend xdp"}, 0, 1)
 
+    def test_bad_values_are_refused_naming_the_option(self):
+        with mock.patch.dict(os.environ):
+            for key in ("SWITCHML_SOCKET", "SWITCHML_HOST_AGENT", "SWITCHML_APPLIANCE", "SWITCHML_TENANT"):
+                os.environ.pop(key, None)
+            for options, message in (
+                    ({"appliance": "::1"}, r"pg_options\['appliance'\]: the data plane is IPv4 only"),
+                    ({"appliance": "[::1]:7470"}, r"pg_options\['appliance'\]: the data plane is IPv4 only"),
+                    ({"socket": "/tmp/a{x}.sock"}, r"pg_options\['socket'\]: '/tmp/a\{x\}.sock' expands only"),
+                    ({"socket": "/tmp/a{}.sock"}, r"pg_options\['socket'\]: .* expands only"),
+                    ({"host_agent": "Off"}, r"pg_options\['host_agent'\] must be auto, off, job or the path"),
+                    ({"tenant": "team a"}, r"pg_options\['tenant'\] must be 1 to 64 of"),
+                    ({"job": "@/etc/passwd"}, r"pg_options\['job'\] must be 1 to 128 of"),
+                    ({"token": "two words here"}, r"pg_options\['token'\] must be 8 to 128 of .*\(value not shown\)$")):
+                with self.subTest(options=options):
+                    with self.assertRaisesRegex(ValueError, message):
+                        Config(options, 0, 1)
+            self.assertEqual(Config({"appliance": None, "tenant": None}, 0, 1).appliance_host, "127.0.0.1",
+                             "None in pg_options: as if not given")
+            self.assertEqual(Config({"socket": "/tmp/{{x}}-{rank}.sock"}, 3, 4).socket, "/tmp/{x}-3.sock")
+            self.assertEqual(Config({"host_agent": "/run/other/agent.sock"}, 0, 1).host_agent, "/run/other/agent.sock")
+
     def test_job_name_from_torchrun_run_id(self):
         with mock.patch.dict(os.environ, {"TORCHELASTIC_RUN_ID": "abc/123"}):
             config = Config({"token": "0123456789ab"}, 1, 2)
             config.agree(store=None)  # nothing to agree on: both come from the configuration
         self.assertEqual((config.job, config.token), ("torch-abc-123", "0123456789ab"))
-        self.assertIn("--job", config.serve_args())
+        self.assertIn("--job=torch-abc-123", config.serve_args())
         self.assertNotIn("0123456789ab", config.serve_args(), "the token travels in the environment")
 
     def test_missing_launcher_names_what_to_install(self):
@@ -296,6 +319,70 @@ class AgentStartTest(unittest.TestCase):
             finally:
                 agent.stop(timeout_s=0.1)
             self.assertFalse(os.path.exists(directory), "stop() deletes the directory")
+
+    def test_a_ranks_agent_gets_a_private_directory_and_follows_this_process(self):
+        import stat
+        import tempfile
+        from switchml.agent import AgentProcess
+        with tempfile.TemporaryDirectory() as d:
+            launcher = os.path.join(d, "switchml")
+            with open(launcher, "w") as f:
+                f.write("#!/bin/sh\necho \"ARGS $*\"\necho 'switchml worker serve ready: socket=x'\nexec sleep 30\n")
+            os.chmod(launcher, 0o755)
+            agent = AgentProcess(launcher, ["--world", "2"], {}, rank=1, job="torch-abc", ready_timeout_s=20, shm_dir=d)
+            try:
+                directory = agent.directory
+                self.assertEqual(os.path.dirname(directory), d)
+                self.assertTrue(os.path.basename(directory).startswith("switchml-torch-abc-rank1-"))
+                self.assertEqual(stat.S_IMODE(os.stat(directory).st_mode), 0o700, "only this user enters it")
+                args = [line for line in agent.output().splitlines() if line.startswith("ARGS ")][0].split()
+                self.assertEqual(args[1:3], ["worker", "serve"])
+                self.assertEqual(args[args.index("--socket") + 1], os.path.join(directory, "agent.sock"))
+                self.assertEqual(args[args.index("--shm") + 1], os.path.join(directory, "agent.shm"))
+                self.assertEqual(args[args.index("--exit-with-pid") + 1], str(os.getpid()))
+                self.assertIn("--delete-socket-dir", args)
+            finally:
+                agent.stop(timeout_s=0.1)
+            self.assertFalse(os.path.exists(directory), "stop() deletes the directory")
+
+    def test_an_interrupted_wait_for_the_agent_stops_it_and_deletes_its_directory(self):
+        import tempfile
+        from switchml import agent as agent_module
+        with tempfile.TemporaryDirectory() as d:
+            launcher = os.path.join(d, "switchml")
+            pid_file = os.path.join(d, "pid")
+            with open(launcher, "w") as f:
+                f.write("#!/bin/sh\necho $$ > %s\nexec sleep 30\n" % pid_file)
+            os.chmod(launcher, 0o755)
+            original = agent_module._AgentChild._wait_ready
+
+            def interrupted(child, timeout_s):
+                while not os.path.exists(pid_file):
+                    time.sleep(0.01)
+                raise KeyboardInterrupt()
+
+            with mock.patch.object(agent_module._AgentChild, "_wait_ready", interrupted):
+                with self.assertRaises(KeyboardInterrupt):
+                    agent_module.AgentProcess(launcher, ["--world", "2"], {}, rank=0, job="j", ready_timeout_s=20,
+                                              shm_dir=d)
+            self.assertIs(agent_module._AgentChild._wait_ready, original)
+            with open(pid_file) as f:
+                pid = int(f.read())
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and _alive(pid):
+                time.sleep(0.05)
+            self.assertFalse(_alive(pid), "the agent is stopped, not left running")
+            self.assertEqual([name for name in os.listdir(d) if name.startswith("switchml-j-rank0-")], [],
+                             "its directory is deleted")
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().split(") ")[-1].split()[0] != "Z"
 
 
 if __name__ == "__main__":

@@ -382,6 +382,14 @@ public final class BridgeServer implements AutoCloseable
         link.abort(reason);
     }
 
+    /**
+     * Abort the joined job (nothing before the join completes), naming the reason to every rank.
+     */
+    void abortJob(final String reason)
+    {
+        link.abort(reason);
+    }
+
     void onRequestCompleted()
     {
         requests.incrementAndGet();

@@ -80,13 +80,8 @@ public final class WorkerHostCommand implements Callable<Integer>
         "until SIGTERM).", defaultValue = "0")
     private long exitAfterSessions;
 
-    @Option(names = "--exit-with-pid", description = "Stop as on SIGTERM, leaving every session's job so that its " +
-        "peers learn of it, when process PID exits: the training process that started this agent (default: none).")
-    private Long exitWithPid;
-
-    @Option(names = "--delete-socket-dir", description = "On exit, also delete the socket's directory if it is then " +
-        "empty: a private directory made for this agent alone (the Python package's agent for a job).")
-    private boolean deleteSocketDir;
+    @Mixin
+    private AgentLifetimeOptions lifetime;
 
     @Override
     public Integer call()
@@ -104,11 +99,7 @@ public final class WorkerHostCommand implements Callable<Integer>
             {
                 throw new IllegalArgumentException("--exit-after-sessions must be 0..4096: " + exitAfterSessions);
             }
-            if (exitWithPid != null && ProcessHandle.of(exitWithPid).filter(ProcessHandle::isAlive).isEmpty())
-            {
-                throw new IllegalArgumentException("--exit-with-pid " + exitWithPid + ": no such process (it exited " +
-                    "before this agent started)");
-            }
+            lifetime.validate();
             BridgeContext.requireJoinTimeoutMs(joinTimeoutMs, "--join-timeout-ms");
             options = hostOptions();
             // the options every session starts from must be valid on their own (a job's fields aside)
@@ -141,23 +132,16 @@ public final class WorkerHostCommand implements Callable<Integer>
             return 3;
         }
         agent.closeAfterSessions(exitAfterSessions);
-        if (exitWithPid != null)
+        lifetime.watch(pid ->
         {
-            final long pid = exitWithPid;
-            ProcessHandle.of(pid).ifPresentOrElse(process -> process.onExit().thenRun(() ->
-            {
-                LOG.warn("process {} exited (--exit-with-pid): stopping, leaving {} sessions' jobs", pid, agent.sessions());
-                agent.close();
-            }), agent::close);
-        }
+            LOG.warn("process {} exited (--exit-with-pid): stopping, leaving {} sessions' jobs", pid, agent.sessions());
+            agent.close();
+        });
         Runtime.getRuntime().addShutdownHook(new Thread(() ->
         {
             notifier.stopping("stopping with " + agent.sessions() + " sessions open, " + agent.opened() + " opened");
             agent.close();
-            if (deleteSocketDir)
-            {
-                deleteIfEmpty(agent.socketPath().getParent());
-            }
+            lifetime.deleteSocketDir(agent.socketPath());
             notifier.close();
             System.out.println("switchml worker host: stopped after " + agent.opened() + " sessions (" + agent.refused() +
                 " refused)");
@@ -186,22 +170,6 @@ public final class WorkerHostCommand implements Callable<Integer>
         }
         agent.close();
         return 3;
-    }
-
-    private static void deleteIfEmpty(final Path directory)
-    {
-        try
-        {
-            Files.deleteIfExists(directory);
-        }
-        catch (final java.nio.file.DirectoryNotEmptyException ex)
-        {
-            LOG.warn("--delete-socket-dir: {} is not empty, left as it is", directory);
-        }
-        catch (final IOException ex)
-        {
-            LOG.warn("--delete-socket-dir: cannot delete {}: {}", directory, ex.toString());
-        }
     }
 
     /**

@@ -72,6 +72,9 @@ public final class WorkerServeCommand implements Callable<Integer>
     @Option(names = "--once", description = "Exit after the first client session ends (default: serve sessions until terminated).")
     private boolean once;
 
+    @Mixin
+    private AgentLifetimeOptions lifetime;
+
     @Override
     public Integer call()
     {
@@ -86,6 +89,7 @@ public final class WorkerServeCommand implements Callable<Integer>
                 case "off" -> null;
                 default -> throw new IllegalArgumentException("--int32 must be on or off: " + int32);
             };
+            lifetime.validate();
             context = new BridgeContext().worker(worker).int32Worker(int32Worker).pipelineDepth(pipelineDepth).socketPath(socketPath).shmPath(shmPath).shmBytes(shmBytes).once(once)
                 .conclude();
         }
@@ -119,8 +123,10 @@ public final class WorkerServeCommand implements Callable<Integer>
         {
             notifier.stopping("stopping after " + server.requests() + " all-reduce requests");
             server.close();
+            lifetime.deleteSocketDir(context.socketPath());
             notifier.close();
         }, "switchml-bridge-shutdown"));
+        lifetime.watch(pid -> onOwnerExited(server, pid));
         notifier.status("joining job " + member.jobName() + " as rank " + member.rank() + " of " + member.worldSize());
         try
         {
@@ -153,6 +159,24 @@ public final class WorkerServeCommand implements Callable<Integer>
         }
         System.out.println("switchml worker serve: stopped after " + server.requests() + " all-reduce requests");
         return 0;
+    }
+
+    /**
+     * The training process of {@code --exit-with-pid} is gone: before or during its session (after a clean one the
+     * bridge is closed already), so the job is aborted naming this rank, and the agent exits, also from a join that
+     * still waits for the other ranks (the shutdown hook deletes the socket and the shared memory).
+     */
+    private void onOwnerExited(final BridgeServer server, final long pid)
+    {
+        if (server.isClosed())
+        {
+            return;
+        }
+        final String reason = "rank " + member.rank() + "'s training process (pid " + pid + ") exited";
+        System.out.println("switchml worker serve: " + reason + " (--exit-with-pid): stopping");
+        System.out.flush();
+        server.abortJob(reason);
+        System.exit(0);
     }
 
     public static void main(final String[] args)

@@ -442,15 +442,49 @@ class BridgeServerTest
             "--shm-bytes", "7"));
     }
 
-    private ChildProcess startChildBridge(final String job, final int world, final int rank) throws IOException
+    private ChildProcess startChildBridge(final String job, final int world, final int rank, final String... extra)
+        throws IOException
     {
         final BridgeContext context = context(job, world, rank);
-        final ChildProcess child = ChildProcess.startJvm("bridge-" + job + "-" + rank, WorkerServeCommand.class, List.of(
+        final List<String> args = new ArrayList<>(List.of(
             "--control-port", Integer.toString(appliance.controlPort()), "--job", job, "--token", TOKEN,
             "--world", Integer.toString(world), "--rank", Integer.toString(rank), "-k", Integer.toString(LANES), "-s", "8",
             "--socket", context.socketPath().toString(), "--shm", context.shmPath().toString(), "--shm-bytes", "65536"));
+        args.addAll(List.of(extra));
+        final ChildProcess child = ChildProcess.startJvm("bridge-" + job + "-" + rank, WorkerServeCommand.class, args);
         closeables.add(child);
         return child;
+    }
+
+    @Test
+    @Tag("process")
+    void aRanksAgentWhoseTrainingProcessExitsBeforeConnectingAbortsTheJobNamingTheRankAndCleansUp() throws Exception
+    {
+        // the training process that started rank 1's agent and died before it connected (torchrun stopped it)
+        final Process trainer = new ProcessBuilder("sleep", "60").start();
+        try
+        {
+            final ChildProcess agent = startChildBridge("orphan", 2, 1, "--once", "--exit-with-pid", Long.toString(trainer.pid()));
+            final Future<BridgeServer> launch = executor.submit(() -> BridgeServer.launch(context("orphan", 2, 0)));
+            agent.awaitLine(line -> line.startsWith("switchml worker serve ready: socket="), 60_000);
+            final BridgeServer server = launch.get(30, TimeUnit.SECONDS);
+            servers.add(server);
+            executor.submit(server::serve);
+            final BridgeTestClient client = connect(server);
+            client.mapShm();
+
+            trainer.destroyForcibly().waitFor();
+            assertEquals(0, agent.awaitExit(15_000), "the agent stops when its training process is gone: " + agent.output());
+            assertTrue(agent.output().contains("rank 1's training process (pid " + trainer.pid() + ") exited (--exit-with-pid): stopping"),
+                agent.output());
+            assertFalse(Files.exists(context("orphan", 2, 1).socketPath()), "its socket is deleted");
+            assertFalse(Files.exists(context("orphan", 2, 1).shmPath()), "its shared memory is deleted");
+            assertError(client.request("ALLREDUCE offset=0 count=10 op=sum"), "rank 1's training process (pid " + trainer.pid() + ") exited");
+        }
+        finally
+        {
+            trainer.destroyForcibly();
+        }
     }
 
     @Test
