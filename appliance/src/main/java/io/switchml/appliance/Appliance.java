@@ -97,6 +97,7 @@ public final class Appliance implements AutoCloseable
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).decrement(),
                 context.controlLimits(), context.controlTlsContext(), context.controlTlsClientAuth());
             control.credentials(context.controlCredentials());
+            control.start();
             if (context.httpPort() >= 0)
             {
                 final DataPlane shardPlane = plane;

@@ -143,6 +143,65 @@ class ControlTlsTest
     }
 
     @Test
+    void aClientOverTheConnectionLimitThatTricklesAHandshakeHoldsUpNobody() throws Exception
+    {
+        final Path trusted = certificate("appliance");
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
+            .dir(dir.resolve("state").toString()).controlLimits(16, 2, 30_000)
+            .controlTls(dir.resolve("appliance.p12").toString(), dir.resolve("appliance.password").toString()));
+        final java.util.List<Socket> held = new java.util.ArrayList<>();
+        try
+        {
+            for (int i = 0; i < 2; i++)
+            {
+                held.add(new Socket("127.0.0.1", appliance.controlPort()));
+            }
+            // over the per-address limit: refused at accept. A reply would run the TLS handshake on the accept thread,
+            // which this client draws out a byte at a time
+            final Socket trickler = new Socket("127.0.0.1", appliance.controlPort());
+            held.add(trickler);
+            final Thread trickle = Thread.ofVirtual().start(() ->
+            {
+                try
+                {
+                    for (final byte b : new byte[] {0x16, 0x03, 0x01, 0x00, 0x40, 0x01, 0x00, 0x00})
+                    {
+                        trickler.getOutputStream().write(b);
+                        trickler.getOutputStream().flush();
+                        Thread.sleep(800);
+                    }
+                }
+                catch (final IOException | InterruptedException closed)
+                {
+                    // refused
+                }
+            });
+            Thread.sleep(300);
+            held.removeFirst().close();
+            Thread.sleep(200);
+            final long startNs = System.nanoTime();
+            try (Socket socket = ControlTls.connect("127.0.0.1", appliance.controlPort(), 5_000, trusted))
+            {
+                socket.setSoTimeout(5_000);
+                socket.getOutputStream().write("HEALTH\n".getBytes(StandardCharsets.UTF_8));
+                final String health = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8)).readLine();
+                assertTrue(health.startsWith("OK status=up"), health);
+            }
+            final long elapsedMs = (System.nanoTime() - startNs) / 1_000_000;
+            assertTrue(elapsedMs < 2_000, "a new client waited " + elapsedMs + " ms behind the trickling one");
+            assertEquals(-1, trickler.getInputStream().read(), "the refused connection was closed without a reply");
+            trickle.join(10_000);
+        }
+        finally
+        {
+            for (final Socket socket : held)
+            {
+                socket.close();
+            }
+        }
+    }
+
+    @Test
     void withAClientCaOnlyClientsWithACertificateItAcceptsGetIn() throws Exception
     {
         final Path trusted = certificate("appliance");

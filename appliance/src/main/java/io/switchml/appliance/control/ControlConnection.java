@@ -8,12 +8,16 @@ import java.io.InputStream;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 
 /**
  * One worker's or operator's TCP control connection: line in, line out. A line longer than {@link #MAX_LINE_BYTES}
  * is refused without being held: {@link #readLine} throws {@link LineTooLongException} once that many bytes came
- * without a newline, so a stranger cannot grow the heap by never ending a line.
+ * without a newline, so a stranger cannot grow the heap by never ending a line. A line must also be complete within a
+ * deadline (a byte now and then does not keep a connection), and a send that a peer blocks by not reading its replies
+ * is cut off by the {@link ControlServer}'s watchdog ({@link #closeIfSendStuck}), so that a slow or hostile peer holds
+ * neither a connection slot nor the thread that answers it for long.
  */
 final class ControlConnection implements AutoCloseable
 {
@@ -35,6 +39,8 @@ final class ControlConnection implements AutoCloseable
     private final InputStream in;
     private final Writer writer;
     private final ByteArrayOutputStream line = new ByteArrayOutputStream(256);
+    /** {@link System#nanoTime()} when the send in progress began (never 0), or 0 when none is. */
+    private volatile long sendingSinceNs;
 
     ControlConnection(final Socket socket) throws IOException
     {
@@ -51,15 +57,39 @@ final class ControlConnection implements AutoCloseable
 
     /**
      * @return the next line without its terminator (LF or CRLF), or null at the end of the stream (a last line
-     * without a newline is returned first).
+     * without a newline is returned first). No deadline: for a member's connection, quiet while its job runs.
      * @throws LineTooLongException after {@link #MAX_LINE_BYTES} bytes without a newline.
      */
     String readLine() throws IOException
     {
+        return readLine(0);
+    }
+
+    /**
+     * @param lineTimeoutMs how long the whole line may take from this call on; 0: no limit.
+     * @return the next line, as {@link #readLine()}.
+     * @throws SocketTimeoutException when the line is not complete in time, however often bytes came.
+     */
+    String readLine(final long lineTimeoutMs) throws IOException
+    {
         line.reset();
+        final long deadlineNs = lineTimeoutMs > 0 ? System.nanoTime() + lineTimeoutMs * 1_000_000L : 0;
         int b;
-        while ((b = in.read()) != -1)
+        while (true)
         {
+            if (deadlineNs != 0)
+            {
+                final long remainingMs = (deadlineNs - System.nanoTime()) / 1_000_000L;
+                if (remainingMs <= 0)
+                {
+                    throw new SocketTimeoutException("no complete line within " + lineTimeoutMs + " ms");
+                }
+                socket.setSoTimeout((int)Math.min(Integer.MAX_VALUE, remainingMs));
+            }
+            if ((b = in.read()) == -1)
+            {
+                break;
+            }
             if (b == '\n')
             {
                 return text();
@@ -87,6 +117,7 @@ final class ControlConnection implements AutoCloseable
      */
     synchronized void send(final String line)
     {
+        sendingSinceNs = System.nanoTime() | 1L;
         try
         {
             writer.write(printable(line));
@@ -97,6 +128,28 @@ final class ControlConnection implements AutoCloseable
         {
             // the reading side sees the failure and handles it
         }
+        finally
+        {
+            sendingSinceNs = 0;
+        }
+    }
+
+    /**
+     * Close the connection when a send has been blocked for longer than the deadline: a peer that does not read its
+     * replies (its buffers full) would otherwise hold the sending thread for as long as it likes. The blocked write
+     * then fails, and the sender goes on.
+     *
+     * @return whether it was closed.
+     */
+    boolean closeIfSendStuck(final long nowNs, final long deadlineNs)
+    {
+        final long since = sendingSinceNs;
+        if (since != 0 && nowNs - since > deadlineNs)
+        {
+            close();
+            return true;
+        }
+        return false;
     }
 
     static String printable(final String line)

@@ -31,12 +31,19 @@ import java.util.function.Supplier;
  * <p>
  * Everything a stranger can send is bounded: a line is at most {@link ControlConnection#MAX_LINE_BYTES} (a longer
  * one gets ERR and the connection is closed), a connection that holds no job membership is closed after
- * {@link Limits#idleTimeoutMs} without a complete line, connections are limited per client address and in total, and
- * a message with a field its verb does not take is refused naming the field.
+ * {@link Limits#idleTimeoutMs} without a complete line (however often bytes come), connections are limited per client
+ * address and in total, a message with a field its verb does not take is refused naming the field, and what a client
+ * sends is quoted back at most {@link #MAX_QUOTED_CHARS} characters long. A send that a peer blocks by not reading
+ * its replies is cut off after {@link #SEND_DEADLINE_MS} (the connection is closed), and the registry sends nothing
+ * under its lock, so that one connection cannot hold up another tenant's requests.
  */
 public final class ControlServer implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(ControlServer.class);
+    /** Longest a reply or ABORT may stay blocked on a peer that does not read before its connection is closed. */
+    static final long SEND_DEADLINE_MS = 5_000;
+    /** Longest quote of what a client sent (a verb, an abort reason) in a reply or in a reason others are told. */
+    static final int MAX_QUOTED_CHARS = 256;
 
     private final ServerSocket serverSocket;
     private final JobRegistry registry;
@@ -50,6 +57,8 @@ public final class ControlServer implements AutoCloseable
     private final Runnable connectionClosed;
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final Thread acceptThread;
+    private final Thread watchdogThread;
+    private final Set<ControlConnection> live = ConcurrentHashMap.newKeySet();
     private volatile boolean running = true;
 
     /**
@@ -129,7 +138,49 @@ public final class ControlServer implements AutoCloseable
         this.dataPorts = dataPorts.clone();
         this.counters = counters;
         this.health = health;
-        this.acceptThread = Thread.ofPlatform().daemon().name("switchml-control-accept").start(this::acceptLoop);
+        this.acceptThread = Thread.ofPlatform().daemon().name("switchml-control-accept").unstarted(this::acceptLoop);
+        this.watchdogThread = Thread.ofPlatform().daemon().name("switchml-control-watchdog").unstarted(this::watchSends);
+    }
+
+    /**
+     * Start taking connections, once the credentials are set ({@link #credentials}): none is served before.
+     */
+    public void start()
+    {
+        acceptThread.start();
+        watchdogThread.start();
+    }
+
+    private void watchSends()
+    {
+        while (running)
+        {
+            try
+            {
+                Thread.sleep(SEND_DEADLINE_MS / 5);
+            }
+            catch (final InterruptedException ex)
+            {
+                return;
+            }
+            final long nowNs = System.nanoTime();
+            for (final ControlConnection connection : live)
+            {
+                if (connection.closeIfSendStuck(nowNs, SEND_DEADLINE_MS * 1_000_000L))
+                {
+                    LOG.warn("closed the control connection from {}: it read no reply for {} ms",
+                        connection.socket().getInetAddress().getHostAddress(), SEND_DEADLINE_MS);
+                }
+            }
+        }
+    }
+
+    /**
+     * @return text a client sent, cut to {@link #MAX_QUOTED_CHARS} characters (marked when it was longer).
+     */
+    static String quoted(final String text)
+    {
+        return text == null || text.length() <= MAX_QUOTED_CHARS ? text : text.substring(0, MAX_QUOTED_CHARS) + "...";
     }
 
     /**
@@ -210,6 +261,12 @@ public final class ControlServer implements AutoCloseable
 
     private static void refuse(final Socket socket, final String message)
     {
+        if (socket instanceof javax.net.ssl.SSLSocket)
+        {
+            // a reply would first run the TLS handshake on the accept thread, which a client could draw out
+            closeQuietly(socket);
+            return;
+        }
         try (socket)
         {
             socket.setSoTimeout(1000);
@@ -223,12 +280,26 @@ public final class ControlServer implements AutoCloseable
         }
     }
 
+    private static void closeQuietly(final Socket socket)
+    {
+        try
+        {
+            socket.close();
+        }
+        catch (final IOException ignore)
+        {
+            // refused either way
+        }
+    }
+
     private void serve(final Socket socket)
     {
         connectionOpened.run();
+        ControlConnection watched = null;
         try (ControlConnection connection = new ControlConnection(socket))
         {
-            socket.setSoTimeout((int)Math.min(Integer.MAX_VALUE, limits.idleTimeoutMs()));
+            watched = connection;
+            live.add(connection);
             String line;
             while ((line = readLine(connection)) != null)
             {
@@ -253,6 +324,11 @@ public final class ControlServer implements AutoCloseable
                     }
                     connection.send(ControlProtocol.ERR + " message=" + ex.getMessage());
                 }
+                catch (final RuntimeException ex)
+                {
+                    LOG.warn("control request '{}' failed", quoted(line.strip().split(" ", 2)[0]), ex);
+                    connection.send(ControlProtocol.ERR + " message=internal error: " + ex);
+                }
             }
         }
         catch (final IOException ignore)
@@ -265,6 +341,10 @@ public final class ControlServer implements AutoCloseable
         }
         finally
         {
+            if (watched != null)
+            {
+                live.remove(watched);
+            }
             connectionClosed.run();
         }
     }
@@ -277,7 +357,7 @@ public final class ControlServer implements AutoCloseable
     {
         try
         {
-            return connection.readLine();
+            return connection.readLine(limits.idleTimeoutMs());
         }
         catch (final ControlConnection.LineTooLongException ex)
         {
@@ -384,7 +464,7 @@ public final class ControlServer implements AutoCloseable
             case ControlProtocol.ABORT_JOB ->
             {
                 final int jobId = ControlProtocol.intField(message, "job");
-                final String reason = message.getOrDefault("reason", "aborted by an operator");
+                final String reason = quoted(message.getOrDefault("reason", "aborted by an operator"));
                 final Job target = registry.job(jobId);
                 if (known != null && !(credential != null && (tenantScope == null ||
                     (target != null && tenantScope.equals(target.tenant())))) && !(target != null && target.hasToken(message.get("token"))))
@@ -402,7 +482,7 @@ public final class ControlServer implements AutoCloseable
                     connection.send(ControlProtocol.ERR + " message=no job " + jobId);
                 }
             }
-            default -> connection.send(ControlProtocol.ERR + " message=unknown verb '" + message.get("") + "'");
+            default -> connection.send(ControlProtocol.ERR + " message=unknown verb '" + quoted(message.get("")) + "'");
         }
         return false;
     }
@@ -502,7 +582,7 @@ public final class ControlServer implements AutoCloseable
                 }
                 if (ControlProtocol.ABORT.equals(verb))
                 {
-                    registry.abort(job, "rank " + rank + " aborted the job: " + next.getOrDefault("reason", "no reason given"));
+                    registry.abort(job, "rank " + rank + " aborted the job: " + quoted(next.getOrDefault("reason", "no reason given")));
                     return;
                 }
             }
@@ -530,6 +610,7 @@ public final class ControlServer implements AutoCloseable
             // closing anyway
         }
         executor.shutdownNow();
+        watchdogThread.interrupt();
         try
         {
             acceptThread.join(1000);

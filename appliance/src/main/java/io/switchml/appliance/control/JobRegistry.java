@@ -184,7 +184,7 @@ public final class JobRegistry
                 {
                     throw new RefusedException("job '" + spec.name() + "' (" + existing.jobId + ") asked for " + conflict);
                 }
-                if (token == null || !token.equals(existing.token))
+                if (!existing.hasToken(token))
                 {
                     throw new RefusedException("job '" + spec.name() + "' (" + existing.jobId + ") exists and the token does not match");
                 }
@@ -211,15 +211,28 @@ public final class JobRegistry
             nextJobId++;
             final String jobToken = token != null ? token : HexFormat.of().formatHex(randomBytes(16));
             final Job job;
+            final io.switchml.appliance.telemetry.JobCounters counters;
+            try
+            {
+                counters = telemetry.allocateJobCounters(jobId, spec.tenant(), spec.name());
+            }
+            catch (final RuntimeException ex)
+            {
+                // give the backend its reservation back (a switch's range, an XDP slot range)
+                placed.backendJob().release();
+                telemetry.system(SystemCounter.ADMISSION_REFUSALS).increment();
+                throw new RefusedException("job '" + spec.name() + "' cannot get its counters: " + ex.getMessage() +
+                    " (too many jobs on this appliance)");
+            }
             try
             {
                 job = new Job(jobId, spec, shardCount, jobToken, random.nextLong(), random.nextLong(),
-                    System.currentTimeMillis() + spec.joinTimeoutMs(), telemetry.allocateJobCounters(jobId, spec.tenant(), spec.name()),
+                    System.currentTimeMillis() + spec.joinTimeoutMs(), counters,
                     placed.backend().name(), placed.backend().slotsInShards(), placed.backendJob(), placed.fallback());
             }
             catch (final RuntimeException ex)
             {
-                // no counters left, say: give the backend its reservation back (a switch's range, an XDP slot range)
+                counters.close();
                 placed.backendJob().release();
                 throw ex;
             }
@@ -257,13 +270,10 @@ public final class JobRegistry
         synchronized (lock)
         {
             final Job job = jobs.get(jobId);
-            if (job == null)
+            if (job == null || !job.hasToken(token))
             {
-                throw new RefusedException("no job " + jobId + " (create it first)");
-            }
-            if (token == null || !token.equals(job.token))
-            {
-                throw new RefusedException("token does not match job " + jobId);
+                // one answer for both, so that a stranger learns nothing of which job ids exist
+                throw new RefusedException("no job " + jobId + " with this token (create it first)");
             }
             if (job.state != Job.State.JOINING)
             {
@@ -390,6 +400,7 @@ public final class JobRegistry
      */
     public void abort(final Job job, final String reason)
     {
+        final List<ControlConnection> members = new ArrayList<>(job.worldSize);
         synchronized (lock)
         {
             if (job.state == Job.State.ENDED)
@@ -404,9 +415,15 @@ public final class JobRegistry
                 final ControlConnection connection = job.connections[rank];
                 if (connection != null && !job.left[rank])
                 {
-                    connection.send("ABORT job=" + job.jobId + " reason=" + reason);
+                    members.add(connection);
                 }
             }
+        }
+        // outside the lock: a member that reads nothing holds up its own send (until the control server's watchdog
+        // closes it), never another job's requests
+        for (final ControlConnection connection : members)
+        {
+            connection.send("ABORT job=" + job.jobId + " reason=" + reason);
         }
     }
 

@@ -18,7 +18,10 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 /**
- * HTTP endpoint for monitoring, on the JDK's {@link HttpServer} with one daemon thread:
+ * HTTP endpoint for monitoring, on the JDK's {@link HttpServer}, each exchange on a virtual thread of its own, so that
+ * a client that sends half a request and stops holds up nobody else's scrape or health check; the server closes such
+ * a connection after {@link #MAX_EXCHANGE_SECONDS} and holds at most {@link #MAX_CONNECTIONS} at once (the JDK
+ * server's {@code sun.net.httpserver.*} properties, set here unless given on the command line):
  * <ul>
  *   <li>{@code GET /metrics}: the {@link ApplianceMetrics} registry, written by the Prometheus client's own
  *   exposition writers: OpenMetrics 1.0 when the {@code Accept} header asks for it (as Prometheus does), else the
@@ -41,6 +44,27 @@ public final class HttpEndpoint implements AutoCloseable
     public static final String METRICS_PATH = "/metrics";
     /** Path of the health check. */
     public static final String HEALTH_PATH = "/health";
+
+    /** Longest a request may take to arrive, and a response to leave, before the connection is closed. */
+    static final int MAX_EXCHANGE_SECONDS = 10;
+    /** Most connections the endpoint holds at once. */
+    static final int MAX_CONNECTIONS = 64;
+
+    static
+    {
+        // read once by the JDK server's configuration class, when the first server is created
+        setIfUnset("sun.net.httpserver.maxReqTime", Integer.toString(MAX_EXCHANGE_SECONDS));
+        setIfUnset("sun.net.httpserver.maxRspTime", Integer.toString(MAX_EXCHANGE_SECONDS));
+        setIfUnset("sun.net.httpserver.maxConnections", Integer.toString(MAX_CONNECTIONS));
+    }
+
+    private static void setIfUnset(final String property, final String value)
+    {
+        if (System.getProperty(property) == null)
+        {
+            System.setProperty(property, value);
+        }
+    }
 
     private static final String JSON_CONTENT_TYPE = "application/json; charset=utf-8";
     private static final String TEXT_CONTENT_TYPE = "text/plain; charset=utf-8";
@@ -80,8 +104,7 @@ public final class HttpEndpoint implements AutoCloseable
             throw new UncheckedIOException(
                 "cannot bind the HTTP endpoint to " + bindAddress.getHostAddress() + ":" + port + ": " + ex, ex);
         }
-        this.executor = Executors.newSingleThreadExecutor(
-            (runnable) -> Thread.ofPlatform().daemon().name("switchml-http").unstarted(runnable));
+        this.executor = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("switchml-http-", 0).factory());
         server.setExecutor(executor);
         server.createContext("/", this::handle);
         server.start();
@@ -104,7 +127,7 @@ public final class HttpEndpoint implements AutoCloseable
     }
 
     /**
-     * Stop listening and release the thread. Idempotent.
+     * Stop listening and release the threads. Idempotent.
      */
     public void close()
     {

@@ -152,13 +152,13 @@ final class ShardProcessor
             counters.onDrop(DropReason.UNKNOWN_JOB);
             return;
         }
-        final JobCounters jobCounters = job.counters();
-        jobCounters.onPacketIn(length);
         final int rank = header.workerRank();
-        if (rejectedAsNonMember(job, rank, senderKey, jobCounters))
+        if (rejectedAsNonMember(job, rank, senderKey))
         {
             return;
         }
+        final JobCounters jobCounters = job.counters();
+        jobCounters.onPacketIn(length);
         if (!job.slotsInShards())
         {
             counters.onDrop(DropReason.OFFLOADED_JOB);
@@ -271,16 +271,16 @@ final class ShardProcessor
 
     /**
      * The member check every packet of a job passes: its rank is in the job and it comes from the address that rank
-     * joined from (on this shard's port). Counts the drop when it fails.
+     * joined from (on this shard's port). A failure is counted on the shard only: what a stranger sends with a job's
+     * id must not move that job's counters, which its tenant reads.
      */
-    private boolean rejectedAsNonMember(final Job job, final int rank, final long senderKey, final JobCounters jobCounters)
+    private boolean rejectedAsNonMember(final Job job, final int rank, final long senderKey)
     {
         if (rank < job.worldSize() && senderKey >= 0 && senderKey == job.memberKey(rank, shardId))
         {
             return false;
         }
         counters.onDrop(DropReason.NOT_MEMBER);
-        jobCounters.onDrop();
         return true;
     }
 
@@ -308,12 +308,12 @@ final class ShardProcessor
      */
     private void relayResult(final Job job, final MutableDirectBuffer buffer, final int offset, final int length, final long senderKey)
     {
-        final JobCounters jobCounters = job.counters();
-        jobCounters.onPacketIn(length);
-        if (rejectedAsNonMember(job, header.workerRank(), senderKey, jobCounters))
+        if (rejectedAsNonMember(job, header.workerRank(), senderKey))
         {
             return;
         }
+        final JobCounters jobCounters = job.counters();
+        jobCounters.onPacketIn(length);
         if (rejectedForMac(job, buffer, offset, length, jobCounters))
         {
             return;

@@ -160,6 +160,89 @@ class ControlLimitsTest
     }
 
     @Test
+    void aByteNowAndThenDoesNotKeepAConnectionWithoutACompleteLine() throws Exception
+    {
+        start(new ApplianceContext().controlLimits(16, 8, 1_000));
+        try (Client trickle = new Client())
+        {
+            final long startNs = System.nanoTime();
+            String reply = null;
+            for (int i = 0; i < 40 && reply == null; i++)
+            {
+                try
+                {
+                    trickle.out.write('H');
+                    trickle.out.flush();
+                }
+                catch (final IOException closed)
+                {
+                    break;
+                }
+                Thread.sleep(200);
+                if (trickle.socket.getInputStream().available() > 0)
+                {
+                    reply = trickle.reader.readLine();
+                }
+            }
+            if (reply == null)
+            {
+                reply = trickle.reader.readLine();
+            }
+            final long elapsedMs = (System.nanoTime() - startNs) / 1_000_000;
+            assertEquals("ERR message=no complete line for 1000 ms; closing the connection", reply);
+            assertTrue(elapsedMs < 3_000, "closed after " + elapsedMs + " ms of a byte every 200 ms");
+        }
+    }
+
+    @Test
+    void aPeerThatReadsNoRepliesIsCutOffAndHoldsUpNobody() throws Exception
+    {
+        start(new ApplianceContext());
+        final int requests = 80_000;
+        try (Client deaf = new Client(); Client other = new Client())
+        {
+            // requests whose replies (a few KB each) overflow the socket's buffers, none of them read for a while: the
+            // appliance's send blocks until its deadline closes the connection
+            final int statsBytes = other.request("STATS").length() + 1;
+            assertTrue((long)statsBytes * requests > 32L << 20, "replies beyond any socket buffers: " + statsBytes);
+            final Thread writer = Thread.ofVirtual().start(() ->
+            {
+                try
+                {
+                    deaf.out.write("STATS\n".repeat(requests).getBytes(StandardCharsets.UTF_8));
+                    deaf.out.flush();
+                }
+                catch (final IOException closed)
+                {
+                    // closed by the appliance
+                }
+            });
+            Thread.sleep(1_000);
+            assertTrue(other.request("HEALTH").startsWith("OK"), "another client is answered meanwhile");
+            Thread.sleep(ControlServer.SEND_DEADLINE_MS + 2_000);
+            int replies = 0;
+            try
+            {
+                while (deaf.reader.readLine() != null)
+                {
+                    replies++;
+                }
+            }
+            catch (final java.net.SocketException reset)
+            {
+                // the appliance closed with our requests unread: a reset
+            }
+            catch (final java.net.SocketTimeoutException stillOpen)
+            {
+                throw new AssertionError("the connection is still open after " + replies + " replies", stillOpen);
+            }
+            assertTrue(replies < requests, "cut off after " + replies + " of " + requests + " replies");
+            writer.join(5_000);
+            assertTrue(other.request("HEALTH").startsWith("OK"));
+        }
+    }
+
+    @Test
     void connectionsAreLimitedPerAddressAndFreedWhenClosed() throws Exception
     {
         start(new ApplianceContext().controlLimits(16, 3, 30_000));

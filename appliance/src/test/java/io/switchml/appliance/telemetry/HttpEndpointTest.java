@@ -190,6 +190,36 @@ class HttpEndpointTest
     }
 
     @Test
+    void clientsThatSendHalfARequestHoldUpNobodyElse() throws Exception
+    {
+        final List<java.net.Socket> stalled = new java.util.ArrayList<>();
+        try
+        {
+            for (int i = 0; i < 8; i++)
+            {
+                final java.net.Socket socket = new java.net.Socket(InetAddress.getLoopbackAddress(), endpoint.port());
+                socket.getOutputStream().write("GET /hea".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                socket.getOutputStream().flush();
+                stalled.add(socket);
+            }
+            Thread.sleep(200);
+            final long startNs = System.nanoTime();
+            assertEquals(200, get("/health").statusCode());
+            assertEquals(200, get("/metrics").statusCode());
+            final long elapsedMs = (System.nanoTime() - startNs) / 1_000_000;
+            assertTrue(elapsedMs < 3_000, "health and metrics answered beside 8 stalled requests in " + elapsedMs + " ms");
+        }
+        finally
+        {
+            for (final java.net.Socket socket : stalled)
+            {
+                socket.close();
+            }
+        }
+        assertEquals(Integer.toString(HttpEndpoint.MAX_EXCHANGE_SECONDS), System.getProperty("sun.net.httpserver.maxReqTime"));
+    }
+
+    @Test
     void unknownPathsAre404AndOtherMethods405() throws Exception
     {
         assertEquals(404, get("/").statusCode());
