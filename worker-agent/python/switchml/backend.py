@@ -51,7 +51,7 @@ class ProcessGroupSwitchML(_BASE):
 
     def __init__(self, store, rank, world_size, timeout, options=None):
         super().__init__(rank, world_size)
-        self._config = Config(options, rank, world_size)
+        self._config = Config(options, rank, world_size, timeout)
         self._gloo = c10d.ProcessGroupGloo(c10d.PrefixStore("switchml-gloo", store), rank, world_size, timeout)
         self._agent = None
         self._client = None

@@ -49,6 +49,9 @@ OPTIONS = {
 # where switchml-worker-host.service (the .deb) serves this host's ranks
 HOST_AGENT_SOCKET = "/run/switchml/host/agent.sock"
 
+# the longest slot timeout the appliance accepts (its JobSpec.MAX_TIMEOUT_MS)
+MAX_COLLECTIVE_TIMEOUT_MS = 3_600_000
+
 # 'worker serve' options that 'worker host' does not take (a host agent's sessions set them in OPEN)
 _SERVE_ONLY = ("--int32", "--shm-bytes")
 
@@ -109,9 +112,13 @@ class Config:
 
     :param options: ``pg_options`` (a dict, or None); unknown keys are refused by name.
     :param rank: the group rank; ``local_rank`` comes from ``$LOCAL_RANK`` (torchrun), else ``rank``.
+    :param timeout: the process group's timeout (a ``timedelta``; torch's default is 30 minutes), or None: how long
+        the job waits for a late rank (the appliance's slot timeout and the agent's progress timeout), at most an
+        hour, so that a rank busy between steps (a checkpoint) is waited for as Gloo would wait, not aborted after
+        the appliance's default of 2 s.
     """
 
-    def __init__(self, options, rank, world_size):
+    def __init__(self, options, rank, world_size, timeout=None):
         options = {} if options is None else options
         if not isinstance(options, dict):
             raise TypeError("pg_options for backend 'switchml' must be a dict of %s, got %s"
@@ -121,6 +128,8 @@ class Config:
             raise ValueError("unknown switchml pg_options %s; known: %s" % (", ".join(unknown), ", ".join(sorted(OPTIONS))))
         self.rank = rank
         self.world_size = world_size
+        self.collective_timeout_ms = None if timeout is None else \
+            max(10, min(int(timeout.total_seconds() * 1000), MAX_COLLECTIVE_TIMEOUT_MS))
         self.local_rank = _int(os.environ.get("LOCAL_RANK", rank), "$LOCAL_RANK", 0, 1 << 20)
         appliance, where = _env_or(options, "appliance")
         port, port_where = _env_or(options, "control_port")
@@ -299,15 +308,18 @@ class Config:
         return args + self.agent_args
 
     def _open_extra(self, where):
-        """The job options of agent_args that a host agent's OPEN carries (-k, -s, --mac); anything else is refused."""
-        fields = {"-k": "k", "--lanes": "k", "-s": "s", "--slots": "s", "--mac": "mac"}
+        """The job options of agent_args that a host agent's OPEN carries (-k, -s, --mac and the two timeouts); anything
+        else is refused."""
+        fields = {"-k": "k", "--lanes": "k", "-s": "s", "--slots": "s", "--mac": "mac",
+                  "--slot-timeout-ms": "slotTimeoutMs", "--progress-timeout-ms": "progressTimeoutMs"}
         extra = {}
         args = list(self.agent_args)
         while args:
             arg = args.pop(0)
             name, eq, value = arg.partition("=")
             if name not in fields:
-                raise ValueError("%s: %s is not a job option a host agent takes (it takes -k, -s and --mac; the rest "
+                raise ValueError("%s: %s is not a job option a host agent takes (it takes -k, -s, --mac, "
+                                 "--slot-timeout-ms and --progress-timeout-ms; the rest "
                                  "are 'switchml worker host' options)" % (where, name))
             if not eq:
                 if not args:
@@ -332,6 +344,9 @@ class Config:
         if self.local_world > 1:
             fields["localRank"] = self.local_rank
             fields["localWorld"] = self.local_world
+        if self.collective_timeout_ms is not None:
+            fields["slotTimeoutMs"] = self.collective_timeout_ms
+            fields["progressTimeoutMs"] = self.collective_timeout_ms
         fields.update(self.open_extra)
         return fields
 
@@ -397,4 +412,8 @@ class Config:
             args += ["--credential-file=" + self.credential_file]
         if self.tls_ca:
             args += ["--tls-ca=" + self.tls_ca]
+        if self.collective_timeout_ms is not None:
+            for option in ("--slot-timeout-ms", "--progress-timeout-ms"):
+                if not any(_is_option(arg, (option,)) for arg in self.agent_args):  # agent_args win
+                    args += [option, str(self.collective_timeout_ms)]
         return args

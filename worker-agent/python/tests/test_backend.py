@@ -260,6 +260,29 @@ class ConfigTest(unittest.TestCase):
             self.assertEqual(Config({"socket": "/tmp/{{x}}-{rank}.sock"}, 3, 4).socket, "/tmp/{x}-3.sock")
             self.assertEqual(Config({"host_agent": "/run/other/agent.sock"}, 0, 1).host_agent, "/run/other/agent.sock")
 
+    def test_the_process_groups_timeout_is_how_long_the_job_waits_for_a_late_rank(self):
+        import datetime
+        with mock.patch.dict(os.environ):
+            for key in ("SWITCHML_HOST_AGENT", "SWITCHML_AGENT_ARGS"):
+                os.environ.pop(key, None)
+            config = Config({"job": "j", "host_agent": "off"}, 0, 2, datetime.timedelta(minutes=30))
+            args = config.serve_args()
+            self.assertEqual(args[args.index("--slot-timeout-ms") + 1], "1800000")
+            self.assertEqual(args[args.index("--progress-timeout-ms") + 1], "1800000")
+            capped = Config({"job": "j"}, 0, 2, datetime.timedelta(hours=5))
+            self.assertEqual(capped.collective_timeout_ms, 3_600_000, "the appliance's longest slot timeout")
+            own = Config({"job": "j", "agent_args": "--slot-timeout-ms=5000"}, 0, 2, datetime.timedelta(minutes=30))
+            self.assertNotIn("--slot-timeout-ms", own.serve_args()[:-1], "agent_args win")
+            self.assertIn("--progress-timeout-ms", own.serve_args())
+            hosted = Config({"job": "j", "host_agent": "/run/x/agent.sock", "token": "0123456789ab"}, 0, 2,
+                            datetime.timedelta(minutes=30))
+            fields = hosted.open_fields()
+            self.assertEqual((fields["slotTimeoutMs"], fields["progressTimeoutMs"]), (1800000, 1800000))
+            chosen = Config({"job": "j", "host_agent": "/run/x/agent.sock", "token": "0123456789ab",
+                             "agent_args": "--slot-timeout-ms 4000"}, 0, 2, datetime.timedelta(minutes=30))
+            self.assertEqual(chosen.open_fields()["slotTimeoutMs"], "4000")
+            self.assertNotIn("--slot-timeout-ms", Config({"job": "j"}, 0, 2).serve_args(), "no timeout: the agent's own")
+
     def test_job_name_from_torchrun_run_id(self):
         with mock.patch.dict(os.environ, {"TORCHELASTIC_RUN_ID": "abc/123"}):
             config = Config({"token": "0123456789ab"}, 1, 2)

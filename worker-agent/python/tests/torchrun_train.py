@@ -86,6 +86,8 @@ def main():
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--kill-rank", type=int, default=-1)
     parser.add_argument("--kill-step", type=int, default=5)
+    parser.add_argument("--stall-rank", type=int, default=-1, help="this rank stops (a checkpoint, say) in epoch 1")
+    parser.add_argument("--stall-s", type=float, default=0.0)
     args = parser.parse_args()
 
     dist.init_process_group(args.backend)
@@ -113,6 +115,9 @@ def main():
                 if epoch == 1 and rank == args.kill_rank and step == args.kill_step:
                     print("KILLING rank=%d epoch=%d step=%d" % (rank, epoch, step), flush=True)
                     os.kill(os.getpid(), signal.SIGKILL)
+                if epoch == 1 and rank == args.stall_rank and step == 2:
+                    print("STALLING rank=%d for_s=%.1f" % (rank, args.stall_s), flush=True)
+                    time.sleep(args.stall_s)
                 index = order[start:start + BATCH]
                 began = time.perf_counter()
                 optimizer.zero_grad()

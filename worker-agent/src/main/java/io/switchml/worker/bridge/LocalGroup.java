@@ -53,7 +53,8 @@ final class LocalGroup
         this.formDeadlineNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(first.worker().joinTimeoutMs());
         this.node = node;
         this.members = new Member[localWorld];
-        this.rounds = new LocalRounds(jobName, firstRank, localWorld, worldSize, node, chunkBytes);
+        this.rounds = new LocalRounds(jobName, firstRank, localWorld, worldSize, node, chunkBytes,
+            first.worker().progressTimeoutMs());
     }
 
     /**

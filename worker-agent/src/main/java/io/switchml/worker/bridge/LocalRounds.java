@@ -22,6 +22,11 @@ import java.util.concurrent.LinkedBlockingDeque;
  * so a round's and a chunk's state is touched by that thread alone. A task that throws anything, an {@code Error}
  * too, fails its round: a round left incomplete would hang its ranks' replies. Once the rounds have failed (a disagreement, a
  * failed chunk, a rank gone), queued and later requests fail with the first message.
+ * <p>
+ * A round that some local ranks asked for and others did not within the job's progress timeout fails the rounds and
+ * aborts the node's job, naming the ranks that did not ask: nothing of that round reaches the appliance, so no slot
+ * timeout there would ever end the wait (on a single node nothing would), and a rank that skipped an all-reduce or
+ * hangs must not hang the others.
  */
 final class LocalRounds
 {
@@ -35,6 +40,7 @@ final class LocalRounds
     private final int firstRank;
     private final DirectLink node;
     private final long chunkBytes;
+    private final long formTimeoutNs;
     private final List<ArrayDeque<Pending>> queues = new ArrayList<>();
     /** The group thread's work: results to copy back at the front, rounds and chunks to sum at the back. */
     private final LinkedBlockingDeque<Runnable> work = new LinkedBlockingDeque<>();
@@ -42,13 +48,14 @@ final class LocalRounds
     private boolean stopped;
 
     /**
-     * @param firstRank  the rank of local rank 0.
-     * @param worldSize  ranks of the job (an average divides by it).
-     * @param node       the node's job, which the chunks go to.
-     * @param chunkBytes bytes summed before they are submitted, a multiple of 4 ({@link #CHUNK_BYTES}).
+     * @param firstRank     the rank of local rank 0.
+     * @param worldSize     ranks of the job (an average divides by it).
+     * @param node          the node's job, which the chunks go to.
+     * @param chunkBytes    bytes summed before they are submitted, a multiple of 4 ({@link #CHUNK_BYTES}).
+     * @param formTimeoutMs how long a round may wait for its last local rank's request (the job's progress timeout).
      */
     LocalRounds(final String jobName, final int firstRank, final int localWorld, final int worldSize,
-        final DirectLink node, final long chunkBytes)
+        final DirectLink node, final long chunkBytes, final long formTimeoutMs)
     {
         if (chunkBytes < Float.BYTES || chunkBytes % Float.BYTES != 0)
         {
@@ -60,6 +67,7 @@ final class LocalRounds
         this.worldSize = worldSize;
         this.node = node;
         this.chunkBytes = chunkBytes;
+        this.formTimeoutNs = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(formTimeoutMs);
         for (int i = 0; i < localWorld; i++)
         {
             queues.add(new ArrayDeque<>());
@@ -123,7 +131,7 @@ final class LocalRounds
      */
     CompletableFuture<Void> submit(final int localRank, final MemorySegment range, final boolean ints, final ReduceOp op)
     {
-        final Pending pending = new Pending(range, ints, op, new CompletableFuture<>());
+        final Pending pending = new Pending(range, ints, op, new CompletableFuture<>(), System.nanoTime());
         final Round round;
         synchronized (this)
         {
@@ -159,20 +167,66 @@ final class LocalRounds
     {
         try
         {
+            final long checkNs = Math.max(1_000_000L, Math.min(formTimeoutNs / 4, 1_000_000_000L));
             while (true)
             {
-                final Runnable task = work.takeFirst();
+                final Runnable task = work.pollFirst(checkNs, java.util.concurrent.TimeUnit.NANOSECONDS);
                 if (task == STOP)
                 {
                     return;
                 }
-                task.run();
+                if (task != null)
+                {
+                    task.run();
+                }
+                checkFormation(System.nanoTime());
             }
         }
         catch (final InterruptedException ex)
         {
             Thread.currentThread().interrupt();
         }
+    }
+
+    /**
+     * Fail the rounds when the oldest round still forming has waited longer than the timeout for a local rank.
+     */
+    void checkFormation(final long nowNs)
+    {
+        final String stalled;
+        synchronized (this)
+        {
+            if (failure != null)
+            {
+                return;
+            }
+            long oldestNs = 0;
+            int oldestRank = -1;
+            final StringBuilder missing = new StringBuilder();
+            for (int i = 0; i < localWorld; i++)
+            {
+                final Pending head = queues.get(i).peek();
+                if (head == null)
+                {
+                    missing.append(missing.isEmpty() ? "" : ", ").append(firstRank + i);
+                }
+                else if (oldestRank < 0 || head.queuedNs - oldestNs < 0)
+                {
+                    oldestNs = head.queuedNs;
+                    oldestRank = firstRank + i;
+                }
+            }
+            if (oldestRank < 0 || missing.isEmpty() || nowNs - oldestNs <= formTimeoutNs)
+            {
+                return;
+            }
+            stalled = "ranks [" + missing + "] of job " + jobName + " on this host did not ask for their next all-reduce " +
+                "within " + formTimeoutNs / 1_000_000 + " ms of rank " + oldestRank + " (the progress timeout): a rank " +
+                "hangs, or the ranks did not issue the same all-reduces in the same order";
+        }
+        // the other nodes wait for this node's chunks: they learn of it from the job
+        node.abort(stalled);
+        fail(stalled);
     }
 
     /**
@@ -329,7 +383,7 @@ final class LocalRounds
         fail(failed.getMessage());
     }
 
-    private record Pending(MemorySegment range, boolean ints, ReduceOp op, CompletableFuture<Void> done)
+    private record Pending(MemorySegment range, boolean ints, ReduceOp op, CompletableFuture<Void> done, long queuedNs)
     {
     }
 

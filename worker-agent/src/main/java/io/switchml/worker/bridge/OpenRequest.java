@@ -17,7 +17,11 @@ final class OpenRequest
 {
     /** The fields {@code OPEN} may carry. */
     static final Set<String> OPEN_FIELDS = Set.of("", "job", "rank", "world", "token", "appliance", "controlPort",
-        "backend", "k", "s", "mac", "shmBytes", "joinTimeoutMs", "int32", "tenant", "localRank", "localWorld");
+        "backend", "k", "s", "mac", "shmBytes", "joinTimeoutMs", "int32", "tenant", "localRank", "localWorld",
+        "slotTimeoutMs", "progressTimeoutMs");
+
+    /** Longest slot and progress timeouts an OPEN may ask for (the appliance's limit for a slot timeout). */
+    static final long MAX_TIMEOUT_MS = 3_600_000;
 
     /**
      * The bridge configuration for one {@code OPEN}: the host's options, then the client's job fields.
@@ -43,7 +47,8 @@ final class OpenRequest
             if (!OPEN_FIELDS.contains(key))
             {
                 throw new IllegalArgumentException("unknown OPEN field '" + key + "'; known: job, rank, world, token, " +
-                    "appliance, controlPort, backend, k, s, mac, shmBytes, joinTimeoutMs, int32, tenant, localRank, localWorld");
+                    "appliance, controlPort, backend, k, s, mac, shmBytes, joinTimeoutMs, int32, tenant, localRank, localWorld, " +
+                    "slotTimeoutMs, progressTimeoutMs");
             }
         }
         final WorkerContext worker = hostOptions.get();
@@ -102,6 +107,16 @@ final class OpenRequest
             final long joinTimeoutMs = BridgeContext.requireJoinTimeoutMs(longField(open, "joinTimeoutMs"), "joinTimeoutMs");
             worker.joinTimeoutMs(atMost(joinTimeoutMs, own.joinTimeoutMs(), "joinTimeoutMs", "--join-timeout-ms"));
         }
+        // how long the job waits for a late rank: the training framework's own collective timeout (torch's
+        // process-group timeout), so that a rank busy between steps is waited for as its framework would wait
+        if (open.containsKey("slotTimeoutMs"))
+        {
+            worker.slotTimeoutMs(timeoutField(open, "slotTimeoutMs", 10));
+        }
+        if (open.containsKey("progressTimeoutMs"))
+        {
+            worker.progressTimeoutMs(timeoutField(open, "progressTimeoutMs", 1));
+        }
         final long shmBytes = open.containsKey("shmBytes") ? longField(open, "shmBytes") :
             Math.min(BridgeContext.SHM_BYTES_DEFAULT, maxShmBytes);
         if (shmBytes > maxShmBytes)
@@ -125,6 +140,16 @@ final class OpenRequest
         }
         return new BridgeContext().worker(worker).int32Worker(int32Worker).pipelineDepth(pipelineDepth)
             .shmPath(shmPath).shmBytes(shmBytes).local(localRank, localWorld).conclude();
+    }
+
+    private static long timeoutField(final Map<String, String> open, final String field, final long minimum)
+    {
+        final long value = longField(open, field);
+        if (value < minimum || value > MAX_TIMEOUT_MS)
+        {
+            throw new IllegalArgumentException(field + " must be " + minimum + ".." + MAX_TIMEOUT_MS + ": " + value);
+        }
+        return value;
     }
 
     private static int atMost(final long value, final long limit, final String field, final String option)

@@ -236,6 +236,9 @@ class HostAgentTest
         assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " k=65", "k 65 exceeds this host agent's -k 64");
         assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " joinTimeoutMs=20001",
             "joinTimeoutMs 20001 exceeds this host agent's --join-timeout-ms 20000");
+        assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " slotTimeoutMs=3600001",
+            "slotTimeoutMs must be 10..3600000: 3600001");
+        assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " progressTimeoutMs=0", "progressTimeoutMs must be 1..3600000: 0");
         // a wrong token for an existing job: the appliance's refusal, passed on, and its shared memory gone
         final List<BridgeTestClient> job = openJob("taken", 1, "");
         assertRefused("OPEN job=taken rank=0 world=1 token=another-token-1", "token");
@@ -485,6 +488,35 @@ class HostAgentTest
         for (final BridgeTestClient rank : ranks)
         {
             assertEquals("OK", rank.request("CLOSE"));
+        }
+    }
+
+    @Test
+    void aLocalRankThatDoesNotAskIsNamedAfterTheProgressTimeoutInsteadOfAHang() throws Exception
+    {
+        // one node of 2 ranks, the job's only node: nothing reaches the appliance while a round waits, so only the
+        // group can notice that rank 1 never asks
+        final int controlPort = appliance.controlPort();
+        final HostAgent strict = HostAgent.bind(() -> new WorkerContext().controlPort(controlPort).lanes(64).slots(8)
+            .joinTimeoutMs(20_000).progressTimeoutMs(1_000), tempDir.resolve("strict.sock"), tempDir, 8, 1 << 20, 16);
+        try
+        {
+            executor.submit(strict::serve);
+            final List<Future<String>> replies = new ArrayList<>();
+            final List<BridgeTestClient> ranks = openNode(strict, "stalled", 2, 0, 2, "", replies);
+            requireOpened(ranks, replies);
+            final long startNs = System.nanoTime();
+            final String reply = ranks.get(0).request("ALLREDUCE offset=0 count=10");
+            final long elapsedMs = (System.nanoTime() - startNs) / 1_000_000;
+            assertTrue(reply.startsWith("ERR") && reply.contains("ranks [1] of job stalled on this host did not ask for " +
+                "their next all-reduce within 1000 ms of rank 0"), reply);
+            assertTrue(elapsedMs >= 900 && elapsedMs < 5_000, "failed after " + elapsedMs + " ms");
+            final String late = ranks.get(1).request("ALLREDUCE offset=0 count=10");
+            assertTrue(late.startsWith("ERR") && late.contains("did not ask"), "the late rank is told too: " + late);
+        }
+        finally
+        {
+            strict.close();
         }
     }
 

@@ -530,6 +530,26 @@ class TorchrunBackendTest
     }
 
     @Test
+    void aRankThatStallsBeyondTheDefaultTimeoutsIsWaitedForAsGlooWould() throws Exception
+    {
+        // a rank busy for 11 s between steps (a checkpoint written by one rank): longer than the appliance's default
+        // slot timeout (2 s) and the agent's default progress timeout (10 s), well within torch's process-group
+        // timeout (30 min), which the group gives its agents and job, as Gloo waits that long. With an agent per rank
+        // the appliance's slots wait for it; with the job's agent (the default) the host's sum waits for it
+        for (final boolean jobAgent : new boolean[] {false, true})
+        {
+            final String name = jobAgent ? "stall-job-agent" : "stall";
+            final ChildProcess run = torchrun(name, 5, List.of("--backend", "switchml", "--epochs", "2", "--stall-rank", "1",
+                "--stall-s", "11"), jobAgent ? jobAgentEnvironment() : environment());
+            final int exit = run.awaitExit(300_000);
+            final String output = run.output();
+            assertTrue(output.contains("STALLING rank=1"), output + logs(name));
+            assertEquals(0, exit, output + logs(name));
+            assertEquals(WORLD, lines(output, "RESULT ").size(), output + logs(name));
+        }
+    }
+
+    @Test
     void aJobNameTakenOnTheApplianceAndAMissingLauncherAreClearErrors() throws Exception
     {
         // an earlier run's job, still waiting for its second rank
