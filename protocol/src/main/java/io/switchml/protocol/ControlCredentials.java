@@ -108,6 +108,15 @@ public final class ControlCredentials
                 throw new IllegalArgumentException(where + " line " + (i + 1) + ": expected 'operator|tenant NAME SECRET' " +
                     "with a secret of 16 to 128 characters of [0-9A-Za-z_-]");
             }
+            for (int j = 0; j < parsed.size(); j++)
+            {
+                if (parsed.get(j).secret().equals(fields[2]))
+                {
+                    // the first would win: a tenant line repeating the operator's secret would change roles unseen
+                    throw new IllegalArgumentException(where + " line " + (i + 1) + ": the same secret as " +
+                        parsed.get(j).role() + " '" + parsed.get(j).name() + "'; every credential needs a secret of its own");
+                }
+            }
             parsed.add(new Credential(fields[0], fields[1], fields[2]));
         }
         return parsed;

@@ -92,6 +92,10 @@ final class TenantAccounts
         usage.jobs--;
         usage.offloadSlots -= offloadSlots;
         memoryUsedBytes -= memoryBytes;
+        if (usage.jobs == 0)
+        {
+            tenants.remove(tenant);  // tenant names come from clients where authorization is off: keep no trace
+        }
     }
 
     long memoryUsedBytes()
@@ -102,5 +106,13 @@ final class TenantAccounts
     long memoryBudgetBytes()
     {
         return memoryBudgetBytes;
+    }
+
+    /**
+     * @return tenants holding jobs now.
+     */
+    int tenantCount()
+    {
+        return tenants.size();
     }
 }

@@ -109,6 +109,9 @@ final class JobPlacementTest
         assertEquals(3, refusals.get());
 
         accounts.remove("a", 600, 16);
+        assertEquals(1, accounts.tenantCount());
+        accounts.remove("a", 0, 0);
+        assertEquals(0, accounts.tenantCount(), "a tenant without jobs leaves no entry behind");
         accounts.check(spec("a", 64, 8), 600);
         assertEquals(0, accounts.memoryUsedBytes());
         assertEquals(0, accounts.offloadSlots("a"));
