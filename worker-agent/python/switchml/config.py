@@ -51,6 +51,8 @@ HOST_AGENT_SOCKET = "/run/switchml/host/agent.sock"
 
 # the longest slot timeout the appliance accepts (its JobSpec.MAX_TIMEOUT_MS)
 MAX_COLLECTIVE_TIMEOUT_MS = 3_600_000
+# how much longer the agents wait than the appliance's slot timeout
+PROGRESS_MARGIN_MS = 10_000
 
 # 'worker serve' options that 'worker host' does not take (a host agent's sessions set them in OPEN)
 _SERVE_ONLY = ("--int32", "--shm-bytes")
@@ -128,7 +130,8 @@ class Config:
             raise ValueError("unknown switchml pg_options %s; known: %s" % (", ".join(unknown), ", ".join(sorted(OPTIONS))))
         self.rank = rank
         self.world_size = world_size
-        self.collective_timeout_ms = None if timeout is None else \
+        # none, zero or negative: the agents' and the appliance's own defaults
+        self.collective_timeout_ms = None if timeout is None or timeout.total_seconds() <= 0 else \
             max(10, min(int(timeout.total_seconds() * 1000), MAX_COLLECTIVE_TIMEOUT_MS))
         self.local_rank = _int(os.environ.get("LOCAL_RANK", rank), "$LOCAL_RANK", 0, 1 << 20)
         appliance, where = _env_or(options, "appliance")
@@ -182,7 +185,8 @@ class Config:
             if any(_is_option(arg, (managed,)) for arg in self.agent_args):
                 raise ValueError("%s must not set %s: the process group sets it" % (args_where, managed))
         self.host_agent, host_where = _env_or(options, "host_agent")
-        if self.host_agent not in ("auto", "off", "job") and "/" not in self.host_agent:
+        if self.host_agent not in ("auto", "off", "job") and "/" not in self.host_agent \
+                and not self.host_agent.endswith(".sock"):
             raise ValueError("%s must be auto, off, job or the path of a host agent's socket: %r"
                              % (host_where, self.host_agent))
         # job: local rank 0 starts a 'worker host' for the job's ranks on this host (see switchml.agent.JobHostAgent)
@@ -346,7 +350,7 @@ class Config:
             fields["localWorld"] = self.local_world
         if self.collective_timeout_ms is not None:
             fields["slotTimeoutMs"] = self.collective_timeout_ms
-            fields["progressTimeoutMs"] = self.collective_timeout_ms
+            fields["progressTimeoutMs"] = self.progress_timeout_ms
         fields.update(self.open_extra)
         return fields
 
@@ -413,7 +417,15 @@ class Config:
         if self.tls_ca:
             args += ["--tls-ca=" + self.tls_ca]
         if self.collective_timeout_ms is not None:
-            for option in ("--slot-timeout-ms", "--progress-timeout-ms"):
+            for option, value in (("--slot-timeout-ms", self.collective_timeout_ms),
+                                  ("--progress-timeout-ms", self.progress_timeout_ms)):
                 if not any(_is_option(arg, (option,)) for arg in self.agent_args):  # agent_args win
-                    args += [option, str(self.collective_timeout_ms)]
+                    args += [option, str(value)]
         return args
+
+    @property
+    def progress_timeout_ms(self):
+        """The agents' progress timeout under a collective timeout: 10 s past the appliance's slot timeout, so that
+        a rank that does not come is named by the appliance (``missing ranks [R]``) before an agent gives up on its
+        own without knowing whom it waited for."""
+        return None if self.collective_timeout_ms is None else self.collective_timeout_ms + PROGRESS_MARGIN_MS

@@ -259,6 +259,7 @@ class ConfigTest(unittest.TestCase):
                              "None in pg_options: as if not given")
             self.assertEqual(Config({"socket": "/tmp/{{x}}-{rank}.sock"}, 3, 4).socket, "/tmp/{x}-3.sock")
             self.assertEqual(Config({"host_agent": "/run/other/agent.sock"}, 0, 1).host_agent, "/run/other/agent.sock")
+            self.assertEqual(Config({"host_agent": "agent.sock"}, 0, 1).host_agent, "agent.sock", "a relative path")
 
     def test_the_process_groups_timeout_is_how_long_the_job_waits_for_a_late_rank(self):
         import datetime
@@ -268,7 +269,11 @@ class ConfigTest(unittest.TestCase):
             config = Config({"job": "j", "host_agent": "off"}, 0, 2, datetime.timedelta(minutes=30))
             args = config.serve_args()
             self.assertEqual(args[args.index("--slot-timeout-ms") + 1], "1800000")
-            self.assertEqual(args[args.index("--progress-timeout-ms") + 1], "1800000")
+            self.assertEqual(args[args.index("--progress-timeout-ms") + 1], "1810000",
+                             "the agents wait 10 s longer, so that the appliance names a missing rank first")
+            for none in (None, datetime.timedelta(0), datetime.timedelta(seconds=-1)):
+                self.assertNotIn("--slot-timeout-ms", Config({"job": "j"}, 0, 2, none).serve_args(),
+                                 "no timeout, or none that makes sense: the agent's and the appliance's own")
             capped = Config({"job": "j"}, 0, 2, datetime.timedelta(hours=5))
             self.assertEqual(capped.collective_timeout_ms, 3_600_000, "the appliance's longest slot timeout")
             own = Config({"job": "j", "agent_args": "--slot-timeout-ms=5000"}, 0, 2, datetime.timedelta(minutes=30))
@@ -277,7 +282,7 @@ class ConfigTest(unittest.TestCase):
             hosted = Config({"job": "j", "host_agent": "/run/x/agent.sock", "token": "0123456789ab"}, 0, 2,
                             datetime.timedelta(minutes=30))
             fields = hosted.open_fields()
-            self.assertEqual((fields["slotTimeoutMs"], fields["progressTimeoutMs"]), (1800000, 1800000))
+            self.assertEqual((fields["slotTimeoutMs"], fields["progressTimeoutMs"]), (1800000, 1810000))
             chosen = Config({"job": "j", "host_agent": "/run/x/agent.sock", "token": "0123456789ab",
                              "agent_args": "--slot-timeout-ms 4000"}, 0, 2, datetime.timedelta(minutes=30))
             self.assertEqual(chosen.open_fields()["slotTimeoutMs"], "4000")

@@ -97,7 +97,6 @@ public final class Appliance implements AutoCloseable
                 () -> telemetry.system(SystemCounter.CONTROL_CONNECTIONS).decrement(),
                 context.controlLimits(), context.controlTlsContext(), context.controlTlsClientAuth());
             control.credentials(context.controlCredentials());
-            control.start();
             if (context.httpPort() >= 0)
             {
                 final DataPlane shardPlane = plane;
@@ -130,6 +129,8 @@ public final class Appliance implements AutoCloseable
         this.backends = startBackends(context, plane.ports());
         registry.placement(backends, context.multicastEnabled(), this::onFallback);
         registry.addEventListener(new RegistryJournal(journal));
+        // clients only now: the credentials, the backends and the journal's listener are in place
+        controlServer.start();
         controlExecutor.scheduleWithFixedDelay(() ->
         {
             registry.pollBackends(System.nanoTime());

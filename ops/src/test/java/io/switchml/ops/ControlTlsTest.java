@@ -202,6 +202,60 @@ class ControlTlsTest
     }
 
     @Test
+    void aTlsPeerThatReadsNoRepliesIsCutOffAndHoldsUpNobody() throws Exception
+    {
+        // over TLS a close first sends close_notify, which waits for the write lock that the stuck send holds: the
+        // cut-off must not wait for it
+        final Path trusted = certificate("appliance");
+        appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
+            .dir(dir.resolve("state").toString())
+            .controlTls(dir.resolve("appliance.p12").toString(), dir.resolve("appliance.password").toString()));
+        final int requests = 80_000;
+        try (Socket deaf = ControlTls.connect("127.0.0.1", appliance.controlPort(), 5_000, trusted);
+            Socket other = ControlTls.connect("127.0.0.1", appliance.controlPort(), 5_000, trusted))
+        {
+            deaf.setSoTimeout(20_000);
+            other.setSoTimeout(10_000);
+            final BufferedReader otherReader = new BufferedReader(new InputStreamReader(other.getInputStream(), StandardCharsets.UTF_8));
+            final Thread writer = Thread.ofVirtual().start(() ->
+            {
+                try
+                {
+                    deaf.getOutputStream().write("STATS\n".repeat(requests).getBytes(StandardCharsets.UTF_8));
+                    deaf.getOutputStream().flush();
+                }
+                catch (final IOException closed)
+                {
+                    // cut off by the appliance
+                }
+            });
+            Thread.sleep(1_000);
+            other.getOutputStream().write("HEALTH\n".getBytes(StandardCharsets.UTF_8));
+            assertTrue(otherReader.readLine().startsWith("OK status=up"), "another client is answered meanwhile");
+            Thread.sleep(io.switchml.appliance.control.ControlServer.SEND_DEADLINE_MS + 2_000);
+            int replies = 0;
+            final BufferedReader deafReader = new BufferedReader(new InputStreamReader(deaf.getInputStream(), StandardCharsets.UTF_8));
+            try
+            {
+                while (deafReader.readLine() != null)
+                {
+                    replies++;
+                }
+            }
+            catch (final java.net.SocketTimeoutException stillOpen)
+            {
+                throw new AssertionError("the TLS connection is still open after " + replies + " replies", stillOpen);
+            }
+            catch (final IOException reset)
+            {
+                // cut off: a reset, or a TLS record broken off
+            }
+            assertTrue(replies < requests, "cut off after " + replies + " of " + requests + " replies");
+            writer.join(5_000);
+        }
+    }
+
+    @Test
     void withAClientCaOnlyClientsWithACertificateItAcceptsGetIn() throws Exception
     {
         final Path trusted = certificate("appliance");

@@ -146,7 +146,20 @@ final class ControlConnection implements AutoCloseable
         final long since = sendingSinceNs;
         if (since != 0 && nowNs - since > deadlineNs)
         {
-            close();
+            // on a thread of its own, without lingering: a TLS socket's close would first send close_notify, waiting
+            // for the write lock that the stuck send holds, and hold the caller (the watchdog) as long
+            Thread.ofVirtual().name("switchml-control-cutoff").start(() ->
+            {
+                try
+                {
+                    socket.setSoLinger(true, 0);
+                }
+                catch (final IOException ignore)
+                {
+                    // closing anyway
+                }
+                close();
+            });
             return true;
         }
         return false;

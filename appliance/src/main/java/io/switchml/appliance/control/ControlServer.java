@@ -41,7 +41,7 @@ public final class ControlServer implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(ControlServer.class);
     /** Longest a reply or ABORT may stay blocked on a peer that does not read before its connection is closed. */
-    static final long SEND_DEADLINE_MS = 5_000;
+    public static final long SEND_DEADLINE_MS = 5_000;
     /** Longest quote of what a client sent (a verb, an abort reason) in a reply or in a reason others are told. */
     static final int MAX_QUOTED_CHARS = 256;
 
@@ -327,7 +327,8 @@ public final class ControlServer implements AutoCloseable
                 catch (final RuntimeException ex)
                 {
                     LOG.warn("control request '{}' failed", quoted(line.strip().split(" ", 2)[0]), ex);
-                    connection.send(ControlProtocol.ERR + " message=internal error: " + ex);
+                    connection.send(ControlProtocol.ERR + " message=internal error (" + ex.getClass().getSimpleName() +
+                        "); the appliance's log has it");
                 }
             }
         }

@@ -396,16 +396,24 @@ public final class JobRegistry
 
     /**
      * Abort a job: every member still connected gets an ABORT line with the reason, and the job's
-     * slots are freed at once.
+     * slots are freed at once. Returns without waiting for the members to take the line.
      */
     public void abort(final Job job, final String reason)
+    {
+        abortAndTell(job, reason);
+    }
+
+    /**
+     * @return the thread telling the members, or null when there is nobody to tell.
+     */
+    private Thread abortAndTell(final Job job, final String reason)
     {
         final List<ControlConnection> members = new ArrayList<>(job.worldSize);
         synchronized (lock)
         {
             if (job.state == Job.State.ENDED)
             {
-                return;
+                return null;
             }
             telemetry.system(SystemCounter.JOBS_ABORTED).increment();
             job.aborted = true;
@@ -419,12 +427,21 @@ public final class JobRegistry
                 }
             }
         }
-        // outside the lock: a member that reads nothing holds up its own send (until the control server's watchdog
-        // closes it), never another job's requests
-        for (final ControlConnection connection : members)
+        if (members.isEmpty())
         {
-            connection.send("ABORT job=" + job.jobId + " reason=" + reason);
+            return null;
         }
+        // outside the lock and on a thread of its own: a member that reads nothing holds up its own send (until the
+        // control server's watchdog cuts it off), never another tenant's requests nor the caller (a connection's
+        // thread, or the control thread that runs every job's slot timeouts)
+        final String line = "ABORT job=" + job.jobId + " reason=" + reason;
+        return Thread.ofVirtual().name("switchml-abort-" + job.jobId).start(() ->
+        {
+            for (final ControlConnection connection : members)
+            {
+                connection.send(line);
+            }
+        });
     }
 
     /**
@@ -487,9 +504,28 @@ public final class JobRegistry
         {
             all = new ArrayList<>(jobs.values());
         }
+        final List<Thread> telling = new ArrayList<>();
         for (final Job job : all)
         {
-            abort(job, reason);
+            final Thread thread = abortAndTell(job, reason);
+            if (thread != null)
+            {
+                telling.add(thread);
+            }
+        }
+        // the members hear why before the appliance closes their connections (a deaf one is cut off meanwhile)
+        final long deadlineNs = System.nanoTime() + (ControlServer.SEND_DEADLINE_MS + 2_000) * 1_000_000L;
+        for (final Thread thread : telling)
+        {
+            try
+            {
+                thread.join(Math.max(1, (deadlineNs - System.nanoTime()) / 1_000_000L));
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+                return;
+            }
         }
     }
 

@@ -254,7 +254,7 @@ class DataPlaneSecurityTest
             assertEquals(4L, counters.get("shard_drop_not_member"));
             assertNull(counters.get("shard_drop_none"));
             // what strangers sent with a job's id is the shard's count, not the job's, which its tenant reads: alice's
-            // job saw her 5 packets (2 with a bad MAC, the drops), bob's his 2 own
+            // job saw her 5 packets (2 with a bad MAC, the drops), bob's his 1 own
             final io.switchml.appliance.telemetry.JobCounters aliceCounters = appliance.registry().activeJob(alice.jobId).counters();
             final io.switchml.appliance.telemetry.JobCounters bobCounters = appliance.registry().activeJob(bob.jobId).counters();
             assertEquals(5L, aliceCounters.packetsIn().get());

@@ -201,28 +201,36 @@ final class LocalRounds
                 return;
             }
             long oldestNs = 0;
-            int oldestRank = -1;
-            final StringBuilder missing = new StringBuilder();
+            int oldest = -1;
+            boolean someMissing = false;
             for (int i = 0; i < localWorld; i++)
             {
                 final Pending head = queues.get(i).peek();
                 if (head == null)
                 {
-                    missing.append(missing.isEmpty() ? "" : ", ").append(firstRank + i);
+                    someMissing = true;
                 }
-                else if (oldestRank < 0 || head.queuedNs - oldestNs < 0)
+                else if (oldest < 0 || head.queuedNs - oldestNs < 0)
                 {
                     oldestNs = head.queuedNs;
-                    oldestRank = firstRank + i;
+                    oldest = i;
                 }
             }
-            if (oldestRank < 0 || missing.isEmpty() || nowNs - oldestNs <= formTimeoutNs)
+            if (oldest < 0 || !someMissing || nowNs - oldestNs <= formTimeoutNs)
             {
                 return;
             }
+            final StringBuilder missing = new StringBuilder();
+            for (int i = 0; i < localWorld; i++)
+            {
+                if (queues.get(i).isEmpty())
+                {
+                    missing.append(missing.isEmpty() ? "" : ", ").append(firstRank + i);
+                }
+            }
             stalled = "ranks [" + missing + "] of job " + jobName + " on this host did not ask for their next all-reduce " +
-                "within " + formTimeoutNs / 1_000_000 + " ms of rank " + oldestRank + " (the progress timeout): a rank " +
-                "hangs, or the ranks did not issue the same all-reduces in the same order";
+                "within " + formTimeoutNs / 1_000_000 + " ms of rank " + (firstRank + oldest) + " (the progress timeout): " +
+                "a rank hangs, or the ranks did not issue the same all-reduces in the same order";
         }
         // the other nodes wait for this node's chunks: they learn of it from the job
         node.abort(stalled);

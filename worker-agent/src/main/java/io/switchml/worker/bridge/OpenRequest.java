@@ -20,7 +20,7 @@ final class OpenRequest
         "backend", "k", "s", "mac", "shmBytes", "joinTimeoutMs", "int32", "tenant", "localRank", "localWorld",
         "slotTimeoutMs", "progressTimeoutMs");
 
-    /** Longest slot and progress timeouts an OPEN may ask for (the appliance's limit for a slot timeout). */
+    /** Longest slot timeout an OPEN may ask for (the appliance's limit); a progress timeout may be twice as long. */
     static final long MAX_TIMEOUT_MS = 3_600_000;
 
     /**
@@ -111,11 +111,11 @@ final class OpenRequest
         // process-group timeout), so that a rank busy between steps is waited for as its framework would wait
         if (open.containsKey("slotTimeoutMs"))
         {
-            worker.slotTimeoutMs(timeoutField(open, "slotTimeoutMs", 10));
+            worker.slotTimeoutMs(timeoutField(open, "slotTimeoutMs", 10, MAX_TIMEOUT_MS));
         }
         if (open.containsKey("progressTimeoutMs"))
         {
-            worker.progressTimeoutMs(timeoutField(open, "progressTimeoutMs", 1));
+            worker.progressTimeoutMs(timeoutField(open, "progressTimeoutMs", 1, 2 * MAX_TIMEOUT_MS));
         }
         final long shmBytes = open.containsKey("shmBytes") ? longField(open, "shmBytes") :
             Math.min(BridgeContext.SHM_BYTES_DEFAULT, maxShmBytes);
@@ -142,12 +142,13 @@ final class OpenRequest
             .shmPath(shmPath).shmBytes(shmBytes).local(localRank, localWorld).conclude();
     }
 
-    private static long timeoutField(final Map<String, String> open, final String field, final long minimum)
+    private static long timeoutField(final Map<String, String> open, final String field, final long minimum,
+        final long maximum)
     {
         final long value = longField(open, field);
-        if (value < minimum || value > MAX_TIMEOUT_MS)
+        if (value < minimum || value > maximum)
         {
-            throw new IllegalArgumentException(field + " must be " + minimum + ".." + MAX_TIMEOUT_MS + ": " + value);
+            throw new IllegalArgumentException(field + " must be " + minimum + ".." + maximum + ": " + value);
         }
         return value;
     }

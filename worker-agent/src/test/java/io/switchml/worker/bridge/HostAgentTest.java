@@ -238,7 +238,7 @@ class HostAgentTest
             "joinTimeoutMs 20001 exceeds this host agent's --join-timeout-ms 20000");
         assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " slotTimeoutMs=3600001",
             "slotTimeoutMs must be 10..3600000: 3600001");
-        assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " progressTimeoutMs=0", "progressTimeoutMs must be 1..3600000: 0");
+        assertRefused("OPEN job=j rank=0 world=1 token=" + TOKEN + " progressTimeoutMs=0", "progressTimeoutMs must be 1..7200000: 0");
         // a wrong token for an existing job: the appliance's refusal, passed on, and its shared memory gone
         final List<BridgeTestClient> job = openJob("taken", 1, "");
         assertRefused("OPEN job=taken rank=0 world=1 token=another-token-1", "token");
