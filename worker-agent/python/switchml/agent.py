@@ -52,13 +52,30 @@ def find_launcher(explicit=None):
 
 
 class _AgentChild:
-    """A launcher child process that prints a ready line: the plumbing both kinds of agent share."""
+    """A launcher child process that prints a ready line, in a private directory of its own: the plumbing both kinds
+    of agent share."""
 
     _ready_prefix = _READY
     _what = "the switchml worker agent for rank %d"
     _ready_means = "every rank's agent must join job '%s'"
 
+    def _make_directory(self, prefix, shm_dir):
+        """A directory only this user can enter, for the agent's socket and shared memory, made before the agent
+        binds its socket there (a socket in a shared directory could be reached between its bind and its chmod, and
+        a host agent makes its files mode 0660 for its group); in ``shm_dir`` when writable, else in $TMPDIR."""
+        root = shm_dir if os.path.isdir(shm_dir) and os.access(shm_dir, os.W_OK) else tempfile.gettempdir()
+        self.directory = tempfile.mkdtemp(prefix=prefix, dir=root)
+        self.socket_path = os.path.join(self.directory, "agent.sock")
+
     def _start(self, launcher, command, env, rank, job, ready_timeout_s):
+        """Run the agent and wait for its ready line; on any failure, nothing is left (process or directory)."""
+        try:
+            self._run(launcher, command, env, rank, job, ready_timeout_s)
+        except BaseException:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            raise
+
+    def _run(self, launcher, command, env, rank, job, ready_timeout_s):
         self.rank = rank
         self.job = job
         self.command = command
@@ -79,7 +96,7 @@ class _AgentChild:
             self._wait_ready(ready_timeout_s)
         except BaseException:
             # not ready, timed out, or interrupted (KeyboardInterrupt, torchrun's SIGTERM handler): never leave it
-            self.stop(0)
+            self._stop_process(0)
             raise
 
     def _read_output(self):
@@ -112,13 +129,19 @@ class _AgentChild:
                                     % (self._what % self.rank, code, detail, hint, " ".join(self.command),
                                        self.output()))
             if time.monotonic() > deadline:
-                self.stop()
                 raise SwitchMLError("%s was not ready within %.0f s (%s); its output:\n%s"
                                     % (self._what % self.rank, timeout_s, self._ready_means % self.job, self.output()))
             self._ready.wait(0.05)
 
     def stop(self, timeout_s=10.0):
-        """Wait for the agent to exit (it does when its session closes), then terminate it if it lingers."""
+        """Wait for the agent to exit (it does after its last session), else terminate it; delete its directory (the
+        agent deletes it itself when it exits, also when this process was killed; this is for a killed agent)."""
+        try:
+            self._stop_process(timeout_s)
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _stop_process(self, timeout_s):
         if self.process.poll() is None:
             if not self._exited.wait(timeout_s if self._ready.is_set() else 0):
                 try:
@@ -156,28 +179,13 @@ class AgentProcess(_AgentChild):
     """
 
     def __init__(self, launcher, args, env, rank, job, ready_timeout_s, shm_dir="/dev/shm"):
-        # a directory only this user can enter, made before the agent binds its socket there: a socket in the shared
-        # $TMPDIR could be reached by others between its bind and its chmod. The agent deletes its files and the
-        # directory when it exits, also when this process was killed; stop() deletes what a killed agent left.
-        root = shm_dir if os.path.isdir(shm_dir) and os.access(shm_dir, os.W_OK) else tempfile.gettempdir()
-        self.directory = tempfile.mkdtemp(prefix="switchml-%s-rank%d-" % (safe_name(job, 32), rank), dir=root)
-        self.socket_path = os.path.join(self.directory, "agent.sock")
+        # the job's name kept short: the socket path must fit sun_path (108 bytes) under a long $TMPDIR too
+        self._make_directory("switchml-%s-rank%d-" % (safe_name(job, 32), rank), shm_dir)
         self.shm_path = os.path.join(self.directory, "agent.shm")
         command = [launcher, "worker", "serve"] + list(args) + [
             "--socket", self.socket_path, "--shm", self.shm_path, "--once",
             "--exit-with-pid", str(os.getpid()), "--delete-socket-dir"]
-        try:
-            self._start(launcher, command, env, rank, job, ready_timeout_s)
-        except BaseException:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            raise
-
-    def stop(self, timeout_s=10.0):
-        """Wait for the agent to exit after its session, else terminate it; delete its directory."""
-        try:
-            super().stop(timeout_s)
-        finally:
-            shutil.rmtree(self.directory, ignore_errors=True)
+        self._start(launcher, command, env, rank, job, ready_timeout_s)
 
 
 class JobHostAgent(_AgentChild):
@@ -193,30 +201,15 @@ class JobHostAgent(_AgentChild):
     _ready_means = "it is ready once its JVM has started and warmed up, before any rank of job '%s' joins"
 
     def __init__(self, launcher, config, ready_timeout_s, shm_dir="/dev/shm"):
-        # a directory only this user can enter, for the socket and the sessions' shared memory: a host agent makes
-        # both mode 0660 (its group is the packaged agent's trust boundary), which here would let the user's group
-        # at the job's tensors
-        root = shm_dir if os.path.isdir(shm_dir) and os.access(shm_dir, os.W_OK) else tempfile.gettempdir()
-        # the job's name kept short: the socket path must fit sun_path (108 bytes) under a long $TMPDIR too
-        self.directory = tempfile.mkdtemp(prefix="switchml-%s-node%d-" % (safe_name(config.job, 32), config.node),
-                                          dir=root)
-        self.socket_path = os.path.join(self.directory, "agent.sock")
+        # the sessions' shared memory goes in the same private directory: a host agent makes it mode 0660 (its group
+        # is the packaged agent's trust boundary), which elsewhere would let the user's group at the job's tensors
+        self._make_directory("switchml-%s-node%d-" % (safe_name(config.job, 32), config.node), shm_dir)
         command = [launcher, "worker", "host"] + config.host_args(self.socket_path, os.getpid()) + [
             "--shm-dir", self.directory]
-        try:
-            self._start(launcher, command, {}, config.rank, config.job, ready_timeout_s)
-        except BaseException:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            raise
+        self._start(launcher, command, {}, config.rank, config.job, ready_timeout_s)
 
     def describe(self):
         """How the other local ranks' errors name it."""
         return describe_job_agent(self.socket_path, self.pid, self.rank)
 
-    def stop(self, timeout_s=10.0):
-        """Wait for the agent to exit after the host's last session, else terminate it; delete its directory."""
-        try:
-            super().stop(timeout_s)
-        finally:
-            shutil.rmtree(self.directory, ignore_errors=True)
 

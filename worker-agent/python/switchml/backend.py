@@ -18,6 +18,8 @@ the class below picks that base when it exists, but that path is untested.
 """
 
 import atexit
+import os
+import stat
 import threading
 import time
 
@@ -270,8 +272,6 @@ class ProcessGroupSwitchML(_BASE):
 def _job_agent_problem(pid, socket_path):
     """Why the job agent a store key names cannot be used (None when it can): its process must run, and its socket
     must be this user's, in a directory of this user's that nobody else may enter."""
-    import os
-    import stat
     try:
         os.kill(int(pid), 0)
     except (ValueError, ProcessLookupError):

@@ -311,10 +311,8 @@ class AgentStartTest(unittest.TestCase):
         import tempfile
         from switchml.agent import AgentProcess
         with tempfile.TemporaryDirectory() as d:
-            launcher = os.path.join(d, "switchml")
-            with open(launcher, "w") as f:
-                f.write("#!/bin/sh\necho 'switchml: no Java 25 or newer found (checked JAVA_HOME and /usr/lib/jvm/*).' >&2\nexit 2\n")
-            os.chmod(launcher, 0o755)
+            launcher = _stand_in_launcher(d, "#!/bin/sh\necho 'switchml: no Java 25 or newer found (checked JAVA_HOME "
+                                             "and /usr/lib/jvm/*).' >&2\nexit 2\n")
             with self.assertRaises(switchml.SwitchMLError) as raised:
                 AgentProcess(launcher, ["--world", "1"], {}, rank=0, job="j", ready_timeout_s=20)
         message = str(raised.exception)
@@ -328,10 +326,8 @@ class AgentStartTest(unittest.TestCase):
         from switchml.agent import JobHostAgent
         with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2"}):
             # a stand-in launcher that prints its arguments and the ready line, then waits to be stopped
-            launcher = os.path.join(d, "switchml")
-            with open(launcher, "w") as f:
-                f.write("#!/bin/sh\necho \"ARGS $*\"\necho 'switchml worker host ready: socket=x'\nexec sleep 30\n")
-            os.chmod(launcher, 0o755)
+            launcher = _stand_in_launcher(d, "#!/bin/sh\necho \"ARGS $*\"\n"
+                                             "echo 'switchml worker host ready: socket=x'\nexec sleep 30\n")
             config = Config({"host_agent": "job", "job": "torch-abc", "token": "tok-0123456789"}, 2, 4)
             agent = JobHostAgent(launcher, config, ready_timeout_s=20, shm_dir=d)
             try:
@@ -353,10 +349,8 @@ class AgentStartTest(unittest.TestCase):
         import tempfile
         from switchml.agent import AgentProcess
         with tempfile.TemporaryDirectory() as d:
-            launcher = os.path.join(d, "switchml")
-            with open(launcher, "w") as f:
-                f.write("#!/bin/sh\necho \"ARGS $*\"\necho 'switchml worker serve ready: socket=x'\nexec sleep 30\n")
-            os.chmod(launcher, 0o755)
+            launcher = _stand_in_launcher(d, "#!/bin/sh\necho \"ARGS $*\"\n"
+                                             "echo 'switchml worker serve ready: socket=x'\nexec sleep 30\n")
             agent = AgentProcess(launcher, ["--world", "2"], {}, rank=1, job="torch-abc", ready_timeout_s=20, shm_dir=d)
             try:
                 directory = agent.directory
@@ -377,11 +371,8 @@ class AgentStartTest(unittest.TestCase):
         import tempfile
         from switchml import agent as agent_module
         with tempfile.TemporaryDirectory() as d:
-            launcher = os.path.join(d, "switchml")
             pid_file = os.path.join(d, "pid")
-            with open(launcher, "w") as f:
-                f.write("#!/bin/sh\necho $$ > %s\nexec sleep 30\n" % pid_file)
-            os.chmod(launcher, 0o755)
+            launcher = _stand_in_launcher(d, "#!/bin/sh\necho $$ > %s\nexec sleep 30\n" % pid_file)
             original = agent_module._AgentChild._wait_ready
 
             def interrupted(child, timeout_s):
@@ -402,6 +393,15 @@ class AgentStartTest(unittest.TestCase):
             self.assertFalse(_alive(pid), "the agent is stopped, not left running")
             self.assertEqual([name for name in os.listdir(d) if name.startswith("switchml-j-rank0-")], [],
                              "its directory is deleted")
+
+
+def _stand_in_launcher(directory, script):
+    """An executable 'switchml' in ``directory`` that runs ``script`` (a shell script) in place of the agent."""
+    launcher = os.path.join(directory, "switchml")
+    with open(launcher, "w") as f:
+        f.write(script)
+    os.chmod(launcher, 0o755)
+    return launcher
 
 
 def _alive(pid):

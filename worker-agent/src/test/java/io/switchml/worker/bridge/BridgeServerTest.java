@@ -456,6 +456,22 @@ class BridgeServerTest
         return child;
     }
 
+    /**
+     * Rank 0 of a job of 2 in this JVM, beside rank 1's agent in a child: launched together (each launch waits for
+     * both joins), served, and a client of rank 0 with its shared memory mapped.
+     */
+    private BridgeTestClient serveRankZeroBeside(final ChildProcess rankOne, final String job) throws Exception
+    {
+        final Future<BridgeServer> launch = executor.submit(() -> BridgeServer.launch(context(job, 2, 0)));
+        rankOne.awaitLine(line -> line.startsWith("switchml worker serve ready: socket="), 60_000);
+        final BridgeServer server = launch.get(30, TimeUnit.SECONDS);
+        servers.add(server);
+        executor.submit(server::serve);
+        final BridgeTestClient client = connect(server);
+        client.mapShm();
+        return client;
+    }
+
     @Test
     @Tag("process")
     void aRanksAgentWhoseTrainingProcessExitsBeforeConnectingAbortsTheJobNamingTheRankAndCleansUp() throws Exception
@@ -465,13 +481,7 @@ class BridgeServerTest
         try
         {
             final ChildProcess agent = startChildBridge("orphan", 2, 1, "--once", "--exit-with-pid", Long.toString(trainer.pid()));
-            final Future<BridgeServer> launch = executor.submit(() -> BridgeServer.launch(context("orphan", 2, 0)));
-            agent.awaitLine(line -> line.startsWith("switchml worker serve ready: socket="), 60_000);
-            final BridgeServer server = launch.get(30, TimeUnit.SECONDS);
-            servers.add(server);
-            executor.submit(server::serve);
-            final BridgeTestClient client = connect(server);
-            client.mapShm();
+            final BridgeTestClient client = serveRankZeroBeside(agent, "orphan");
 
             trainer.destroyForcibly().waitFor();
             assertEquals(0, agent.awaitExit(15_000), "the agent stops when its training process is gone: " + agent.output());
@@ -492,13 +502,7 @@ class BridgeServerTest
     void aKilledRanksBridgeIsNamedInTheOthersError() throws Exception
     {
         final ChildProcess victim = startChildBridge("dead", 2, 1);
-        final Future<BridgeServer> launch = executor.submit(() -> BridgeServer.launch(context("dead", 2, 0)));
-        victim.awaitLine(line -> line.startsWith("switchml worker serve ready: socket="), 60_000);
-        final BridgeServer server = launch.get(30, TimeUnit.SECONDS);
-        servers.add(server);
-        executor.submit(server::serve);
-        final BridgeTestClient client = connect(server);
-        client.mapShm();
+        final BridgeTestClient client = serveRankZeroBeside(victim, "dead");
 
         victim.kill();
         victim.awaitExit(10_000);
