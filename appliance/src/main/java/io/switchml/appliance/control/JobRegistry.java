@@ -32,7 +32,7 @@ public final class JobRegistry
     private final Telemetry telemetry;
     private final SecureRandom random = new SecureRandom();
     private final List<JobEventListener> eventListeners = new ArrayList<>();
-    private int nextJobId = 1;
+    private final JobIds jobIds = new JobIds();
     private volatile Int2ObjectHashMap<Job> activeJobs = new Int2ObjectHashMap<>();
 
     public JobRegistry(
@@ -197,7 +197,7 @@ public final class JobRegistry
                 return existing;
             }
 
-            final int jobId = nextJobId;
+            final int jobId = jobIds.peek(jobs.keySet());
             final JobPlacement.Placement placed = placement.place(spec, backend, jobId, accounts.offloadSlots(spec.tenant()));
             try
             {
@@ -208,7 +208,7 @@ public final class JobRegistry
                 placed.backendJob().release();
                 throw ex;
             }
-            nextJobId++;
+            jobIds.take(jobId);
             final String jobToken = token != null ? token : HexFormat.of().formatHex(randomBytes(16));
             final Job job;
             final io.switchml.appliance.telemetry.JobCounters counters;
