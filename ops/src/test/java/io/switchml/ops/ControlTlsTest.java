@@ -74,7 +74,19 @@ class ControlTlsTest
         run(keytool, "-exportcert", "-rfc", "-alias", name, "-keystore", keystore.toString(), "-storepass", "pass-" + name,
             "-file", pem.toString());
         Files.writeString(dir.resolve(name + ".password"), "pass-" + name + "\n");
+        privately(keystore, dir.resolve(name + ".password"));
         return pem;
+    }
+
+    /**
+     * Mode 600, as the appliance and the workers require of a keystore and its password file.
+     */
+    private static void privately(final Path... files) throws java.io.IOException
+    {
+        for (final Path file : files)
+        {
+            Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        }
     }
 
     private static void run(final String... command) throws Exception
@@ -319,6 +331,7 @@ class ControlTlsTest
         run(keytool, "-importcert", "-alias", "server", "-keystore", server, "-storepass", "pass-server", "-file",
             dir.resolve("server.pem").toString());
         Files.writeString(dir.resolve("server.password"), "pass-server\n");
+        privately(Path.of(server), dir.resolve("server.password"));
         appliance = Appliance.launch(new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
             .dir(dir.resolve("state").toString()).controlTls(server, dir.resolve("server.password").toString()));
 
@@ -340,5 +353,30 @@ class ControlTlsTest
                 .controlTls(dir.resolve("appliance.p12").toString(), dir.resolve("appliance.password").toString())));
         assertTrue(refused.getMessage().startsWith(ApplianceContext.CONTROL_TLS_KEYSTORE_PROP + ": cannot load the TLS keystore"),
             refused.getMessage());
+    }
+
+    @Test
+    void aKeystoreOrPasswordFileOthersMayReadStopsTheStartNamingTheOptionAndTheFile() throws Exception
+    {
+        certificate("appliance");
+        final Path keystore = dir.resolve("appliance.p12");
+        final Path password = dir.resolve("appliance.password");
+        final ApplianceContext context = new ApplianceContext().dataPort(0).controlPort(0).httpPort(0)
+            .dir(dir.resolve("state").toString()).controlTls(keystore.toString(), password.toString());
+
+        Files.setPosixFilePermissions(password, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r-----"));
+        final IllegalArgumentException groupReadable = assertThrows(IllegalArgumentException.class, () -> Appliance.launch(context));
+        assertEquals(ApplianceContext.CONTROL_TLS_KEYSTORE_PROP + ": TLS password file " + password +
+            " is readable or writable by other users [GROUP_READ]: chmod 600 it", groupReadable.getMessage());
+
+        privately(password);
+        Files.setPosixFilePermissions(keystore, java.nio.file.attribute.PosixFilePermissions.fromString("rw----rw-"));
+        final IllegalArgumentException worldWritable = assertThrows(IllegalArgumentException.class, () -> Appliance.launch(context));
+        assertEquals(ApplianceContext.CONTROL_TLS_KEYSTORE_PROP + ": TLS keystore " + keystore +
+            " is readable or writable by other users [OTHERS_READ, OTHERS_WRITE]: chmod 600 it", worldWritable.getMessage());
+
+        privately(keystore);
+        appliance = Appliance.launch(context);
+        assertTrue(appliance.controlPort() > 0);
     }
 }

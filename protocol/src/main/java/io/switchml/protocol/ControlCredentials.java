@@ -4,12 +4,9 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermission;
 import java.security.MessageDigest;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
-import java.util.Set;
 
 /**
  * The control plane's credentials file: one credential per line, {@code ROLE NAME SECRET}, where ROLE is
@@ -61,15 +58,7 @@ public final class ControlCredentials
     {
         try
         {
-            final Set<PosixFilePermission> permissions = Files.getPosixFilePermissions(file);
-            final Set<PosixFilePermission> open = EnumSet.of(PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE,
-                PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE);
-            open.retainAll(permissions);
-            if (!open.isEmpty())
-            {
-                throw new IllegalArgumentException("credentials file " + file + " is readable or writable by other users " +
-                    open + ": chmod 600 it");
-            }
+            SecretFiles.requirePrivate(file, "credentials file");
             final List<Credential> parsed = parse(Files.readAllLines(file, StandardCharsets.UTF_8), file.toString());
             if (parsed.isEmpty())
             {

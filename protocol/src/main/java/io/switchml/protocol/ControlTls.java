@@ -67,12 +67,15 @@ public final class ControlTls
     /**
      * The key managers of a PKCS12 keystore (a certificate and its key), for TLS outside this class (gRPC to a switch).
      *
-     * @throws IllegalArgumentException naming both files when the keystore cannot be opened with the password.
+     * @throws IllegalArgumentException naming both files when the keystore cannot be opened with the password, and
+     *                                  naming the file when group or others may read or write either (they hold the key).
      */
     public static javax.net.ssl.KeyManager[] keyManagers(final Path keystore, final Path passwordFile)
     {
         try
         {
+            SecretFiles.requirePrivate(passwordFile, "TLS password file");
+            SecretFiles.requirePrivate(keystore, "TLS keystore");
             final char[] password = Files.readString(passwordFile, StandardCharsets.UTF_8).strip().toCharArray();
             final KeyStore store = KeyStore.getInstance("PKCS12");
             try (InputStream in = Files.newInputStream(keystore))

@@ -36,6 +36,11 @@ public final class SwitchCertificates
         run(keytool, "-exportcert", "-rfc", "-alias", name, "-keystore", keystore.toString(), "-storepass", "pass-" + name,
             "-file", pem.toString());
         Files.writeString(password(dir, name), "pass-" + name + "\n");
+        // mode 600, as ControlTls.keyManagers requires of a keystore and its password file
+        for (final Path secret : new Path[] {keystore, password(dir, name)})
+        {
+            Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        }
         return pem;
     }
 
