@@ -41,6 +41,7 @@ final class ControlConnection implements AutoCloseable
     private final ByteArrayOutputStream line = new ByteArrayOutputStream(256);
     /** {@link System#nanoTime()} when the send in progress began (never 0), or 0 when none is. */
     private volatile long sendingSinceNs;
+    private volatile long membershipEndedNs;
 
     ControlConnection(final Socket socket) throws IOException
     {
@@ -146,9 +147,55 @@ final class ControlConnection implements AutoCloseable
         final long since = sendingSinceNs;
         if (since != 0 && nowNs - since > deadlineNs)
         {
-            // on a thread of its own, without lingering: a TLS socket's close would first send close_notify, waiting
-            // for the write lock that the stuck send holds, and hold the caller (the watchdog) as long
-            Thread.ofVirtual().name("switchml-control-cutoff").start(() ->
+            cutOff(true);
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * The job this connection is a member of has ended without the member leaving (another rank, an operator or a
+     * timeout aborted it): from now on the connection holds nothing, and {@link #closeIfMembershipEndedFor} may close it.
+     */
+    void membershipEnded()
+    {
+        if (membershipEndedNs == 0)
+        {
+            membershipEndedNs = System.nanoTime() | 1L;
+        }
+    }
+
+    /**
+     * Close the connection of a member whose job ended more than the grace ago: it was told why (ABORT) and no longer
+     * holds anything, so it is held to the rule of a connection without a job instead of staying open for as long as
+     * the client likes.
+     *
+     * @return whether it was closed now (once).
+     */
+    boolean closeIfMembershipEndedFor(final long nowNs, final long graceNs)
+    {
+        final long since = membershipEndedNs;
+        if (since != 0 && nowNs - since > graceNs)
+        {
+            membershipEndedNs = 0;
+            // nothing is stuck here: a plain socket closes gracefully (the client reads the end of the stream); a TLS
+            // one still closes without lingering, as its close_notify could block on a peer that reads nothing
+            cutOff(socket instanceof javax.net.ssl.SSLSocket);
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * @param abortive without lingering (a reset): a TLS socket's close would first send close_notify, waiting for the
+     *                 write lock that a stuck send holds.
+     */
+    private void cutOff(final boolean abortive)
+    {
+        // on a thread of its own, so that the caller (the watchdog) is never held
+        Thread.ofVirtual().name("switchml-control-cutoff").start(() ->
+        {
+            if (abortive)
             {
                 try
                 {
@@ -158,11 +205,9 @@ final class ControlConnection implements AutoCloseable
                 {
                     // closing anyway
                 }
-                close();
-            });
-            return true;
-        }
-        return false;
+            }
+            close();
+        });
     }
 
     static String printable(final String line)

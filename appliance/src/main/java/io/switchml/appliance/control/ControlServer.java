@@ -31,7 +31,8 @@ import java.util.function.Supplier;
  * <p>
  * Everything a stranger can send is bounded: a line is at most {@link ControlConnection#MAX_LINE_BYTES} (a longer
  * one gets ERR and the connection is closed), a connection that holds no job membership is closed after
- * {@link Limits#idleTimeoutMs} without a complete line (however often bytes come), connections are limited per client
+ * {@link Limits#idleTimeoutMs} without a complete line (however often bytes come), and so is a member's connection that
+ * long after its job was aborted by someone else (it was told why in an ABORT line), connections are limited per client
  * address and in total, a message with a field its verb does not take is refused naming the field, and what a client
  * sends is quoted back at most {@link #MAX_QUOTED_CHARS} characters long. A send that a peer blocks by not reading
  * its replies is cut off after {@link #SEND_DEADLINE_MS} (the connection is closed), and the registry sends nothing
@@ -63,7 +64,7 @@ public final class ControlServer implements AutoCloseable
 
     /**
      * Bounds on what clients may hold: connections per client address and in total, and how long a connection that
-     * holds no job membership may stay without sending a complete line.
+     * holds no job membership may stay without sending a complete line (and a member's, once its job was aborted).
      */
     public record Limits(int maxConnections, int maxConnectionsPerAddress, long idleTimeoutMs)
     {
@@ -170,6 +171,11 @@ public final class ControlServer implements AutoCloseable
                 {
                     LOG.warn("closed the control connection from {}: it read no reply for {} ms",
                         connection.socket().getInetAddress().getHostAddress(), SEND_DEADLINE_MS);
+                }
+                else if (connection.closeIfMembershipEndedFor(nowNs, limits.idleTimeoutMs() * 1_000_000L))
+                {
+                    LOG.info("closed the control connection from {}: its job was aborted {} ms ago and it stayed open",
+                        connection.socket().getInetAddress().getHostAddress(), limits.idleTimeoutMs());
                 }
             }
         }

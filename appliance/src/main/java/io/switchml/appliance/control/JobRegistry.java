@@ -423,6 +423,7 @@ public final class JobRegistry
                 final ControlConnection connection = job.connections[rank];
                 if (connection != null && !job.left[rank])
                 {
+                    connection.membershipEnded();
                     members.add(connection);
                 }
             }

@@ -333,4 +333,41 @@ class ControlLimitsTest
             assertTrue(client.request(create.replace("NAME", "real")).startsWith("OK job="), "a real job now fits");
         }
     }
+
+    /**
+     * A member told that its job was aborted (here by an operator) holds nothing any more: if it neither leaves nor
+     * closes, the appliance closes its connection after the idle timeout instead of keeping it open for good.
+     */
+    @Test
+    void anAbortedMembersConnectionIsClosedAfterTheIdleTimeoutWhenTheClientKeepsItOpen() throws Exception
+    {
+        start(new ApplianceContext().controlLimits(16, 8, 300));
+        try (Client rank0 = new Client(); Client rank1 = new Client())
+        {
+            final String created = rank1.request("CREATE name=kept world=2 type=int32 k=64 s=8 mac=off");
+            assertTrue(created.startsWith("OK job="), created);
+            final String job = created.split(" ")[1].substring("job=".length());
+            final String token = created.split(" ")[2].substring("token=".length());
+            final String join = "JOIN job=" + job + " token=" + token + " ports=40000 rank=";
+            rank0.out.write((join + "0\n").getBytes(StandardCharsets.UTF_8));
+            rank0.out.flush();
+            assertTrue(rank1.request(join + "1").startsWith("OK job=" + job));
+            assertTrue(rank0.reader.readLine().startsWith("OK job=" + job));
+            Thread.sleep(600); // twice the idle timeout: a member's connection is not held to it while its job runs
+            try (Client operator = new Client())
+            {
+                assertTrue(operator.request("ABORTJOB job=" + job + " token=" + token).startsWith("OK"));
+            }
+            for (final Client member : List.of(rank0, rank1))
+            {
+                final String abort = member.reader.readLine();
+                assertTrue(abort.startsWith("ABORT job=" + job + " reason="), abort);
+            }
+            final long startNs = System.nanoTime();
+            assertNull(rank0.reader.readLine(), "closed by the appliance");
+            assertNull(rank1.reader.readLine(), "closed by the appliance");
+            final long waitedMs = (System.nanoTime() - startNs) / 1_000_000L;
+            assertTrue(waitedMs >= 200 && waitedMs < 5_000, waitedMs + " ms");
+        }
+    }
 }
