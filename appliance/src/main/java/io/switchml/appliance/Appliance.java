@@ -105,8 +105,8 @@ public final class Appliance implements AutoCloseable
                     .memory(registry::memoryUsedBytes, registry::memoryBudgetBytes)
                     .shardCpu(context.shards(), shardPlane::shardThreadId)
                     .backends(registry::backends);
-                http = new HttpEndpoint(context.resolvedBindAddress(), context.httpPort(), metrics, () -> !closed,
-                    this::healthJson);
+                http = new HttpEndpoint(context.resolvedBindAddress(), context.httpPort(), metrics,
+                    context.httpMetricsToken(), () -> !closed, this::healthJson);
             }
         }
         catch (final IOException | RuntimeException | InterruptedException ex)

@@ -222,6 +222,18 @@ public final class ApplianceCommand implements Callable<Integer>
                 "auth= secrets in clear text; set " + ApplianceContext.CONTROL_TLS_KEYSTORE_PROP + " and " +
                 ApplianceContext.CONTROL_TLS_PASSWORD_FILE_PROP);
         }
+        if (context.httpPort() >= 0)
+        {
+            if (context.httpMetricsToken() != null)
+            {
+                LOG.info("/metrics needs the token in " + context.httpMetricsTokenFile());
+            }
+            else if (!context.resolvedBindAddress().isLoopbackAddress())
+            {
+                LOG.warn("/metrics on " + context.resolvedBindAddress().getHostAddress() + " needs no token, and its labels " +
+                    "name every tenant's jobs; set " + ApplianceContext.HTTP_METRICS_TOKEN_FILE_PROP);
+            }
+        }
         if (notifier.isEnabled())
         {
             final String failure = notifier.ready("serving: " + appliance.statusLine());

@@ -126,6 +126,13 @@ public final class ApplianceContext
     /** TCP port of the HTTP endpoint (/metrics, /health) on the bind address; 0 picks a free port, -1 turns it off. */
     public static final String HTTP_PORT_PROP = "switchml.appliance.http.port";
     public static final int HTTP_PORT_DEFAULT = 7472;
+    /**
+     * A file (mode 600) holding the bearer token that {@code /metrics} requires, as Prometheus sends it with
+     * {@code authorization: credentials_file:}; empty: {@code /metrics} is open to whoever reaches the port.
+     */
+    public static final String HTTP_METRICS_TOKEN_FILE_PROP = "switchml.appliance.http.metrics.token.file";
+    /** Longest metrics token taken. */
+    static final int MAX_METRICS_TOKEN_CHARS = 1024;
 
     /** Journal cycles (days) kept; older ones are deleted. */
     public static final String JOURNAL_RETAINED_CYCLES_PROP = "switchml.appliance.journal.retained.cycles";
@@ -209,6 +216,8 @@ public final class ApplianceContext
         io.switchml.appliance.control.ControlServer.Limits.DEFAULT.maxConnectionsPerAddress();
     private long controlIdleTimeoutMs = io.switchml.appliance.control.ControlServer.Limits.DEFAULT.idleTimeoutMs();
     private String controlCredentialsFile = "";
+    private String httpMetricsTokenFile = "";
+    private String httpMetricsToken;
     private String controlTlsKeystore = "";
     private String controlTlsPasswordFile = "";
     private boolean controlInsecure;
@@ -269,6 +278,7 @@ public final class ApplianceContext
                     case JOURNAL_RETAINED_CYCLES_PROP -> journalRetainedCycles = Integer.parseInt(value);
                     case HISTOGRAM_SNAPSHOT_INTERVAL_MS_PROP -> histogramSnapshotIntervalMs = Long.parseLong(value);
                     case HTTP_PORT_PROP -> httpPort = Integer.parseInt(value);
+                    case HTTP_METRICS_TOKEN_FILE_PROP -> httpMetricsTokenFile = value;
                     case SHARD_CPUS_PROP -> shardCpus = value;
                     case DEFAULT_TENANT_PROP -> defaultTenant = value;
                     case TENANT_MEMORY_QUOTA_BYTES_PROP -> tenantMemoryQuotaBytes = Long.parseLong(value);
@@ -431,6 +441,7 @@ public final class ApplianceContext
                 " must be positive, the second no larger than the first: " + controlMaxConnections + ", " +
                 controlMaxConnectionsPerAddress);
         }
+        httpMetricsToken = httpMetricsTokenFile.isEmpty() ? null : readMetricsToken(httpMetricsTokenFile);
         if (!controlCredentialsFile.isEmpty())
         {
             try
@@ -545,6 +556,7 @@ public final class ApplianceContext
         out.println(LOSS_SEED_PROP + "=" + lossSeed);
         out.println(DIR_PROP + "=" + dir);
         out.println(HTTP_PORT_PROP + "=" + httpPort);
+        out.println(HTTP_METRICS_TOKEN_FILE_PROP + "=" + httpMetricsTokenFile);
         out.println(JOURNAL_RETAINED_CYCLES_PROP + "=" + journalRetainedCycles);
         out.println(HISTOGRAM_SNAPSHOT_INTERVAL_MS_PROP + "=" + histogramSnapshotIntervalMs);
         out.println(SHARDS_PROP + "=" + shards);
@@ -600,6 +612,56 @@ public final class ApplianceContext
     public int httpPort()
     {
         return httpPort;
+    }
+
+    /**
+     * @param file a file (mode 600) holding the token {@code /metrics} requires; null or empty: none.
+     */
+    public ApplianceContext httpMetricsTokenFile(final String file)
+    {
+        this.httpMetricsTokenFile = file == null ? "" : file;
+        return this;
+    }
+
+    public String httpMetricsTokenFile()
+    {
+        return httpMetricsTokenFile;
+    }
+
+    /**
+     * @return the token {@code /metrics} requires, read by {@link #conclude()}; null: none.
+     */
+    public String httpMetricsToken()
+    {
+        return httpMetricsToken;
+    }
+
+    private static String readMetricsToken(final String file)
+    {
+        try
+        {
+            final java.nio.file.Path path = java.nio.file.Path.of(file);
+            io.switchml.protocol.SecretFiles.requirePrivate(path, "metrics token file");
+            if (java.nio.file.Files.size(path) > 2L * MAX_METRICS_TOKEN_CHARS)
+            {
+                throw new IllegalArgumentException("metrics token file " + file + " is longer than a token");
+            }
+            final String token = java.nio.file.Files.readString(path, java.nio.charset.StandardCharsets.US_ASCII).strip();
+            if (token.isEmpty() || token.length() > MAX_METRICS_TOKEN_CHARS || !token.chars().allMatch((c) -> c > 0x20 && c < 0x7f))
+            {
+                throw new IllegalArgumentException("metrics token file " + file + " must hold one token of 1.." +
+                    MAX_METRICS_TOKEN_CHARS + " printable ASCII characters without spaces");
+            }
+            return token;
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new IllegalArgumentException(HTTP_METRICS_TOKEN_FILE_PROP + ": " + ex.getMessage(), ex);
+        }
+        catch (final java.io.IOException ex)
+        {
+            throw new IllegalArgumentException(HTTP_METRICS_TOKEN_FILE_PROP + ": cannot read " + file + ": " + ex, ex);
+        }
     }
 
     public ApplianceContext shards(final int shards)

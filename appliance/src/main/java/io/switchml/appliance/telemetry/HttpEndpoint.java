@@ -12,6 +12,7 @@ import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.BooleanSupplier;
@@ -25,9 +26,10 @@ import java.util.function.Supplier;
  * <ul>
  *   <li>{@code GET /metrics}: the {@link ApplianceMetrics} registry, written by the Prometheus client's own
  *   exposition writers: OpenMetrics 1.0 when the {@code Accept} header asks for it (as Prometheus does), else the
- *   text format 0.0.4.</li>
+ *   text format 0.0.4. With a token, only to a request that carries it ({@code Authorization: Bearer TOKEN}, what
+ *   Prometheus sends with {@code authorization: credentials_file:}); else 401. Its labels name tenants and jobs.</li>
  *   <li>{@code GET /health}: 200 with the supplied JSON body when the readiness check passes, else 503
- *   with the same body.</li>
+ *   with the same body; open to all, for probes.</li>
  *   <li>Any other path: 404. Any other method on a known path: 405.</li>
  * </ul>
  * Scrapes read the counters file through a reader, so they never touch the shards' state.
@@ -69,7 +71,10 @@ public final class HttpEndpoint implements AutoCloseable
     private static final String JSON_CONTENT_TYPE = "application/json; charset=utf-8";
     private static final String TEXT_CONTENT_TYPE = "text/plain; charset=utf-8";
 
+    private static final String BEARER = "Bearer ";
+
     private final ApplianceMetrics metrics;
+    private final byte[] metricsToken;
     private final BooleanSupplier ready;
     private final Supplier<String> healthJson;
     private final HttpServer server;
@@ -92,7 +97,24 @@ public final class HttpEndpoint implements AutoCloseable
         final BooleanSupplier ready,
         final Supplier<String> healthJson)
     {
+        this(bindAddress, port, metrics, null, ready, healthJson);
+    }
+
+    /**
+     * Bind and start serving, {@code /metrics} only to requests that carry the token.
+     *
+     * @param metricsToken  the bearer token {@code /metrics} requires (ASCII); null: none.
+     */
+    public HttpEndpoint(
+        final InetAddress bindAddress,
+        final int port,
+        final ApplianceMetrics metrics,
+        final String metricsToken,
+        final BooleanSupplier ready,
+        final Supplier<String> healthJson)
+    {
         this.metrics = metrics;
+        this.metricsToken = metricsToken == null ? null : (BEARER + metricsToken).getBytes(StandardCharsets.US_ASCII);
         this.ready = ready;
         this.healthJson = healthJson;
         try
@@ -150,6 +172,12 @@ public final class HttpEndpoint implements AutoCloseable
                 exchange.getResponseHeaders().set("Allow", "GET");
                 send(exchange, 405, TEXT_CONTENT_TYPE, "method not allowed: " + exchange.getRequestMethod() + "\n");
             }
+            else if (METRICS_PATH.equals(path) && !authorized(exchange.getRequestHeaders().getFirst("Authorization")))
+            {
+                exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"switchml metrics\"");
+                send(exchange, 401, TEXT_CONTENT_TYPE, "/metrics needs the appliance's metrics token " +
+                    "(Authorization: Bearer TOKEN)\n");
+            }
             else
             {
                 final int status;
@@ -180,6 +208,13 @@ public final class HttpEndpoint implements AutoCloseable
                 send(exchange, status, contentType, body);
             }
         }
+    }
+
+    private boolean authorized(final String authorization)
+    {
+        // compared in constant time, whatever the header's length
+        return metricsToken == null || MessageDigest.isEqual(metricsToken,
+            authorization == null ? new byte[0] : authorization.getBytes(StandardCharsets.US_ASCII));
     }
 
     private static void send(final HttpExchange exchange, final int status, final String contentType, final String body)
