@@ -64,6 +64,35 @@ public final class OpsCommand implements Runnable
         description = "File holding the --tls-keystore password (default: $SWITCHML_TLS_PASSWORD_FILE).")
     String tlsPasswordFile;
 
+    @Option(names = "--metrics-token-file", paramLabel = "FILE", scope = CommandLine.ScopeType.INHERIT,
+        defaultValue = "${env:SWITCHML_METRICS_TOKEN_FILE}",
+        description = "Remote mode: file (mode 600) holding the token of an appliance whose /metrics requires one " +
+            "(switchml.appliance.http.metrics.token.file; default: $SWITCHML_METRICS_TOKEN_FILE).")
+    String metricsTokenFile;
+
+    /**
+     * @return the token to send with HTTP requests, or null.
+     * @throws OpsException {@link OpsException#USAGE} naming the file when others may read it or it cannot be read.
+     */
+    String metricsToken()
+    {
+        if (metricsTokenFile == null || metricsTokenFile.isEmpty())
+        {
+            return null;
+        }
+        final java.nio.file.Path file = java.nio.file.Path.of(metricsTokenFile);
+        try
+        {
+            io.switchml.protocol.SecretFiles.requirePrivate(file, "--metrics-token-file");
+            return java.nio.file.Files.readString(file, java.nio.charset.StandardCharsets.US_ASCII).strip();
+        }
+        catch (final IllegalArgumentException | java.io.IOException ex)
+        {
+            throw new OpsException(OpsException.USAGE, ex instanceof java.io.IOException ?
+                "cannot read --metrics-token-file " + file + ": " + ex : ex.getMessage(), ex);
+        }
+    }
+
     /**
      * @return the certificate file to verify the control endpoint with, or null for plain TCP.
      */
@@ -195,6 +224,7 @@ public final class OpsCommand implements Runnable
             }
         }
         return new Target(resolvedDir(), uri, host, controlPort, timeoutMs).credential(this::credential).tlsCa(this::tlsCa)
+            .metricsToken(this::metricsToken)
             .tlsClient(tlsKeystore == null || tlsKeystore.isEmpty() ? null : java.nio.file.Path.of(tlsKeystore),
                 tlsPasswordFile == null || tlsPasswordFile.isEmpty() ? null : java.nio.file.Path.of(tlsPasswordFile));
     }

@@ -78,6 +78,17 @@ final class Target
     }
 
     private java.util.function.Supplier<java.nio.file.Path> tlsCa = () -> null;
+    private java.util.function.Supplier<String> metricsToken = () -> null;
+
+    /**
+     * @param metricsToken supplies the bearer token sent with HTTP requests (an appliance's /metrics may require one),
+     *                     read when a request is made; null from it: none.
+     */
+    Target metricsToken(final java.util.function.Supplier<String> metricsToken)
+    {
+        this.metricsToken = metricsToken;
+        return this;
+    }
 
     /**
      * @param tlsCa supplies the PEM file to verify the control endpoint with (TLS), or null for plain TCP.
@@ -294,8 +305,13 @@ final class Target
         final URI uri = url.resolve(path);
         try (HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(timeoutMs)).build())
         {
-            return client.send(HttpRequest.newBuilder(uri).timeout(Duration.ofMillis(timeoutMs)).GET().build(),
-                HttpResponse.BodyHandlers.ofString());
+            final HttpRequest.Builder request = HttpRequest.newBuilder(uri).timeout(Duration.ofMillis(timeoutMs)).GET();
+            final String token = metricsToken.get();
+            if (token != null)
+            {
+                request.header("Authorization", "Bearer " + token);
+            }
+            return client.send(request.build(), HttpResponse.BodyHandlers.ofString());
         }
         catch (final ConnectException | HttpConnectTimeoutException ex)
         {
@@ -325,7 +341,7 @@ final class Target
         if (response.statusCode() != 200)
         {
             throw new OpsException(OpsException.FAILED, "GET " + response.uri() + " answered " + response.statusCode() +
-                ": " + response.body().strip());
+                ": " + response.body().strip() + (response.statusCode() == 401 ? " (give --metrics-token-file)" : ""));
         }
         return response.body();
     }
