@@ -58,7 +58,10 @@ public final class TofinoModel implements PipelineControl
     {
     }
 
-    /** Outcome counters (Algorithm 3's cases) and pipeline counters. */
+    /**
+     * Outcome counters (Algorithm 3's cases) and pipeline counters, all of the pipeline, none of a job: PACKETS counts
+     * every packet the pipeline receives, a stranger's included, as a port counter does.
+     */
     public enum Event
     {
         PACKETS, PASSED, ABSORBED, COMPLETED, SHADOW_RESULTS, DUPLICATES, PROBES_PENDING, NACKS, PASSES, RECIRCULATIONS,
@@ -86,6 +89,7 @@ public final class TofinoModel implements PipelineControl
     private final EnumMap<Event, Long> events = new EnumMap<>(Event.class);
     private final DataHeaderFlyweight header = new DataHeaderFlyweight();
     private long passSerial;
+    private DropReason lastDrop = DropReason.NONE;
 
     /**
      * @param udpPorts the parser value set's members at start, the aggregator's UDP ports (packets to other ports are
@@ -237,6 +241,20 @@ public final class TofinoModel implements PipelineControl
     }
 
     /**
+     * What the checks before the registers made of the last packet {@link #process} took: NONE when it passed them
+     * (its job, its rank pinned to its source address and port, its slot and geometry) or was not a SwitchML packet
+     * (passed through, see {@link Event#PASSED}); else the reason it was dropped. JOB_MISMATCH is the one reason a
+     * packet gets after its source passed {@code rank_source}: every other one comes from a packet no member needs
+     * to have sent. A drop after the checks (a job without its multicast group) leaves NONE: the packet was the job's.
+     *
+     * @return the last packet's drop reason before the registers, or NONE.
+     */
+    public DropReason lastDrop()
+    {
+        return lastDrop;
+    }
+
+    /**
      * @return drops by reason and events, one line, for logs.
      */
     public String describeCounters()
@@ -257,6 +275,7 @@ public final class TofinoModel implements PipelineControl
      */
     public List<PacketOut> process(final PacketIn in)
     {
+        lastDrop = DropReason.NONE;
         count(Event.PACKETS);
         if (!isAggregatorPort(in.dstPort()))
         {
@@ -512,7 +531,9 @@ public final class TofinoModel implements PipelineControl
         final List<Replica> replicas = groups.get(group);
         if (replicas == null)
         {
-            return drop(DropReason.UNKNOWN_JOB);
+            // after the checks: counted as a drop, but the packet was the job's (lastDrop stays NONE)
+            drops.merge(DropReason.UNKNOWN_JOB, 1L, Long::sum);
+            return List.of();
         }
         final List<PacketOut> out = new ArrayList<>(replicas.size());
         for (final Replica replica : replicas)
@@ -567,6 +588,7 @@ public final class TofinoModel implements PipelineControl
 
     private List<PacketOut> drop(final DropReason reason)
     {
+        lastDrop = reason;
         drops.merge(reason, 1L, Long::sum);
         return List.of();
     }
