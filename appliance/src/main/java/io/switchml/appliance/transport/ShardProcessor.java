@@ -127,8 +127,7 @@ final class ShardProcessor
         final Job modelled = registry.activeJob(header.jobId());
         if (modelled != null && modelled.shardDataPath() != null)
         {
-            modelled.counters().onPacketIn(length);
-            modelled.shardDataPath().onPacket(buffer, offset, length, senderKey, modelSink);
+            onModelledPacket(modelled, buffer, offset, length, senderKey);
             return;
         }
         final byte type = header.type();
@@ -266,6 +265,29 @@ final class ShardProcessor
         finally
         {
             sender.release();
+        }
+    }
+
+    /**
+     * A datagram of a job whose switch is modelled on the shard: the model checks it as the switch would, and only
+     * a packet it took as a member's moves the job's counters (as after {@link #rejectedAsNonMember}); what a
+     * stranger sent with the job's id is the shard's drop, by the reason the model gave.
+     */
+    private void onModelledPacket(
+        final Job job, final MutableDirectBuffer buffer, final int offset, final int length, final long senderKey)
+    {
+        final DropReason reason = job.shardDataPath().onPacket(buffer, offset, length, senderKey, modelSink);
+        if (reason == DropReason.NONE)
+        {
+            job.counters().onPacketIn(length);
+            return;
+        }
+        counters.onDrop(reason);
+        if (reason == DropReason.JOB_MISMATCH)
+        {
+            final JobCounters jobCounters = job.counters();
+            jobCounters.onPacketIn(length);
+            jobCounters.onDrop();
         }
     }
 
