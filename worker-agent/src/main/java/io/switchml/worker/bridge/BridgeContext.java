@@ -172,7 +172,8 @@ public final class BridgeContext
     {
         return fresh.applianceHost(job.applianceHost()).controlPort(job.controlPort())
             .backend(job.backend()).lanes(job.lanes()).slots(job.slots()).macEnabled(job.macEnabled())
-            .joinTimeoutMs(job.joinTimeoutMs()).token(job.token()).worldSize(job.worldSize()).rank(job.rank());
+            .joinTimeoutMs(job.joinTimeoutMs()).slotTimeoutMs(job.slotTimeoutMs()).progressTimeoutMs(job.progressTimeoutMs())
+            .token(job.token()).worldSize(job.worldSize()).rank(job.rank());
     }
 
     private static void requireNoWhitespace(final String option, final Path path)
