@@ -411,6 +411,44 @@ class WorkerClientTest
         assertTrue(errors.get(1).contains("aborted by the appliance: rank 0 aborted the job"), errors.get(1));
     }
 
+    /**
+     * A rank that leaves (closes its client: LEAVE) while the others still all-reduce fails them at once, naming it,
+     * not at the slot timeout (a minute here; a process group's is 30 minutes by default): its slots would never
+     * complete. Before, the other rank waited for that timeout and heard only "missing ranks [0]".
+     */
+    @Test
+    void aRankThatLeavesWhileOthersStillCallFailsThemAtOnceNamingIt() throws Exception
+    {
+        final int length = 40_000;
+        final List<String> outcomes = runRanks(2, rank ->
+        {
+            try (WorkerClient client = WorkerClient.connect(context(19, 2, rank, ElementType.INT32).slotTimeoutMs(60_000)
+                .progressTimeoutMs(70_000)))
+            {
+                final int[] tensor = new int[length];
+                client.allReduce(tensor, tensor);
+                if (rank == 0)
+                {
+                    return "left";
+                }
+                final long startNs = System.nanoTime();
+                final AllReduceException failed = assertThrows(AllReduceException.class, () ->
+                {
+                    for (int call = 0; call < 1_000; call++)
+                    {
+                        client.allReduce(tensor, tensor);
+                    }
+                });
+                return ((System.nanoTime() - startNs) / 1_000_000L) + " ms: " + failed.getMessage();
+            }
+        });
+        final String failure = outcomes.get(1);
+        assertTrue(failure.contains("rank 0 left the job (LEAVE: its process ended or closed its client) while slot "),
+            failure);
+        assertTrue(failure.contains("still waits for it; missing ranks [0]"), failure);
+        assertTrue(Long.parseLong(failure.substring(0, failure.indexOf(' '))) < 10_000, failure);
+    }
+
     @Test
     void joinMismatchesAreClearErrors() throws Exception
     {

@@ -46,6 +46,8 @@ public final class Job
     private final long[] memberKeys;
     final ControlConnection[] connections;
     final boolean[] left;
+    /** The first rank that left (LEAVE), or -1: read by the shards' and backends' slot scans. */
+    private volatile int firstLeftRank = -1;
     final SlotPool[] pools;
     final JobCounters counters;
     /** Whether its slots live in the appliance's shards: {@link io.switchml.appliance.backend.Backend#slotsInShards()}. */
@@ -284,6 +286,38 @@ public final class Job
             memberKeys[index] = key;
         }
         return key;
+    }
+
+    /**
+     * @return the first rank that left the job in an orderly way (LEAVE) while others stay, or -1. A slot that still
+     * waits for it will never complete: the slot scans abort the job at once, naming it, instead of at the slot
+     * timeout (a process group's can be 30 minutes).
+     */
+    public int firstLeftRank()
+    {
+        return firstLeftRank;
+    }
+
+    /**
+     * Record a LEAVE, under the registry's lock.
+     */
+    void onLeft(final int rank)
+    {
+        left[rank] = true;
+        if (firstLeftRank < 0)
+        {
+            firstLeftRank = rank;
+        }
+    }
+
+    /**
+     * The reason a slot that waits for a rank that left gives.
+     */
+    public String leftRankReason(final String slot, final int[] missingRanks)
+    {
+        return "rank " + firstLeftRank + " left the job (LEAVE: its process ended or closed its client) while " + slot +
+            " still waits for it; missing ranks " + java.util.Arrays.toString(missingRanks) +
+            ": all ranks must make the same calls";
     }
 
     /**

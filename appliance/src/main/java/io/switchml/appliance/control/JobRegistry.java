@@ -382,7 +382,7 @@ public final class JobRegistry
             {
                 return;
             }
-            job.left[rank] = true;
+            job.onLeft(rank);
             for (final boolean hasLeft : job.left)
             {
                 if (!hasLeft)

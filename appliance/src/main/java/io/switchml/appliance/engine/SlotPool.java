@@ -398,6 +398,25 @@ public final class SlotPool
     }
 
     /**
+     * Find a slot version that has some contributions but not this rank's: it waits for the rank.
+     *
+     * @return the cell (version * slotCount + slot) of the first such slot, or -1.
+     */
+    public int findWaitingFor(final int rank)
+    {
+        final int word = rank >>> 6;
+        final long bit = 1L << (rank & 63);
+        for (int cell = 0, cells = count.length; cell < cells; cell++)
+        {
+            if (count[cell] != 0 && (seen[cell * WORDS_PER_BITMAP + word] & bit) == 0)
+            {
+                return cell;
+            }
+        }
+        return -1;
+    }
+
+    /**
      * Ranks that have not contributed to an incomplete slot version.
      *
      * @param cell from {@link #findExpired(long)}.

@@ -465,13 +465,17 @@ final class ShardProcessor
         {
             return;
         }
-        final int cell = pool.findExpired(scanNowNs - job.slotTimeoutMs() * 1_000_000L);
+        final int leftRank = job.firstLeftRank();
+        final int waiting = leftRank >= 0 ? pool.findWaitingFor(leftRank) : -1;
+        final int cell = waiting >= 0 ? waiting : pool.findExpired(scanNowNs - job.slotTimeoutMs() * 1_000_000L);
         if (cell >= 0 && job.markAborting())
         {
             final int localSlot = cell % pool.slotCount();
             final int version = cell / pool.slotCount();
-            final String reason = "slot " + (localSlot * shardCount + shardId) + " version " + version + " (chunk " +
-                pool.chunkSequence(cell) + ") incomplete for more than " + job.slotTimeoutMs() + " ms; missing ranks " +
+            final String slot = "slot " + (localSlot * shardCount + shardId) + " version " + version + " (chunk " +
+                pool.chunkSequence(cell) + ")";
+            final String reason = waiting >= 0 ? job.leftRankReason(slot, pool.missingRanks(cell)) :
+                slot + " incomplete for more than " + job.slotTimeoutMs() + " ms; missing ranks " +
                 Arrays.toString(pool.missingRanks(cell));
             controlExecutor.execute(() -> registry.abort(job, reason));
         }

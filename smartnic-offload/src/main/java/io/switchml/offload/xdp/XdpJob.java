@@ -104,17 +104,26 @@ final class XdpJob implements BackendJob, LeftoverEntries.Entry
             }
             nextSlotScanNs = nowNs + XdpBackend.POLL_SLOTS_INTERVAL_NS;
             final long deadlineNs = nowNs - job.slotTimeoutMs() * 1_000_000L;
+            final int leftRank = job.firstLeftRank();
             for (int index = 0; index < slots; index++)
             {
                 backend.program().readSlot(slotBase + index, slot);
                 for (int version = 0; version < 2; version++)
                 {
-                    final long firstNs = XdpLayout.cellFirstArrivalNs(slot, version);
-                    if (XdpLayout.cellCount(slot, version) != 0 && firstNs != 0 && firstNs - deadlineNs <= 0)
+                    if (XdpLayout.cellCount(slot, version) == 0)
                     {
-                        return "slot " + index + " version " + version + " (chunk " + XdpLayout.cellChunkSequence(slot, version) +
-                            ") incomplete for more than " + job.slotTimeoutMs() + " ms; missing ranks " +
-                            missing(XdpLayout.cellSeen(slot, version), job.worldSize());
+                        continue;
+                    }
+                    final long firstNs = XdpLayout.cellFirstArrivalNs(slot, version);
+                    final long seen = XdpLayout.cellSeen(slot, version);
+                    final boolean waitsForLeft = leftRank >= 0 && (seen & (1L << leftRank)) == 0;
+                    if (waitsForLeft || (firstNs != 0 && firstNs - deadlineNs <= 0))
+                    {
+                        final String cell = "slot " + index + " version " + version + " (chunk " +
+                            XdpLayout.cellChunkSequence(slot, version) + ")";
+                        final List<Integer> missing = missing(seen, job.worldSize());
+                        return waitsForLeft ? job.leftRankReason(cell, missing.stream().mapToInt(Integer::intValue).toArray()) :
+                            cell + " incomplete for more than " + job.slotTimeoutMs() + " ms; missing ranks " + missing;
                     }
                 }
             }
