@@ -383,6 +383,22 @@ public final class BridgeServer implements AutoCloseable
     }
 
     /**
+     * @return whether a refused all-reduce aborts the job: it has other ranks, which would otherwise wait for this one.
+     */
+    boolean abortsOnRefusal()
+    {
+        return context.worker().worldSize() > 1;
+    }
+
+    /**
+     * @return this rank's number in its job, for messages.
+     */
+    int rank()
+    {
+        return context.worker().rank();
+    }
+
+    /**
      * Abort the joined job (nothing before the join completes), naming the reason to every rank.
      */
     void abortJob(final String reason)

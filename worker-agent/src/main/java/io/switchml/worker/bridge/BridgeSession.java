@@ -179,8 +179,33 @@ final class BridgeSession
         }
         catch (final IllegalArgumentException | AllReduceException | IllegalStateException ex)
         {
-            return CompletableFuture.completedFuture(BridgeProtocol.error(ex.getMessage()));
+            return CompletableFuture.completedFuture(BridgeProtocol.error(refused(line, ex.getMessage())));
         }
+        catch (final RuntimeException ex)
+        {
+            // a bug of ours, not the client's: answered, so that the session and its job are not taken for lost
+            return CompletableFuture.completedFuture(BridgeProtocol.error(refused(line, "internal error in the agent (" +
+                ex.getClass().getSimpleName() + ": " + ex.getMessage() + ")")));
+        }
+    }
+
+    /**
+     * An all-reduce refused before anything was sent (a NaN in its first chunks, a range outside the shared memory)
+     * leaves this rank one call behind the others, whose matching call would wait for it until the slot timeout or
+     * be summed with this rank's next tensor: so in a job of several ranks the refusal aborts the job, naming this
+     * rank and the reason, and every rank fails with it.
+     *
+     * @return the reply's message.
+     */
+    private String refused(final String line, final String message)
+    {
+        if (!line.startsWith(BridgeProtocol.ALLREDUCE) || !server.abortsOnRefusal())
+        {
+            return message;
+        }
+        final String reason = "rank " + server.rank() + "'s all-reduce was refused: " + message;
+        server.abortJob(reason);
+        return reason + "; the job is aborted";
     }
 
     private CompletableFuture<String> onAllReduce(final Map<String, String> request)

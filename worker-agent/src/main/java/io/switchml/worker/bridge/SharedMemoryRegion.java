@@ -108,11 +108,12 @@ final class SharedMemoryRegion implements AutoCloseable
         {
             throw new IllegalArgumentException("count must not be negative: " + count);
         }
-        final long lengthBytes = count * Float.BYTES;
+        // count is checked against the region before it is multiplied: a huge one would overflow into a negative length
+        final long lengthBytes = count > sizeBytes / Float.BYTES ? Long.MAX_VALUE : count * Float.BYTES;
         if (offsetBytes > sizeBytes || lengthBytes > sizeBytes - offsetBytes)
         {
             throw new IllegalArgumentException("offset " + offsetBytes + " + " + count + " " + typeName + " elements (" +
-                lengthBytes + " bytes) exceeds the shared memory of " + sizeBytes + " bytes at " + path);
+                (lengthBytes == Long.MAX_VALUE ? "more than " + sizeBytes : lengthBytes) + " bytes) exceeds the shared memory of " + sizeBytes + " bytes at " + path);
         }
         if (lengthBytes > Integer.MAX_VALUE - 8)
         {

@@ -273,6 +273,7 @@ class BridgeServerTest
         assertError(client.request("ALLREDUCE offset=0 count=16385"), "exceeds the shared memory of 65536 bytes");
         assertError(client.request("ALLREDUCE offset=65532 count=2"), "exceeds the shared memory");
         assertError(client.request("ALLREDUCE offset=0 count=-1"), "must not be negative");
+        assertError(client.request("ALLREDUCE offset=0 count=" + (1L << 62)), "exceeds the shared memory of 65536 bytes");
         assertError(client.request("ALLREDUCE offset=0"), "needs count=");
         assertError(client.request("ALLREDUCE offset=0 count=x"), "count is not an integer");
         assertError(client.request("ALLREDUCE offset=0 count=4 op=max"), "op must be sum or average");
@@ -282,6 +283,30 @@ class BridgeServerTest
         assertTrue(client.request("ALLREDUCE offset=0 count=4 op=sum").startsWith("OK"));
         assertEquals(1.5f, client.shm().get(3), 1e-6f);
         assertTrue(client.request("ALLREDUCE offset=0 count=0 op=average").startsWith("OK"));
+    }
+
+    /**
+     * In a job of several ranks a refused all-reduce (here a NaN among the elements checked before anything is sent)
+     * would leave this rank one call behind the others: the job is aborted naming the rank and why, and the other
+     * rank's call fails with that reason instead of waiting for the slot timeout or summing the wrong tensors.
+     */
+    @Test
+    void anAllReduceRefusedOnOneRankOfSeveralAbortsTheJobNamingIt() throws Exception
+    {
+        final List<BridgeServer> pair = serveAll("refused", 2);
+        final BridgeTestClient rank0 = connect(pair.get(0));
+        final BridgeTestClient rank1 = connect(pair.get(1));
+        rank0.mapShm();
+        rank1.mapShm();
+        rank1.send("ALLREDUCE offset=0 count=4 op=sum");
+        rank0.shm().put(2, Float.POSITIVE_INFINITY);
+
+        final String refused = rank0.request("ALLREDUCE offset=0 count=4 op=sum");
+        assertError(refused, "rank 0's all-reduce was refused: ");
+        assertError(refused, "NaN or infinite");
+        assertError(refused, "; the job is aborted");
+        final String other = rank1.readLine();
+        assertError(other, "rank 0's all-reduce was refused: ");
     }
 
     private static void assertError(final String reply, final String fragment)
