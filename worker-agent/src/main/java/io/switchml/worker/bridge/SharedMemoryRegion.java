@@ -2,7 +2,11 @@ package io.switchml.worker.bridge;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,20 +19,74 @@ import java.nio.file.attribute.PosixFilePermissions;
  * group), mapped read-write, holding float32 elements in the platform's
  * native byte order (the layout of a CPU {@code torch.float32} tensor). The file is deleted on
  * {@link #close()}.
+ * <p>
+ * The file is sparse: a page takes memory when it is first touched, and a page that its file system (a tmpfs such as
+ * /dev/shm, shared with every other session's file) cannot back kills the toucher with SIGBUS. So every range is
+ * reserved with posix_fallocate before it is handed out ({@link #segment}), in {@link #RESERVE_GRANULE_BYTES} steps
+ * remembered in a bitmap: a full file system is an exception naming the file, its directory and the bytes asked and
+ * free, and the region commits only the memory its requests use, not its whole size up front. The Python client
+ * reserves the ranges it writes the same way.
  */
 final class SharedMemoryRegion implements AutoCloseable
 {
+    /** Step in which the region is reserved: one posix_fallocate per new 2 MiB at most, none once reserved. */
+    static final long RESERVE_GRANULE_BYTES = 2L << 20;
+
+    private static final int O_RDWR = 2;
+    private static final int O_CLOEXEC = 0x80000;
+    private static final int EINTR = 4;
+    private static final int ENOSPC = 28;
+    private static final MethodHandle OPEN;
+    private static final MethodHandle POSIX_FALLOCATE;
+    private static final MethodHandle CLOSE;
+
+    static
+    {
+        MethodHandle open = null;
+        MethodHandle fallocate = null;
+        MethodHandle close = null;
+        try
+        {
+            final Linker linker = Linker.nativeLinker();
+            open = linker.defaultLookup().find("open").map(symbol -> linker.downcallHandle(symbol,
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+                Linker.Option.firstVariadicArg(2))).orElse(null);
+            fallocate = linker.defaultLookup().find("posix_fallocate").map(symbol -> linker.downcallHandle(symbol,
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG))).orElse(null);
+            close = linker.defaultLookup().find("close").map(symbol -> linker.downcallHandle(symbol,
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT))).orElse(null);
+        }
+        catch (final RuntimeException | LinkageError ex)
+        {
+            // no libc (not Linux): the region goes unreserved, as before
+        }
+        OPEN = open;
+        POSIX_FALLOCATE = fallocate;
+        CLOSE = close;
+    }
+
     private final Path path;
     private final long sizeBytes;
     private final Arena arena;
     private final MemorySegment segment;
+    /** The file, open for posix_fallocate; -1 where libc cannot be called. */
+    private final int fd;
+    private final long[] reservedGranules;
+    private final int granuleCount;
+    private int reservedCount;
+    private boolean fdClosed;
 
-    private SharedMemoryRegion(final Path path, final long sizeBytes, final Arena arena, final MemorySegment segment)
+    private SharedMemoryRegion(final Path path, final long sizeBytes, final Arena arena, final MemorySegment segment,
+        final int fd)
     {
         this.path = path;
         this.sizeBytes = sizeBytes;
         this.arena = arena;
         this.segment = segment;
+        this.fd = fd;
+        this.granuleCount = (int)((sizeBytes + RESERVE_GRANULE_BYTES - 1) / RESERVE_GRANULE_BYTES);
+        this.reservedGranules = new long[(granuleCount + 63) >>> 6];
     }
 
     /**
@@ -69,13 +127,38 @@ final class SharedMemoryRegion implements AutoCloseable
             Files.setPosixFilePermissions(path, mode);
             // mapping beyond the end grows the file (sparse on tmpfs); the mapping outlives the channel
             final MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, sizeBytes, arena);
-            return new SharedMemoryRegion(path, sizeBytes, arena, segment);
+            return new SharedMemoryRegion(path, sizeBytes, arena, segment, openForReserve(path));
         }
         catch (final IOException | RuntimeException ex)
         {
             arena.close();
             Files.deleteIfExists(path);
             throw new IOException("cannot create --shm " + path + " of " + sizeBytes + " bytes: " + ex, ex);
+        }
+    }
+
+    private static int openForReserve(final Path path) throws IOException
+    {
+        if (OPEN == null || POSIX_FALLOCATE == null || CLOSE == null)
+        {
+            return -1;
+        }
+        try (Arena names = Arena.ofConfined())
+        {
+            final int fd = (int)OPEN.invokeExact(names.allocateFrom(path.toString()), O_RDWR | O_CLOEXEC, 0);
+            if (fd < 0)
+            {
+                throw new IOException("cannot open " + path + " to reserve its memory");
+            }
+            return fd;
+        }
+        catch (final IOException | RuntimeException | Error ex)
+        {
+            throw ex;
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException(ex);
         }
     }
 
@@ -97,6 +180,7 @@ final class SharedMemoryRegion implements AutoCloseable
      * @param count       elements; the part must lie inside the region and span at most 2 GiB.
      * @param typeName    the element type, for the message.
      * @throws IllegalArgumentException naming the bad offset or count.
+     * @throws IllegalStateException    when the file system cannot back the part: {@link #reserve}.
      */
     MemorySegment segment(final long offsetBytes, final long count, final String typeName)
     {
@@ -120,7 +204,100 @@ final class SharedMemoryRegion implements AutoCloseable
             throw new IllegalArgumentException(count + " elements exceed the largest single request of " +
                 (Integer.MAX_VALUE - 8) / Float.BYTES + " elements; send it in pieces");
         }
+        reserve(offsetBytes, lengthBytes);
         return segment.asSlice(offsetBytes, lengthBytes);
+    }
+
+    /**
+     * Back a range with memory before anything touches it, so that a full file system is this exception and not a
+     * SIGBUS in whichever thread first touches a page of it (the agent's shard, or the training process). The
+     * granules not reserved yet are reserved in one posix_fallocate; a range reserved already costs no system call.
+     *
+     * @throws IllegalStateException naming the file, its directory, the bytes asked and free, and what to change.
+     */
+    synchronized void reserve(final long offsetBytes, final long lengthBytes)
+    {
+        if (fd < 0 || lengthBytes <= 0 || reservedCount == granuleCount)
+        {
+            return;
+        }
+        if (fdClosed)
+        {
+            throw new IllegalStateException("the shared memory " + path + " is closed");
+        }
+        final int first = (int)(offsetBytes / RESERVE_GRANULE_BYTES);
+        final int last = (int)((offsetBytes + lengthBytes - 1) / RESERVE_GRANULE_BYTES);
+        int from = -1;
+        int to = -1;
+        for (int granule = first; granule <= last; granule++)
+        {
+            if ((reservedGranules[granule >>> 6] & (1L << granule)) == 0)
+            {
+                from = from < 0 ? granule : from;
+                to = granule;
+            }
+        }
+        if (from < 0)
+        {
+            return;
+        }
+        final long start = from * RESERVE_GRANULE_BYTES;
+        final long length = Math.min(sizeBytes, (to + 1) * RESERVE_GRANULE_BYTES) - start;
+        final int error = fallocate(start, length);
+        if (error != 0)
+        {
+            throw new IllegalStateException(reserveFailure(start, length, error));
+        }
+        for (int granule = from; granule <= to; granule++)
+        {
+            if ((reservedGranules[granule >>> 6] & (1L << granule)) == 0)
+            {
+                reservedGranules[granule >>> 6] |= 1L << granule;
+                reservedCount++;
+            }
+        }
+    }
+
+    private int fallocate(final long start, final long length)
+    {
+        try
+        {
+            int error;
+            do
+            {
+                error = (int)POSIX_FALLOCATE.invokeExact(fd, start, length);
+            }
+            while (error == EINTR);
+            return error;
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException("posix_fallocate of " + path + " failed: " + ex, ex);
+        }
+    }
+
+    private String reserveFailure(final long start, final long length, final int error)
+    {
+        final Path dir = path.getParent();
+        long free = -1;
+        try
+        {
+            free = Files.getFileStore(path).getUsableSpace();
+        }
+        catch (final IOException ignore)
+        {
+            // the message goes without it
+        }
+        if (error != ENOSPC)
+        {
+            return "cannot reserve " + length + " bytes at offset " + start + " of the shared memory " + path +
+                ": posix_fallocate error " + error;
+        }
+        return "cannot reserve " + length + " bytes at offset " + start + " of the shared memory " + path + ": " +
+            (free < 0 ? "no" : "only " + free) + " bytes free in " + dir + " (its file system, a tmpfs such as /dev/shm, " +
+            "is shared with other sessions' shared memory, which takes memory as it is used); lower this agent's " +
+            "--shm-bytes (the Python package's shm_bytes, SWITCHML_SHM_BYTES) or those of the other sessions there, " +
+            "or enlarge the file system (mount -o remount,size=... " + dir + ")";
     }
 
     /**
@@ -128,6 +305,7 @@ final class SharedMemoryRegion implements AutoCloseable
      */
     public void close()
     {
+        closeFd();
         try
         {
             arena.close();
@@ -141,6 +319,23 @@ final class SharedMemoryRegion implements AutoCloseable
             Files.deleteIfExists(path);
         }
         catch (final IOException ignore)
+        {
+            // nothing more to do on the way out
+        }
+    }
+
+    private synchronized void closeFd()
+    {
+        if (fd < 0 || fdClosed)
+        {
+            return;
+        }
+        fdClosed = true;
+        try
+        {
+            final int ignore = (int)CLOSE.invokeExact(fd);
+        }
+        catch (final Throwable ignore)
         {
             // nothing more to do on the way out
         }

@@ -431,6 +431,38 @@ class BridgeServerTest
         assertError(reply, "rank 0's training process disconnected from its agent");
     }
 
+    /**
+     * Other sessions fill the tmpfs after this bridge's sparse shared memory was created, and a client asks for a range
+     * it never wrote (so never reserved): the bridge reserves it before its shard reads it, and answers ERR naming the
+     * file and the bytes, instead of a SIGBUS in the shard thread (an InternalError there) that left the request
+     * unanswered. The range it could back is all-reduced as before. Needs root to mount the tmpfs.
+     */
+    @Test
+    @Timeout(30)
+    void aRangeTheFullTmpfsCannotBackIsRefusedNamingTheFileNotASigbus() throws Exception
+    {
+        final long mib = 1L << 20;
+        try (SmallTmpfs tmpfs = new SmallTmpfs(tempDir.resolve("small-shm"), 8 * mib))
+        {
+            final BridgeContext context = context("full", 1, 0).shmPath(tmpfs.dir().resolve("full-0.shm")).shmBytes(6 * mib);
+            final BridgeServer server = BridgeServer.launch(context);
+            executor.submit(server::serve);
+            try (server; BridgeTestClient client = new BridgeTestClient(context.socketPath()))
+            {
+                client.mapShm();
+                tmpfs.fill("other-session.shm", 6 * mib);
+                assertTrue(client.request("ALLREDUCE offset=0 count=1024 op=sum").startsWith("OK us="));
+                final String refused = client.request("ALLREDUCE offset=" + 2 * mib + " count=" + 3 * mib / 4 + " op=sum");
+                assertError(refused, "cannot reserve " + 4 * mib + " bytes at offset " + 2 * mib +
+                    " of the shared memory " + context.shmPath());
+                assertTrue(refused.contains("bytes free in " + tmpfs.dir()) && refused.contains("--shm-bytes"), refused);
+                assertTrue(client.request("ALLREDUCE offset=4096 count=1024 op=sum").startsWith("OK us="),
+                    "the session goes on");
+                assertEquals("OK", client.request("CLOSE"));
+            }
+        }
+    }
+
     @Test
     void aMissingShmDirectoryIsNamed()
     {

@@ -1,0 +1,71 @@
+package io.switchml.worker.bridge;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * A tmpfs of a few MiB mounted for one test, standing in for a /dev/shm that other sessions' shared memory has
+ * filled. Mounting needs root (CI runs as root); without it the test fails saying so, it is not skipped.
+ */
+final class SmallTmpfs implements AutoCloseable
+{
+    private final Path dir;
+
+    SmallTmpfs(final Path dir, final long sizeBytes) throws IOException, InterruptedException
+    {
+        this.dir = Files.createDirectories(dir);
+        run("mount", "-t", "tmpfs", "-o", "size=" + sizeBytes, "tmpfs", dir.toString());
+    }
+
+    Path dir()
+    {
+        return dir;
+    }
+
+    /**
+     * Write a file of {@code bytes} (every page touched), as another session's shared memory in use.
+     */
+    Path fill(final String name, final long bytes) throws IOException
+    {
+        final Path file = dir.resolve(name);
+        Files.write(file, new byte[Math.toIntExact(bytes)]);
+        return file;
+    }
+
+    long freeBytes() throws IOException
+    {
+        return Files.getFileStore(dir).getUsableSpace();
+    }
+
+    long usedBytes() throws IOException
+    {
+        return Files.getFileStore(dir).getTotalSpace() - freeBytes();
+    }
+
+    public void close() throws IOException, InterruptedException
+    {
+        // lazily: a test client's MappedByteBuffer stays mapped until it is collected
+        run("umount", "--lazy", dir.toString());
+    }
+
+    private static void run(final String... command) throws IOException, InterruptedException
+    {
+        final Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        if (!process.waitFor(30, TimeUnit.SECONDS))
+        {
+            process.destroyForcibly();
+            fail(String.join(" ", command) + " did not finish within 30 s");
+        }
+        final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (process.exitValue() != 0)
+        {
+            fail("'" + String.join(" ", command) + "' failed (this test needs root to mount a small tmpfs; CI runs " +
+                "as root): " + output);
+        }
+    }
+}
