@@ -20,6 +20,11 @@ reader thread takes the replies, copies each result back into its tensor and com
 tensor's future. The file is used as a ring: ranges are freed in request order, and a submission
 waits while the ring is full.
 
+Shared memory is sparse: a page takes memory (of /dev/shm, a tmpfs shared by every session on the host) when first
+written. The client reserves each range with ``posix_fallocate`` before it writes it (the staging ring up to its
+high-water mark, in steps of 2 MiB; a shared tensor when it is carved), so a full tmpfs is a SwitchMLError naming the
+file, the bytes and what to change instead of a SIGBUS that kills the process.
+
 Ordering contract: every rank must make the same sequence of all-reduce calls (the same element
 counts, dtypes and ops, in the same order). Calls from several threads of one process are
 serialized in the order they take the client's lock, which the ranks must agree on.
@@ -41,6 +46,8 @@ from .requests import WIRE_DTYPE, Request, Submission, check_tensor, fail_submis
 __all__ = ["Client", "SwitchMLError", "ddp_comm_hook", "check_tensor"]
 
 _PROTOCOL_VERSION = 2
+# the step in which the staging ring is reserved (the agent's SharedMemoryRegion.RESERVE_GRANULE_BYTES)
+_RESERVE_GRANULE_BYTES = 2 << 20
 
 
 def _parse(line):
@@ -112,8 +119,10 @@ class Client:
                                 % (self.agent_name, ex, "it" if agent_name else "'switchml worker serve'")) from ex
         self._reader = self._sock.makefile("rb")
         self._mm = None
+        self._fd = None
         self._shm = None
         self._reserved = 0
+        self._ring_reserved_bytes = 0
         try:
             if open_fields is not None:
                 for key, value in open_fields.items():
@@ -147,11 +156,9 @@ class Client:
             self.pipeline = int(info.get("pipeline", "1"))
             self.shm_path = info["shm"]
             self.shm_bytes = int(info["shmBytes"])
-            fd = os.open(self.shm_path, os.O_RDWR)
-            try:
-                self._mm = mmap.mmap(fd, self.shm_bytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-            finally:
-                os.close(fd)
+            # kept open to reserve the ranges written (posix_fallocate)
+            self._fd = os.open(self.shm_path, os.O_RDWR | os.O_CLOEXEC)
+            self._mm = mmap.mmap(self._fd, self.shm_bytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             self._shm = {"float32": torch.frombuffer(self._mm, dtype=torch.float32),
                          "int32": torch.frombuffer(self._mm, dtype=torch.int32)}
         except BaseException:
@@ -204,6 +211,7 @@ class Client:
             if count < 1 or left < min(self.lanes, self.capacity):
                 raise ValueError("shared_tensor(%d) leaves %d elements of the %d-element staging ring; give the agent "
                                  "more shared memory (shm_bytes)" % (count, left, self.capacity))
+            self._reserve(left * 4, count * 4)
             self._size_ring(left)
             self._ring_head = 0
             self._reserved += count
@@ -283,6 +291,10 @@ class Client:
                     ring_start, region = shared, None
                 else:
                     ring_start = self._allocate(count)
+                    if ring_start + count > self._ring_reserved_bytes // 4:
+                        # a tensor in several pieces will cycle through the whole ring: reserved before its first
+                        # piece goes, so that no piece is sent without the others
+                        self._reserve_ring(self.capacity if pieces > 1 else ring_start + count)
                     region = shm[ring_start:ring_start + count]
                     region.copy_(flat[flat_start:flat_start + count])
                 ident = next(self._ids)
@@ -361,6 +373,35 @@ class Client:
                     self._ring_head = start + count
                     return start
                 self._cond.wait()
+
+    def _reserve_ring(self, end):
+        """Reserve the staging ring up to element ``end`` (in whole granules, within the ring)."""
+        end_bytes = min(self.capacity * 4, -(-end * 4 // _RESERVE_GRANULE_BYTES) * _RESERVE_GRANULE_BYTES)
+        if end_bytes > self._ring_reserved_bytes:
+            self._reserve(self._ring_reserved_bytes, end_bytes - self._ring_reserved_bytes)
+            self._ring_reserved_bytes = end_bytes
+
+    def _reserve(self, offset, length):
+        """Back ``length`` bytes of the shared memory at ``offset`` with memory before they are written.
+
+        :raises SwitchMLError: naming the file, its directory, the bytes asked and free, and what to change, when its
+            file system (a tmpfs such as /dev/shm, shared with other sessions' shared memory) cannot back them.
+        """
+        try:
+            os.posix_fallocate(self._fd, offset, length)
+        except OSError as ex:
+            directory = os.path.dirname(self.shm_path)
+            try:
+                stat = os.statvfs(directory)
+                free = "only %d" % (stat.f_bavail * stat.f_frsize)
+            except OSError:
+                free = "unknown"
+            raise SwitchMLError(
+                "cannot reserve %d bytes at offset %d of the shared memory %s: %s (%s bytes free in %s, whose file "
+                "system, a tmpfs such as /dev/shm, is shared with other sessions' shared memory, which takes memory "
+                "as it is used); lower shm_bytes (SWITCHML_SHM_BYTES, the agent's --shm-bytes) here or in the other "
+                "sessions there, or enlarge the file system (mount -o remount,size=... %s)"
+                % (length, offset, self.shm_path, ex.strerror or ex, free, directory, directory)) from ex
 
     def _send(self, line):
         try:
@@ -521,6 +562,9 @@ class Client:
                 except BufferError:
                     pass  # a tensor view of the mapping is still referenced; it goes with the process
                 self._mm = None
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
             self._reader.close()
             sock.close()
             self._sock = None

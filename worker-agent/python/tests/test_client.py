@@ -7,9 +7,13 @@ the small integers used here. The end-to-end test against real agents and Gloo i
 PyTorchBridgeTest (Java) driving ddp_bridge_check.py.
 """
 
+import json
 import mmap
 import os
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import unittest
@@ -23,10 +27,10 @@ from switchml.client import _parse
 class FakeAgent:
     """A single-session agent on a Unix socket with a shared-memory file; records requests."""
 
-    def __init__(self, shm_bytes=4096, lanes=8, fail_with=None):
+    def __init__(self, shm_bytes=4096, lanes=8, fail_with=None, shm_dir=None):
         self.dir = tempfile.TemporaryDirectory(prefix="switchml-test-")
         self.socket_path = os.path.join(self.dir.name, "agent.sock")
-        self.shm_path = os.path.join(self.dir.name, "agent.shm")
+        self.shm_path = os.path.join(shm_dir or self.dir.name, "agent.shm")
         self.shm_bytes = shm_bytes
         self.lanes = lanes
         self.fail_with = fail_with
@@ -87,6 +91,8 @@ class FakeAgent:
         self.server.close()
         self.thread.join(timeout=5)
         self.mm.close()
+        if os.path.exists(self.shm_path):
+            os.unlink(self.shm_path)
         self.dir.cleanup()
 
 
@@ -344,6 +350,64 @@ class ClientTest(unittest.TestCase):
     def test_parse_keeps_spaces_in_message(self):
         self.assertEqual(_parse("ERR message=rank 2 is gone: x=y\n"), {"": "ERR", "message": "rank 2 is gone: x=y"})
         self.assertEqual(_parse("OK us=5 k=8"), {"": "OK", "us": "5", "k": "8"})
+
+
+_MIB = 1 << 20
+
+# a training process on a tmpfs that other sessions have nearly filled: it prints what each call did, one JSON line each
+_TMPFS_CLIENT = """
+import json, sys, torch, switchml
+client = switchml.Client(sys.argv[1])
+def attempt(name, call):
+    try:
+        call()
+        print(json.dumps([name, "ok"]), flush=True)
+    except switchml.SwitchMLError as ex:
+        print(json.dumps([name, str(ex)]), flush=True)
+attempt("2 MiB", lambda: client.all_reduce(torch.ones(512 << 10)))
+attempt("3 MiB", lambda: client.all_reduce(torch.ones(768 << 10)))
+attempt("shared 2 MiB", lambda: client.shared_tensor(512 << 10).fill_(1))
+attempt("4 KiB", lambda: client.all_reduce(torch.ones(1024)))
+client.close()
+"""
+
+
+class TmpfsReservationTest(unittest.TestCase):
+    """The shared memory on a real 8 MiB tmpfs that other sessions fill after it was created: a range the tmpfs cannot
+    back is a SwitchMLError naming the file, the directory and the bytes, not a SIGBUS that kills the process. Needs
+    root to mount the tmpfs (CI runs as root); without it, it fails saying so."""
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.fail("this test mounts a small tmpfs and needs root (CI runs as root); run it as root")
+        directory = tempfile.mkdtemp(prefix="switchml-tmpfs-")
+        self.addCleanup(os.rmdir, directory)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%d" % (8 * _MIB), "tmpfs", directory], check=True)
+        self.addCleanup(subprocess.run, ["umount", directory], check=True)
+        self.tmpfs = directory
+
+    def test_a_full_tmpfs_is_an_error_naming_the_file_not_a_sigbus(self):
+        agent = FakeAgent(shm_bytes=6 * _MIB, lanes=64, shm_dir=self.tmpfs)
+        self.addCleanup(agent.close)
+        with open(os.path.join(self.tmpfs, "other-session.shm"), "wb") as other:
+            other.write(bytes(5 * _MIB + _MIB // 2))
+        self.addCleanup(os.unlink, os.path.join(self.tmpfs, "other-session.shm"))
+        child = subprocess.run([sys.executable, "-c", _TMPFS_CLIENT, agent.socket_path], capture_output=True,
+                               text=True, timeout=60,
+                               env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(switchml.__file__))))
+        if child.returncode < 0:
+            self.fail("the training process died of %s: %s" % (signal.Signals(-child.returncode).name, child.stdout))
+        self.assertEqual(child.returncode, 0, child.stderr)
+        results = dict(json.loads(line) for line in child.stdout.splitlines())
+        self.assertEqual(results["2 MiB"], "ok")
+        for name, offset in (("3 MiB", 2 * _MIB), ("shared 2 MiB", 4 * _MIB)):
+            message = results[name]
+            self.assertIn("cannot reserve %d bytes at offset %d of the shared memory %s" % (2 * _MIB, offset,
+                                                                                            agent.shm_path), message)
+            self.assertIn("only %d bytes free in %s" % (_MIB // 2, self.tmpfs), message)
+            self.assertIn("shm_bytes", message)
+            self.assertIn("remount,size=", message)
+        self.assertEqual(results["4 KiB"], "ok", "the client goes on")
 
 
 if __name__ == "__main__":
