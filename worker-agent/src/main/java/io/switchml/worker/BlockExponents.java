@@ -41,7 +41,7 @@ final class BlockExponents
     /**
      * Compute the exponents of the first chunks, on the submitting thread.
      *
-     * @throws IllegalArgumentException naming the element when one of them cannot be carried; nothing was sent.
+     * @throws UnrepresentableValueException naming the element when one of them cannot be carried; nothing was sent.
      */
     BlockExponents checkFirst(final int chunks, final int jobId, final int rank)
     {
@@ -49,7 +49,7 @@ final class BlockExponents
         {
             if (of(chunk) == BlockFloatingPoint.NON_FINITE)
             {
-                throw new IllegalArgumentException(notRepresentable(chunk, jobId, rank) + "; nothing was sent");
+                throw new UnrepresentableValueException(notRepresentable(chunk, jobId, rank) + "; nothing was sent");
             }
         }
         return this;

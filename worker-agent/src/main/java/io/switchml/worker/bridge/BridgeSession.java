@@ -3,6 +3,7 @@ package io.switchml.worker.bridge;
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.worker.AllReduceException;
 import io.switchml.worker.ReduceOp;
+import io.switchml.worker.UnrepresentableValueException;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -177,9 +178,15 @@ final class BridgeSession
                     BridgeProtocol.error("unknown request '" + verb + "'; expected INFO, ALLREDUCE, STATS or CLOSE"));
             };
         }
-        catch (final IllegalArgumentException | AllReduceException | IllegalStateException ex)
+        catch (final UnrepresentableValueException | IllegalStateException ex)
         {
+            // this rank's own data or shared memory: the other ranks' matching call goes on without it
             return CompletableFuture.completedFuture(BridgeProtocol.error(refused(line, ex.getMessage())));
+        }
+        catch (final IllegalArgumentException | AllReduceException ex)
+        {
+            // a malformed request, or one every rank's agent refuses alike (no int32 job): this request alone
+            return CompletableFuture.completedFuture(BridgeProtocol.error(ex.getMessage()));
         }
         catch (final RuntimeException ex)
         {
@@ -190,8 +197,8 @@ final class BridgeSession
     }
 
     /**
-     * An all-reduce refused before anything was sent (a NaN in its first chunks, a range outside the shared memory)
-     * leaves this rank one call behind the others, whose matching call would wait for it until the slot timeout or
+     * An all-reduce refused before anything was sent for a reason of this rank's own (a NaN in its first chunks, shared
+     * memory its file system cannot back, an agent bug) leaves this rank one call behind the others, whose matching call would wait for it until the slot timeout or
      * be summed with this rank's next tensor: so in a job of several ranks the refusal aborts the job, naming this
      * rank and the reason, and every rank fails with it.
      *
