@@ -348,6 +348,33 @@ public final class WorkerClient implements AutoCloseable
                 sendControl(ControlProtocol.ABORT + " reason=" + message.replace('\n', ' '));
             }
             wakeAgents();
+            // numbered calls still waiting for a lower number would wait for good: fail them, under the submission
+            // lock and off this thread (an I/O agent's), which the lock's holder may be waiting on to drain a queue
+            Thread.ofVirtual().name("switchml-fail-waiting").start(() ->
+            {
+                submitLock.lock();
+                try
+                {
+                    failWaiting(message);
+                }
+                finally
+                {
+                    submitLock.unlock();
+                }
+            });
+        }
+    }
+
+    /**
+     * Fail the numbered calls waiting for a lower number; under the submission lock.
+     */
+    private void failWaiting(final String message)
+    {
+        if (!waitingForPredecessors.isEmpty())
+        {
+            waitingForPredecessors.values().forEach(
+                (submission) -> submission.future.completeExceptionally(new AllReduceException(message)));
+            waitingForPredecessors.clear();
         }
     }
 
@@ -463,7 +490,8 @@ public final class WorkerClient implements AutoCloseable
      * sequence, for threads that submit concurrently.
      *
      * @param sequence 0, 1, 2, ... over all calls of this client; the call enters the stream after every
-     *                 lower number has.
+     *                 lower number has. A call refused with an exception leaves its number unused: higher ones wait
+     *                 until it is submitted again (or the job fails, which fails them).
      * @throws IllegalArgumentException for a number already used, or more than the pending capacity ahead.
      */
     public CompletableFuture<Void> allReduceAsync(
@@ -613,6 +641,7 @@ public final class WorkerClient implements AutoCloseable
             if (failed != null)
             {
                 submission.future.completeExceptionally(new AllReduceException(failed));
+                failWaiting(failed);
                 return submission.future;
             }
             if (ordinal < nextSequence || waitingForPredecessors.containsKey(ordinal))

@@ -574,6 +574,29 @@ class WorkerStreamTest
     }
 
     /**
+     * A numbered call waiting for a lower number that never comes fails when the job fails, instead of waiting for
+     * good (it was failed only by close()).
+     */
+    @Test
+    void aNumberedCallWaitingForItsPredecessorFailsWithTheJob() throws Exception
+    {
+        start(new ApplianceContext());
+        try (WorkerClient client = WorkerClient.connect(worker("waiting", 1, 0, ElementType.INT32)))
+        {
+            final CompletableFuture<Void> second = client.allReduceAsync(1, new int[]{ 7 }, new int[1]);
+            assertTrue(!second.isDone(), "waits for sequence number 0");
+            final String line = appliance.registry().describeJobs(null).stream().filter((job) -> job.contains(" name=waiting "))
+                .findFirst().orElseThrow();
+            final int jobId = Integer.parseInt(line.substring("job=".length(), line.indexOf(' ')));
+            assertTrue(appliance.registry().abort(jobId, "stopped by the test"));
+
+            final Throwable cause = assertThrows(ExecutionException.class, () -> second.get(10, TimeUnit.SECONDS)).getCause();
+            assertTrue(cause instanceof AllReduceException && cause.getMessage().contains("stopped by the test"),
+                cause.toString());
+        }
+    }
+
+    /**
      * The I/O agent threads allocate nothing per packet in steady state (measured with
      * {@code ThreadMXBean#getThreadAllocatedBytes} over a burst after warm-up; one of up to three bursts must be
      * clean), for every element type.
