@@ -267,13 +267,15 @@ public final class WorkerClient implements AutoCloseable
         closing = true;
         fail("job " + jobId + " rank " + rank + ": the client was closed before the all-reduce completed", false);
         sendControl(ControlProtocol.LEAVE);
-        for (final AgentRunner runner : runners)
-        {
-            runner.close();
-        }
+        // the agents stop under the submission lock: a call that passed its failure check before this close() set
+        // the failure finishes publishing first (the agents' last drain fails it), and every later one sees it
         submitLock.lock();
         try
         {
+            for (final AgentRunner runner : runners)
+            {
+                runner.close();
+            }
             final AllReduceException closed = new AllReduceException(
                 "job " + jobId + " rank " + rank + ": the client was closed before the all-reduce was submitted");
             waitingForPredecessors.values().forEach(submission -> submission.future.completeExceptionally(closed));
