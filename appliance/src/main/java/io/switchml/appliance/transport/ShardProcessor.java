@@ -325,8 +325,12 @@ final class ShardProcessor
      * A completed result of a job whose slots live in an offload backend, handed up by it (the XDP program passes
      * the completing update, rewritten in place into the result, up the stack from the completing member's
      * address): fan it out to every member as a completed slot of this shard's own would be. The program drops
-     * every result that arrives from the wire, so a result reaching this socket came from it; the member and MAC
-     * checks keep a sender that bypasses the program (another interface) to what a member may send anyway.
+     * the results that arrive from the wire as it parses them, but some packets pass it unparsed (IP options,
+     * fragments; and everything while the program is detached, before the backend notices), as does a sender that
+     * bypasses it (another interface): so what reaches this socket is not proven to be the program's. The member
+     * check and, with MAC on, the MAC keep it to what a member may send; with MAC off, one who can send from a
+     * member's address and port can have a forged result fanned out to the job's members, which mac=off's threat
+     * model already allows (such a sender can send results to the members directly).
      */
     private void relayResult(final Job job, final MutableDirectBuffer buffer, final int offset, final int length, final long senderKey)
     {
