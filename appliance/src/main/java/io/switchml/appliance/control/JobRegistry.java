@@ -33,6 +33,8 @@ public final class JobRegistry
     private final SecureRandom random = new SecureRandom();
     private final List<JobEventListener> eventListeners = new ArrayList<>();
     private final JobIds jobIds = new JobIds();
+    /** Set by {@link #abortAll}: no job is created after it, so none can reserve what the closing backends hold. */
+    private String closedReason;
     private volatile Int2ObjectHashMap<Job> activeJobs = new Int2ObjectHashMap<>();
 
     public JobRegistry(
@@ -170,6 +172,10 @@ public final class JobRegistry
         }
         synchronized (lock)
         {
+            if (closedReason != null)
+            {
+                throw new RefusedException("job '" + spec.name() + "' is not created: " + closedReason);
+            }
             final String key = spec.tenant() + "/" + spec.name();
             final Job existing = jobsByName.get(key);
             if (existing != null)
@@ -496,13 +502,15 @@ public final class JobRegistry
     }
 
     /**
-     * Abort every job, for example at shutdown.
+     * Abort every job and create none from now on, at shutdown: a CREATE that arrived between this and the control
+     * server's close would otherwise reserve an offload backend's entries that nobody releases.
      */
     public void abortAll(final String reason)
     {
         final List<Job> all;
         synchronized (lock)
         {
+            closedReason = reason;
             all = new ArrayList<>(jobs.values());
         }
         final List<Thread> telling = new ArrayList<>();

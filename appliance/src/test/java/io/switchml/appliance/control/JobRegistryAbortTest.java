@@ -54,6 +54,27 @@ class JobRegistryAbortTest
         }
     }
 
+    /**
+     * At shutdown the registry aborts every job and creates none after it: a CREATE that arrived between the aborts and
+     * the control server's close would reserve what the closing backends hold (a switch's entries, an XDP range), and
+     * nobody would release it.
+     */
+    @Test
+    void noJobIsCreatedOnceEveryJobWasAbortedForShutdown() throws Exception
+    {
+        try (Telemetry telemetry = new Telemetry(directory, 1))
+        {
+            final JobRegistry registry = new JobRegistry(1L << 30, 1L << 30, 16, 1, telemetry);
+            registry.create(spec("a", "running"), null, false);
+            registry.abortAll("appliance shutting down");
+
+            final JobRegistry.RefusedException refused = org.junit.jupiter.api.Assertions.assertThrows(
+                JobRegistry.RefusedException.class, () -> registry.create(spec("a", "late"), null, false));
+            assertEquals("job 'late' is not created: appliance shutting down", refused.getMessage());
+            assertEquals(0, registry.jobCount());
+        }
+    }
+
     private static JobSpec spec(final String tenant, final String name)
     {
         return new JobSpec(tenant, name, 1, ElementType.INT32, 64, 8, false, 1_000, 5_000);
