@@ -22,7 +22,12 @@ public final class Job
 {
     enum State
     {
-        JOINING, ACTIVE, ENDED
+        /** Waiting for its ranks. */
+        JOINING,
+        /** Every rank joined; its backend installs it, outside the registry's lock. */
+        ACTIVATING,
+        ACTIVE,
+        ENDED
     }
 
     private static final long UNSET_KEY = Long.MIN_VALUE;

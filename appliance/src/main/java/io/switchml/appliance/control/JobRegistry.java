@@ -2,6 +2,7 @@ package io.switchml.appliance.control;
 
 import io.switchml.appliance.backend.Backend;
 import io.switchml.appliance.backend.BackendException;
+import io.switchml.appliance.backend.BackendJob;
 import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.telemetry.SystemCounter;
@@ -23,6 +24,10 @@ import java.util.Map;
  */
 public final class JobRegistry
 {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(JobRegistry.class);
+    /** How long a caller that ended jobs waits for their backends' release before it goes on. */
+    static final long RELEASE_WAIT_MS = 1_000;
+
     private final Object lock = new Object();
     private final Map<Integer, Job> jobs = new HashMap<>();
     private final Map<String, Job> jobsByName = new HashMap<>();
@@ -33,6 +38,8 @@ public final class JobRegistry
     private final SecureRandom random = new SecureRandom();
     private final List<JobEventListener> eventListeners = new ArrayList<>();
     private final JobIds jobIds = new JobIds();
+    /** Backend jobs ended under the lock and not yet released: {@link #releaseEnded()}. */
+    private final List<BackendJob> toRelease = new ArrayList<>();
     /** Set by {@link #abortAll}: no job is created after it, so none can reserve what the closing backends hold. */
     private String closedReason;
     private volatile Int2ObjectHashMap<Job> activeJobs = new Int2ObjectHashMap<>();
@@ -273,9 +280,11 @@ public final class JobRegistry
         final int jobId, final int rank, final String token, final InetSocketAddress[] dataAddresses,
         final ControlConnection connection) throws RefusedException, InterruptedException
     {
+        final Job job;
+        final boolean last;
         synchronized (lock)
         {
-            final Job job = jobs.get(jobId);
+            job = jobs.get(jobId);
             if (job == null || !job.hasToken(token))
             {
                 // one answer for both, so that a stranger learns nothing of which job ids exist
@@ -303,19 +312,81 @@ public final class JobRegistry
             job.members[rank] = dataAddresses;
             job.connections[rank] = connection;
             job.joined++;
-            if (job.joined == job.worldSize)
+            last = job.joined == job.worldSize;
+            if (last)
             {
-                try
+                job.state = Job.State.ACTIVATING;
+            }
+        }
+        if (last)
+        {
+            activate(job);
+            return job;
+        }
+        try
+        {
+            synchronized (lock)
+            {
+                while (job.state == Job.State.JOINING || job.state == Job.State.ACTIVATING)
                 {
-                    job.backendJob.activate(job);
+                    final long remainingMs = job.joinDeadlineMs - System.currentTimeMillis();
+                    if (job.state == Job.State.JOINING && remainingMs <= 0)
+                    {
+                        endLocked(job, "join deadline passed; missing ranks " + job.missingRanks());
+                        break;
+                    }
+                    // an installation has no deadline here: it ends, or the job is aborted meanwhile
+                    lock.wait(job.state == Job.State.JOINING ? remainingMs : 1_000);
                 }
-                catch (final BackendException ex)
+                if (job.state != Job.State.ACTIVE)
+                {
+                    throw new RefusedException("job " + jobId + " did not start: " + job.endReason);
+                }
+                return job;
+            }
+        }
+        finally
+        {
+            releaseEnded();
+        }
+    }
+
+    /**
+     * The last rank to join installs the job in its backend, outside the registry's lock: a switch's installation is
+     * thousands of RPCs, and an unresponsive switch takes seconds per write, during which every tenant's requests and
+     * the control thread's timeouts would otherwise wait. A job aborted meanwhile stays ended (its backend's release
+     * waits for the installation to finish: both are synchronized on the backend's job).
+     *
+     * @throws RefusedException when the backend refused the job or it was aborted meanwhile.
+     */
+    private void activate(final Job job) throws RefusedException
+    {
+        Exception failure = null;
+        try
+        {
+            job.backendJob.activate(job);
+        }
+        catch (final BackendException | RuntimeException ex)
+        {
+            // a bug in a backend too must end the job, or its ranks would wait for an installation that never ends
+            failure = ex;
+        }
+        try
+        {
+            synchronized (lock)
+            {
+                if (job.state != Job.State.ACTIVATING)
+                {
+                    throw new RefusedException("job " + job.jobId + " did not start: " + job.endReason);
+                }
+                if (failure != null)
                 {
                     telemetry.system(SystemCounter.JOBS_ABORTED).increment();
                     job.aborted = true;
-                    final String reason = "backend " + job.backendName + " failed to install the job: " + ex.getMessage();
+                    final String reason = "backend " + job.backendName + " failed to install the job: " +
+                        (failure instanceof BackendException ? failure.getMessage() : failure.toString());
                     endLocked(job, reason);
-                    throw new RefusedException("job " + jobId + " did not start: " + reason);
+                    throw new RefusedException("job " + job.jobId + " did not start: " + reason);
                 }
                 job.state = Job.State.ACTIVE;
                 telemetry.system(SystemCounter.JOBS_ACTIVE).increment();
@@ -325,24 +396,11 @@ public final class JobRegistry
                 {
                     listener.onJobStarted(job, job.describe());
                 }
-                return job;
             }
-
-            while (job.state == Job.State.JOINING)
-            {
-                final long remainingMs = job.joinDeadlineMs - System.currentTimeMillis();
-                if (remainingMs <= 0)
-                {
-                    endLocked(job, "join deadline passed; missing ranks " + job.missingRanks());
-                    break;
-                }
-                lock.wait(remainingMs);
-            }
-            if (job.state != Job.State.ACTIVE)
-            {
-                throw new RefusedException("job " + jobId + " did not start: " + job.endReason);
-            }
-            return job;
+        }
+        finally
+        {
+            releaseEnded();
         }
     }
 
@@ -354,6 +412,18 @@ public final class JobRegistry
      * @return jobs ended.
      */
     public int reapUnjoined(final long nowMs)
+    {
+        try
+        {
+            return reapUnjoinedLocked(nowMs);
+        }
+        finally
+        {
+            releaseEnded();
+        }
+    }
+
+    private int reapUnjoinedLocked(final long nowMs)
     {
         synchronized (lock)
         {
@@ -398,6 +468,7 @@ public final class JobRegistry
             }
             endLocked(job, "every rank left");
         }
+        releaseEnded();
     }
 
     /**
@@ -434,6 +505,7 @@ public final class JobRegistry
                 }
             }
         }
+        releaseEnded();
         if (members.isEmpty())
         {
             return null;
@@ -551,7 +623,8 @@ public final class JobRegistry
         final boolean wasActive = job.state == Job.State.ACTIVE;
         job.state = Job.State.ENDED;
         job.endReason = reason;
-        job.backendJob.release();
+        // released by releaseEnded() once the lock is let go: a switch's removal is RPCs that may each wait seconds
+        toRelease.add(job.backendJob);
         if (jobs.remove(job.jobId, job))
         {
             jobsByName.remove(job.tenant + "/" + job.name, job);
@@ -567,6 +640,49 @@ public final class JobRegistry
         for (final JobEventListener listener : eventListeners)
         {
             listener.onJobEnded(job, reason, job.aborted || reason.startsWith("join deadline"));
+        }
+    }
+
+    /**
+     * Release the backends' reservations of the jobs ended under the lock, outside it. Every method that may end a
+     * job calls it after its synchronized block.
+     */
+    private void releaseEnded()
+    {
+        final List<BackendJob> ended;
+        synchronized (lock)
+        {
+            if (toRelease.isEmpty())
+            {
+                return;
+            }
+            ended = new ArrayList<>(toRelease);
+            toRelease.clear();
+        }
+        // on a thread of its own, waited for a moment: a release is normally done at once, so the slots are free when
+        // an abort returns; one that waits for a hung installation or an unresponsive switch holds up no caller (a
+        // connection's thread, the control thread that runs slot timeouts) for longer than RELEASE_WAIT_MS
+        final Thread releasing = Thread.ofVirtual().name("switchml-release").start(() ->
+        {
+            for (final BackendJob backendJob : ended)
+            {
+                try
+                {
+                    backendJob.release();
+                }
+                catch (final RuntimeException ex)
+                {
+                    LOG.error("releasing a job's backend reservation failed", ex);
+                }
+            }
+        });
+        try
+        {
+            releasing.join(RELEASE_WAIT_MS);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
         }
     }
 
