@@ -41,6 +41,12 @@ public final class JobInstaller
         }
     }
 
+    /**
+     * The highest multicast group a job may use: a replica's replication id (16 bits on the switch) is
+     * group * {@link P4Names#MAX_WORLD} + rank, so a higher group's ids would wrap onto a lower group's.
+     */
+    public static final int MAX_GROUP = 0xFFFF / P4Names.MAX_WORLD;
+
     private JobInstaller()
     {
     }

@@ -1,6 +1,7 @@
 package io.switchml.offload.tofino.backend;
 
 import io.switchml.appliance.backend.BackendException;
+import io.switchml.offload.tofino.JobInstaller;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -21,7 +22,8 @@ import java.util.Set;
  *     <li>{@code registers}: slots of the register arrays this appliance may use (each holds both pool versions;
  *     all the program has, 2048, by default).</li>
  *     <li>{@code multicast-groups}: the range of PRE multicast group ids this appliance may use, {@code first-last}
- *     (1-1024).</li>
+ *     (1-1024), within 1..{@link JobInstaller#MAX_GROUP} (a replica's 16-bit replication id is group * 32 + rank: a
+ *     higher group would alias another's replicas).</li>
  *     <li>{@code ports}: which switch port each worker host is on, {@code 10.0.0.1=1,10.0.0.2=2}; required for
  *     {@code tofino}, where results are replicated to those ports; {@code tofino-model} numbers members' hosts
  *     itself when absent.</li>
@@ -96,8 +98,8 @@ record TofinoOptions(
         {
             throw new BackendException(prefix + "multicast-groups must be first-last: '" + groups + "'");
         }
-        final int first = parseInt(prefix + "multicast-groups", groups.substring(0, dash), 1, 65535);
-        final int last = parseInt(prefix + "multicast-groups", groups.substring(dash + 1), first, 65535);
+        final int first = parseInt(prefix + "multicast-groups", groups.substring(0, dash), 1, JobInstaller.MAX_GROUP);
+        final int last = parseInt(prefix + "multicast-groups", groups.substring(dash + 1), first, JobInstaller.MAX_GROUP);
         final Map<Integer, Integer> hostPorts = parsePorts(prefix + "ports", options.get("ports"));
         if (!model && hostPorts.isEmpty())
         {
