@@ -15,8 +15,12 @@
  * reading the sums takes a second pass over the block (the "harvest"); k = 256 takes four blocks. Passes after the
  * first recirculate with a bridged header carrying the outcome. A completed slot is multicast to the job's group;
  * egress rewrites each copy's destination by its replication id. A retransmission into a completed slot (or a
- * probe for it) is answered by unicast from the shadow copy; a probe for an update the slot lacks gets a NACK, one for
- * an update the slot holds while it waits for other workers a PENDING.
+ * probe for it) is answered by unicast from the shadow copy (the version's cells keep the completed round's sums
+ * until its next round writes them), out of the port it came in on, its lanes made valid and its IPv4 and UDP lengths
+ * set for them; a probe for an update the slot lacks gets a NACK, one for an update the slot holds while it waits for other workers a PENDING. A packet whose job is not in
+ * job_table is not this program's: it goes on unchanged, as a packet that is not SwitchML does, to the appliance,
+ * whose software shards serve the jobs placed on them. Every answer the program writes has UDP checksum 0 (none,
+ * legal over IPv4); egress recomputes the IPv4 header checksum of every IPv4 packet (Checksum extern).
  */
 #include <core.p4>
 #include <tna.p4>
@@ -66,9 +70,10 @@ header sml_h {
 }
 header lane_h { bit<32> value; }
 
-/* carried across recirculations: which pass this is and what the first pass decided */
+/* carried across recirculations: which pass this is, what the first pass decided, and the port the packet came in
+ * on (after a recirculation ig_intr_md.ingress_port is the recirculation port); 56 bits, byte-aligned */
 header bridge_h {
-    bit<8> pass; bit<3> outcome; bit<1> first; bit<4> pad; bit<12> cell; bit<16> result_count;
+    bit<8> pass; bit<3> outcome; bit<1> first; bit<12> cell; bit<16> result_count; bit<7> pad; PortId_t ingress_port;
 }
 
 struct headers_t {
@@ -83,7 +88,7 @@ struct headers_t {
 struct metadata_t {
     bit<16> pool_base; bit<16> pool_size; bit<8> world_size; bit<8> elem_type; bit<16> lanes; bit<16> mcast_grp;
     bit<32> rank_bit; bit<32> seen_before; bit<3> outcome; bit<1> first; cell_index_t cell; lane_index_t lane_index;
-    bit<8> half; bit<1> aggregate;
+    bit<8> half; bit<1> aggregate; bit<16> block_lanes;
 }
 
 parser SwitchMLIngressParser(packet_in pkt, out headers_t hdr, out metadata_t md,
@@ -136,16 +141,16 @@ parser SwitchMLIngressParser(packet_in pkt, out headers_t hdr, out metadata_t md
 }
 
 /* One lane pair: both lanes updated by one stateful ALU, one of them output (write on a round's first
- * contribution, add otherwise, plain read on a harvest pass). */
+ * contribution, add otherwise, plain read on a harvest pass). lane0 is the pair's first lane within the block. */
 struct pair_t { bit<32> lo; bit<32> hi; }
 
-control LanePair(in bit<32> in0, in bit<32> in1, in metadata_t md, out bit<32> out0, out bit<32> out1) {
+control LanePair(inout lane_h l0, inout lane_h l1, in bit<16> lane0, in metadata_t md) {
     Register<pair_t, lane_index_t>(LANE_CELLS) values;
     RegisterAction<pair_t, lane_index_t, bit<32>>(values) write_read_lo = {
-        void apply(inout pair_t v, out bit<32> rv) { v.lo = in0; v.hi = in1; rv = v.lo; }
+        void apply(inout pair_t v, out bit<32> rv) { v.lo = l0.value; v.hi = l1.value; rv = v.lo; }
     };
     RegisterAction<pair_t, lane_index_t, bit<32>>(values) add_read_lo = {
-        void apply(inout pair_t v, out bit<32> rv) { v.lo = v.lo + in0; v.hi = v.hi + in1; rv = v.lo; }
+        void apply(inout pair_t v, out bit<32> rv) { v.lo = v.lo + l0.value; v.hi = v.hi + l1.value; rv = v.lo; }
     };
     RegisterAction<pair_t, lane_index_t, bit<32>>(values) read_lo = {
         void apply(inout pair_t v, out bit<32> rv) { rv = v.lo; }
@@ -154,16 +159,19 @@ control LanePair(in bit<32> in0, in bit<32> in1, in metadata_t md, out bit<32> o
         void apply(inout pair_t v, out bit<32> rv) { rv = v.hi; }
     };
     apply {
-        out0 = in0;
-        out1 = in1;
+        if (md.outcome == O_SHADOW) {
+            /* the answer carries the result's lanes, which a probe (header only) lacks */
+            if (lane0 < md.block_lanes) { l0.setValid(); }
+            if (lane0 + 1 < md.block_lanes) { l1.setValid(); }
+        }
         if (md.half == 1) {
-            out1 = read_hi.execute(md.lane_index);
+            l1.value = read_hi.execute(md.lane_index);
         } else if (md.aggregate == 1 && md.first == 1) {
-            out0 = write_read_lo.execute(md.lane_index);
+            l0.value = write_read_lo.execute(md.lane_index);
         } else if (md.aggregate == 1) {
-            out0 = add_read_lo.execute(md.lane_index);
+            l0.value = add_read_lo.execute(md.lane_index);
         } else {
-            out0 = read_lo.execute(md.lane_index);
+            l0.value = read_lo.execute(md.lane_index);
         }
     }
 }
@@ -179,11 +187,12 @@ control SwitchMLIngress(inout headers_t hdr, inout metadata_t md,
         md.pool_base = pool_base; md.pool_size = pool_size; md.world_size = world_size; md.elem_type = elem_type;
         md.lanes = lanes; md.mcast_grp = mcast_grp;
     }
-    action drop_unknown_job() { ig_dprsr_md.drop_ctl = 1; }
+    /* not a job of this switch: the packet goes on unchanged (to the appliance, whose software shards may hold it) */
+    action forward_unknown_job() { }
     table job_table {
         key = { hdr.sml.job_id : exact; }
-        actions = { set_job; drop_unknown_job; }
-        default_action = drop_unknown_job();
+        actions = { set_job; forward_unknown_job; }
+        default_action = forward_unknown_job();
         size = 1024;
     }
 
@@ -303,7 +312,10 @@ control SwitchMLIngress(inout headers_t hdr, inout metadata_t md,
             ig_dprsr_md.drop_ctl = 1;
             exit;
         }
-        job_table.apply();
+        if (!job_table.apply().hit) {
+            /* as a packet that is not ours: forwarded by the switch's own tables, untouched */
+            exit;
+        }
         rank_source.apply();
         if (ig_dprsr_md.drop_ctl != 0) { exit; }
         if (hdr.sml.slot >= (bit<32>)md.pool_size || hdr.sml.elem_type != md.elem_type || hdr.sml.count > md.lanes) {
@@ -357,6 +369,12 @@ control SwitchMLIngress(inout headers_t hdr, inout metadata_t md,
             hdr.bridge.first = md.first;
             hdr.bridge.cell = md.cell;
             hdr.bridge.result_count = (bit<16>)result_count;
+            hdr.bridge.pad = 0;
+            hdr.bridge.ingress_port = ig_intr_md.ingress_port;
+            if (md.outcome == O_SHADOW) {
+                /* the answer's lanes: later passes parse the lanes this one makes valid */
+                hdr.sml.count = (bit<16>)result_count;
+            }
         }
         md.outcome = hdr.bridge.outcome;
         md.first = hdr.bridge.first;
@@ -368,10 +386,12 @@ control SwitchMLIngress(inout headers_t hdr, inout metadata_t md,
             /* the probe's header: "resend it" (NACK) or "held, the others have not sent theirs" (PENDING) */
             if (md.outcome == O_NACK) { hdr.sml.type = T_NACK; } else { hdr.sml.type = T_PENDING; }
             hdr.sml.mac = 0;
-            /* back to the sender: swap addresses and ports, out of the ingress port */
+            /* the payload changed: no UDP checksum (0, legal over IPv4) rather than the probe's, now wrong */
+            hdr.udp.checksum = 0;
+            /* back to the sender: swap addresses and ports, out of the port it came in on */
             bit<32> a = hdr.ipv4.src_addr; hdr.ipv4.src_addr = hdr.ipv4.dst_addr; hdr.ipv4.dst_addr = a;
             bit<16> p = hdr.udp.src_port; hdr.udp.src_port = hdr.udp.dst_port; hdr.udp.dst_port = p;
-            ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+            ig_tm_md.ucast_egress_port = hdr.bridge.ingress_port;
             hdr.bridge.setInvalid();
             exit;
         }
@@ -386,38 +406,40 @@ control SwitchMLIngress(inout headers_t hdr, inout metadata_t md,
             if (md.half == 1) { md.aggregate = 0; }
         }
         md.lane_index = (lane_index_t)md.cell << 2 | (lane_index_t)block;
-            lanes_00.apply(hdr.lanes[0].value, hdr.lanes[1].value, md, hdr.lanes[0].value, hdr.lanes[1].value);
-            lanes_01.apply(hdr.lanes[2].value, hdr.lanes[3].value, md, hdr.lanes[2].value, hdr.lanes[3].value);
-            lanes_02.apply(hdr.lanes[4].value, hdr.lanes[5].value, md, hdr.lanes[4].value, hdr.lanes[5].value);
-            lanes_03.apply(hdr.lanes[6].value, hdr.lanes[7].value, md, hdr.lanes[6].value, hdr.lanes[7].value);
-            lanes_04.apply(hdr.lanes[8].value, hdr.lanes[9].value, md, hdr.lanes[8].value, hdr.lanes[9].value);
-            lanes_05.apply(hdr.lanes[10].value, hdr.lanes[11].value, md, hdr.lanes[10].value, hdr.lanes[11].value);
-            lanes_06.apply(hdr.lanes[12].value, hdr.lanes[13].value, md, hdr.lanes[12].value, hdr.lanes[13].value);
-            lanes_07.apply(hdr.lanes[14].value, hdr.lanes[15].value, md, hdr.lanes[14].value, hdr.lanes[15].value);
-            lanes_08.apply(hdr.lanes[16].value, hdr.lanes[17].value, md, hdr.lanes[16].value, hdr.lanes[17].value);
-            lanes_09.apply(hdr.lanes[18].value, hdr.lanes[19].value, md, hdr.lanes[18].value, hdr.lanes[19].value);
-            lanes_10.apply(hdr.lanes[20].value, hdr.lanes[21].value, md, hdr.lanes[20].value, hdr.lanes[21].value);
-            lanes_11.apply(hdr.lanes[22].value, hdr.lanes[23].value, md, hdr.lanes[22].value, hdr.lanes[23].value);
-            lanes_12.apply(hdr.lanes[24].value, hdr.lanes[25].value, md, hdr.lanes[24].value, hdr.lanes[25].value);
-            lanes_13.apply(hdr.lanes[26].value, hdr.lanes[27].value, md, hdr.lanes[26].value, hdr.lanes[27].value);
-            lanes_14.apply(hdr.lanes[28].value, hdr.lanes[29].value, md, hdr.lanes[28].value, hdr.lanes[29].value);
-            lanes_15.apply(hdr.lanes[30].value, hdr.lanes[31].value, md, hdr.lanes[30].value, hdr.lanes[31].value);
-            lanes_16.apply(hdr.lanes[32].value, hdr.lanes[33].value, md, hdr.lanes[32].value, hdr.lanes[33].value);
-            lanes_17.apply(hdr.lanes[34].value, hdr.lanes[35].value, md, hdr.lanes[34].value, hdr.lanes[35].value);
-            lanes_18.apply(hdr.lanes[36].value, hdr.lanes[37].value, md, hdr.lanes[36].value, hdr.lanes[37].value);
-            lanes_19.apply(hdr.lanes[38].value, hdr.lanes[39].value, md, hdr.lanes[38].value, hdr.lanes[39].value);
-            lanes_20.apply(hdr.lanes[40].value, hdr.lanes[41].value, md, hdr.lanes[40].value, hdr.lanes[41].value);
-            lanes_21.apply(hdr.lanes[42].value, hdr.lanes[43].value, md, hdr.lanes[42].value, hdr.lanes[43].value);
-            lanes_22.apply(hdr.lanes[44].value, hdr.lanes[45].value, md, hdr.lanes[44].value, hdr.lanes[45].value);
-            lanes_23.apply(hdr.lanes[46].value, hdr.lanes[47].value, md, hdr.lanes[46].value, hdr.lanes[47].value);
-            lanes_24.apply(hdr.lanes[48].value, hdr.lanes[49].value, md, hdr.lanes[48].value, hdr.lanes[49].value);
-            lanes_25.apply(hdr.lanes[50].value, hdr.lanes[51].value, md, hdr.lanes[50].value, hdr.lanes[51].value);
-            lanes_26.apply(hdr.lanes[52].value, hdr.lanes[53].value, md, hdr.lanes[52].value, hdr.lanes[53].value);
-            lanes_27.apply(hdr.lanes[54].value, hdr.lanes[55].value, md, hdr.lanes[54].value, hdr.lanes[55].value);
-            lanes_28.apply(hdr.lanes[56].value, hdr.lanes[57].value, md, hdr.lanes[56].value, hdr.lanes[57].value);
-            lanes_29.apply(hdr.lanes[58].value, hdr.lanes[59].value, md, hdr.lanes[58].value, hdr.lanes[59].value);
-            lanes_30.apply(hdr.lanes[60].value, hdr.lanes[61].value, md, hdr.lanes[60].value, hdr.lanes[61].value);
-            lanes_31.apply(hdr.lanes[62].value, hdr.lanes[63].value, md, hdr.lanes[62].value, hdr.lanes[63].value);
+        /* lanes of this block in a shadow answer (64 or more: all of them) */
+        md.block_lanes = hdr.bridge.result_count - ((bit<16>)block << 6);
+        lanes_00.apply(hdr.lanes[0], hdr.lanes[1], 0, md);
+        lanes_01.apply(hdr.lanes[2], hdr.lanes[3], 2, md);
+        lanes_02.apply(hdr.lanes[4], hdr.lanes[5], 4, md);
+        lanes_03.apply(hdr.lanes[6], hdr.lanes[7], 6, md);
+        lanes_04.apply(hdr.lanes[8], hdr.lanes[9], 8, md);
+        lanes_05.apply(hdr.lanes[10], hdr.lanes[11], 10, md);
+        lanes_06.apply(hdr.lanes[12], hdr.lanes[13], 12, md);
+        lanes_07.apply(hdr.lanes[14], hdr.lanes[15], 14, md);
+        lanes_08.apply(hdr.lanes[16], hdr.lanes[17], 16, md);
+        lanes_09.apply(hdr.lanes[18], hdr.lanes[19], 18, md);
+        lanes_10.apply(hdr.lanes[20], hdr.lanes[21], 20, md);
+        lanes_11.apply(hdr.lanes[22], hdr.lanes[23], 22, md);
+        lanes_12.apply(hdr.lanes[24], hdr.lanes[25], 24, md);
+        lanes_13.apply(hdr.lanes[26], hdr.lanes[27], 26, md);
+        lanes_14.apply(hdr.lanes[28], hdr.lanes[29], 28, md);
+        lanes_15.apply(hdr.lanes[30], hdr.lanes[31], 30, md);
+        lanes_16.apply(hdr.lanes[32], hdr.lanes[33], 32, md);
+        lanes_17.apply(hdr.lanes[34], hdr.lanes[35], 34, md);
+        lanes_18.apply(hdr.lanes[36], hdr.lanes[37], 36, md);
+        lanes_19.apply(hdr.lanes[38], hdr.lanes[39], 38, md);
+        lanes_20.apply(hdr.lanes[40], hdr.lanes[41], 40, md);
+        lanes_21.apply(hdr.lanes[42], hdr.lanes[43], 42, md);
+        lanes_22.apply(hdr.lanes[44], hdr.lanes[45], 44, md);
+        lanes_23.apply(hdr.lanes[46], hdr.lanes[47], 46, md);
+        lanes_24.apply(hdr.lanes[48], hdr.lanes[49], 48, md);
+        lanes_25.apply(hdr.lanes[50], hdr.lanes[51], 50, md);
+        lanes_26.apply(hdr.lanes[52], hdr.lanes[53], 52, md);
+        lanes_27.apply(hdr.lanes[54], hdr.lanes[55], 54, md);
+        lanes_28.apply(hdr.lanes[56], hdr.lanes[57], 56, md);
+        lanes_29.apply(hdr.lanes[58], hdr.lanes[59], 58, md);
+        lanes_30.apply(hdr.lanes[60], hdr.lanes[61], 60, md);
+        lanes_31.apply(hdr.lanes[62], hdr.lanes[63], 62, md);
 
         /* more passes? (64 lanes per block; two passes per block when the sums are read) */
         bit<16> needed = (md.outcome == O_SHADOW) ? hdr.bridge.result_count : hdr.sml.count;
@@ -433,12 +455,17 @@ control SwitchMLIngress(inout headers_t hdr, inout metadata_t md,
         }
         hdr.sml.type = T_RESULT;
         hdr.sml.mac = 0;
+        hdr.udp.checksum = 0;
         if (md.outcome == O_SHADOW) {
             hdr.sml.flags = hdr.sml.flags | F_RETRANSMIT;
             hdr.sml.count = hdr.bridge.result_count;
+            /* the answer's size: UDP header, 40-byte SwitchML header, 4 bytes a lane (IPv4 header of 20 besides) */
+            hdr.udp.length = 48 + (hdr.bridge.result_count << 2);
+            hdr.ipv4.total_len = 68 + (hdr.bridge.result_count << 2);
             bit<32> a = hdr.ipv4.src_addr; hdr.ipv4.src_addr = hdr.ipv4.dst_addr; hdr.ipv4.dst_addr = a;
             bit<16> p = hdr.udp.src_port; hdr.udp.src_port = hdr.udp.dst_port; hdr.udp.dst_port = p;
-            ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+            /* the port the request came in on: after a recirculation ig_intr_md.ingress_port is the recirculation port */
+            ig_tm_md.ucast_egress_port = hdr.bridge.ingress_port;
         } else {
             hdr.sml.flags = hdr.sml.flags & ~F_RETRANSMIT;
             ig_tm_md.mcast_grp_a = md.mcast_grp;
@@ -459,7 +486,13 @@ parser SwitchMLEgressParser(packet_in pkt, out headers_t hdr, out egress_metadat
     state start {
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) { ETHERTYPE_IPV4: parse_ipv4; default: accept; }
+    }
+    state parse_ipv4 {
         pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.protocol, hdr.ipv4.ihl) { (IPPROTO_UDP, 5): parse_udp; default: accept; }
+    }
+    state parse_udp {
         pkt.extract(hdr.udp);
         transition accept;
     }
@@ -492,7 +525,18 @@ control SwitchMLEgress(inout headers_t hdr, inout egress_metadata_t md,
 
 control SwitchMLEgressDeparser(packet_out pkt, inout headers_t hdr, in egress_metadata_t md,
                                in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
-    apply { pkt.emit(hdr.ethernet); pkt.emit(hdr.ipv4); pkt.emit(hdr.udp); }
+    /* the IPv4 header checksum over the fields as egress leaves them: a multicast copy's rewritten addresses, a
+     * shadow answer's length; unchanged for a packet whose checksum was right (only a 20-byte header is parsed) */
+    Checksum() ipv4_checksum;
+    apply {
+        if (hdr.ipv4.isValid()) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len, hdr.ipv4.identification,
+                hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.src_addr,
+                hdr.ipv4.dst_addr });
+        }
+        pkt.emit(hdr.ethernet); pkt.emit(hdr.ipv4); pkt.emit(hdr.udp);
+    }
 }
 
 Pipeline(SwitchMLIngressParser(), SwitchMLIngress(), SwitchMLIngressDeparser(),

@@ -57,8 +57,8 @@ final class ModelDataPath implements ShardDataPath
         {
             final int ingress = ingressPort(srcAddr);
             out = model.process(new TofinoModel.PacketIn(ingress, srcAddr, srcPort, applianceAddr, dataPorts[0], bytes, 0, length));
-            // passed through unparsed (the data port not in the parser's set yet): on to the appliance's host, whose
-            // shards hold no slots of the job
+            // passed through unchanged (the data port not in the parser's set yet, or the job not in job_table: the
+            // switch forwards what is not its job): on to the appliance's host, whose shards hold no slots of the job
             verdict = out.size() == 1 && out.get(0).egressPort() < 0 ? DropReason.OFFLOADED_JOB : model.lastDrop();
             if (verdict == DropReason.NONE && ingress == SHARED_PORT)
             {

@@ -39,7 +39,8 @@ public final class P4Names
     public static final int JOB_TABLE_SIZE = 1024;
     public static final String JOB_ID = "hdr.sml.job_id";
     public static final String SET_JOB = "SwitchMLIngress.set_job";
-    public static final String DROP_UNKNOWN_JOB = "SwitchMLIngress.drop_unknown_job";
+    /** job_table's default: a job the switch does not hold is not its business, the packet goes on unchanged. */
+    public static final String FORWARD_UNKNOWN_JOB = "SwitchMLIngress.forward_unknown_job";
 
     public static final String RANK_SOURCE = "SwitchMLIngress.rank_source";
     public static final int RANK_SOURCE_SIZE = 32768;
@@ -83,7 +84,7 @@ public final class P4Names
     }
 
     public static final List<Table> TABLES = List.of(
-        new Table(JOB_TABLE, JOB_TABLE_SIZE, List.of(new Field(JOB_ID, 32)), List.of(SET_JOB, DROP_UNKNOWN_JOB)),
+        new Table(JOB_TABLE, JOB_TABLE_SIZE, List.of(new Field(JOB_ID, 32)), List.of(SET_JOB, FORWARD_UNKNOWN_JOB)),
         new Table(RANK_SOURCE, RANK_SOURCE_SIZE,
             List.of(new Field(JOB_ID, 32), new Field(WORKER_RANK, 16), new Field(IPV4_SRC, 32), new Field(UDP_SRC, 16)),
             List.of(ALLOW_RANK, DROP_FORGED)),
@@ -92,7 +93,7 @@ public final class P4Names
     public static final List<Action> ACTIONS = List.of(
         new Action(SET_JOB, List.of(new Field("pool_base", 16), new Field("pool_size", 16), new Field("world_size", 8),
             new Field("elem_type", 8), new Field("lanes", 16), new Field("mcast_grp", 16))),
-        new Action(DROP_UNKNOWN_JOB, List.of()),
+        new Action(FORWARD_UNKNOWN_JOB, List.of()),
         new Action(ALLOW_RANK, List.of()),
         new Action(DROP_FORGED, List.of()),
         new Action(SET_DEST, List.of(new Field("dst_addr", 32), new Field("dst_port", 16))),

@@ -60,7 +60,8 @@ public final class TofinoModel implements PipelineControl
 
     /**
      * Outcome counters (Algorithm 3's cases) and pipeline counters, all of the pipeline, none of a job: PACKETS counts
-     * every packet the pipeline receives, a stranger's included, as a port counter does.
+     * every packet the pipeline receives, a stranger's included, as a port counter does; PASSED those it forwarded
+     * unchanged (not to a data port, or of a job not in {@code job_table}).
      */
     public enum Event
     {
@@ -242,8 +243,8 @@ public final class TofinoModel implements PipelineControl
 
     /**
      * What the checks before the registers made of the last packet {@link #process} took: NONE when it passed them
-     * (its job, its rank pinned to its source address and port, its slot and geometry) or was not a SwitchML packet
-     * (passed through, see {@link Event#PASSED}); else the reason it was dropped. JOB_MISMATCH is the one reason a
+     * (its job, its rank pinned to its source address and port, its slot and geometry) or was not the program's (not
+     * to a data port, or of a job not in {@code job_table}: passed through, see {@link Event#PASSED}); else the reason it was dropped. JOB_MISMATCH is the one reason a
      * packet gets after its source passed {@code rank_source}: every other one comes from a packet no member needs
      * to have sent. A drop after the checks (a job without its multicast group) leaves NONE: the packet was the job's.
      *
@@ -279,8 +280,7 @@ public final class TofinoModel implements PipelineControl
         count(Event.PACKETS);
         if (!isAggregatorPort(in.dstPort()))
         {
-            count(Event.PASSED);
-            return List.of(new PacketOut(-1, 0, in.dstAddr(), in.dstPort(), copy(in)));
+            return passThrough(in);
         }
         // parser: fixed offsets of wire protocol v1; the lanes the element count says must all be there
         final UnsafeBuffer packet = new UnsafeBuffer(copy(in));
@@ -296,9 +296,10 @@ public final class TofinoModel implements PipelineControl
             return drop(DropReason.BAD_TYPE);
         }
         final ExactTable.Entry job = jobTable.lookup(List.of(h.jobId() & 0xFFFF_FFFFL));
-        if (job == null || job.action().equals(P4Names.DROP_UNKNOWN_JOB))
+        if (job == null || job.action().equals(P4Names.FORWARD_UNKNOWN_JOB))
         {
-            return drop(DropReason.UNKNOWN_JOB);
+            // not a job of this switch: on unchanged to the appliance, whose software shards may hold it
+            return passThrough(in);
         }
         final ExactTable.Entry source = rankSource.lookup(List.of(h.jobId() & 0xFFFF_FFFFL, (long)h.workerRank(),
             in.srcAddr() & 0xFFFF_FFFFL, (long)in.srcPort()));
@@ -425,7 +426,8 @@ public final class TofinoModel implements PipelineControl
             }
         }
 
-        // a shadow answer to a probe (no lanes in it) grows by the result's lanes: the program sets them valid
+        // a shadow answer to a probe (no lanes in it) grows by the result's lanes: the program makes the lane
+        // headers of the result's count valid and sets the IPv4 and UDP lengths for them
         final int outElements = result == SHADOW ? resultElements : elementCount;
         final int outLength = DataHeaderFlyweight.packetLength(outElements);
         final UnsafeBuffer out = outLength <= packet.capacity() ? packet : grow(packet, outLength);
@@ -572,6 +574,16 @@ public final class TofinoModel implements PipelineControl
         final byte[] bytes = new byte[in.length()];
         System.arraycopy(in.payload(), in.offset(), bytes, 0, in.length());
         return bytes;
+    }
+
+    /**
+     * A packet that is not the program's (not to a data port, or of a job not in {@code job_table}): forwarded
+     * unchanged by the switch's own tables, towards its destination (the appliance); egress port -1.
+     */
+    private List<PacketOut> passThrough(final PacketIn in)
+    {
+        count(Event.PASSED);
+        return List.of(new PacketOut(-1, 0, in.dstAddr(), in.dstPort(), copy(in)));
     }
 
     private boolean isAggregatorPort(final int port)

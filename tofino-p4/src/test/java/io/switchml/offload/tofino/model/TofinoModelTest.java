@@ -9,6 +9,7 @@ import io.switchml.protocol.ElementType;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
+import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -80,6 +81,7 @@ final class TofinoModelTest
         final SplittableRandom random = new SplittableRandom(seed);
         final Map<DropReason, Long> sent = new EnumMap<>(DropReason.class);
         final int packets = 20_000;
+        int forwarded = 0;
         for (int i = 0; i < packets; i++)
         {
             final int srcAddr = 0x0B00_0000 + i;
@@ -107,8 +109,15 @@ final class TofinoModelTest
                 }
                 case 2 ->
                 {
+                    // a job the switch does not hold: not the program's, forwarded unchanged to the appliance (whose
+                    // software shards hold such jobs), touching nothing
                     bytes = update(JOB_ID + 1 + random.nextInt(1 << 20), rank, 0, 1000);
-                    expected = DropReason.UNKNOWN_JOB;
+                    final List<TofinoModel.PacketOut> out = send(srcAddr, srcPort, bytes);
+                    assertEquals(1, out.size(), "seed " + seed);
+                    assertTrue(out.get(0).egressPort() < 0 && Arrays.equals(bytes, out.get(0).payload()), "seed " + seed);
+                    assertEquals(DropReason.NONE, model.lastDrop(), "seed " + seed);
+                    forwarded++;
+                    continue;
                 }
                 case 3 ->
                 {
@@ -135,7 +144,11 @@ final class TofinoModelTest
         assertEquals(packets, model.events(TofinoModel.Event.PACKETS), "every packet reached the pipeline");
         for (final TofinoModel.Event event : TofinoModel.Event.values())
         {
-            if (event != TofinoModel.Event.PACKETS)
+            if (event == TofinoModel.Event.PASSED)
+            {
+                assertEquals(forwarded, model.events(event), "unknown jobs' packets forwarded, seed " + seed);
+            }
+            else if (event != TofinoModel.Event.PACKETS)
             {
                 assertEquals(0, model.events(event), event + ": no stranger's packet got past the checks");
             }

@@ -226,11 +226,16 @@ final class P4RuntimeModelTest
         JobInstaller.remove(client, job);
         assertEquals(0, model.tableEntries(P4Names.JOB_TABLE) + model.tableEntries(P4Names.RANK_SOURCE) +
             model.tableEntries(P4Names.REPLICA_DEST) + model.multicastGroups());
+        final List<TofinoModel.PacketOut> after;
         synchronized (lock)
         {
-            assertEquals(0, model.process(update(job, 0, 1, 1)).size());
+            after = model.process(update(job, 0, 1, 1));
         }
-        assertEquals(1, model.drops(DropReason.UNKNOWN_JOB));
+        // a removed job is no longer the switch's: its packets go on unchanged to the appliance, touching nothing
+        assertEquals(1, after.size());
+        assertTrue(after.get(0).egressPort() < 0, "forwarded, not answered");
+        assertEquals(1, model.events(TofinoModel.Event.PASSED));
+        assertEquals(0, model.drops(DropReason.UNKNOWN_JOB));
     }
 
     @Test
