@@ -15,8 +15,10 @@ import java.util.List;
  * through P4Runtime to a real switch, or straight into the model): at CREATE the job-table entry ({@link #admit});
  * when every rank has joined, the reset of the job's register cells, the source pinning entry of every rank, the
  * egress destination of every rank's replica and the multicast group ({@link #attach}); removal starts with the
- * job-table entry, so the job's packets are dropped before anything else goes. A failed write removes what its
- * call wrote.
+ * job-table entry, so the job's packets stop touching its registers before anything else goes (the switch forwards
+ * them on unchanged from then on, as any job it does not hold). A failed write removes what its call wrote, as far
+ * as the session lets it (what it cannot is removed when the job is released, or by the backend's sweep of entries
+ * it does not hold on the next session).
  */
 public final class JobInstaller
 {
@@ -171,7 +173,7 @@ public final class JobInstaller
     }
 
     /**
-     * Remove a job: first its job-table entry (its packets are dropped from then on), then the rest.
+     * Remove a job: first its job-table entry (its packets no longer reach its registers from then on), then the rest.
      *
      * @throws PipelineException for the first write the switch refused; the others are still tried.
      */

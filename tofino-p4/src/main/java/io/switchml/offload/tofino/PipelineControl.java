@@ -101,4 +101,23 @@ public interface PipelineControl
      *                           a value wider than the field.
      */
     void writeValueSet(String valueSet, List<byte[]> members) throws PipelineException;
+
+    /**
+     * Every entry of a table (P4Runtime {@code Read} of a {@code TableEntry} naming only the table): what a controller
+     * that restarted finds there, whoever wrote it.
+     *
+     * @param table the fully qualified table name.
+     * @return its entries, in no particular order, each with its action and parameters.
+     * @throws PipelineException NOT_FOUND for a table the program lacks, or as the switch refused the read.
+     */
+    List<TableEntry> readTableEntries(String table) throws PipelineException;
+
+    /**
+     * The ids of every multicast group of the packet replication engine (P4Runtime {@code Read} of a
+     * {@code MulticastGroupEntry} with id 0, the wildcard).
+     *
+     * @return the group ids, ascending.
+     * @throws PipelineException as the switch refused the read.
+     */
+    List<Integer> readMulticastGroups() throws PipelineException;
 }

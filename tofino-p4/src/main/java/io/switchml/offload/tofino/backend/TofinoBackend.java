@@ -68,7 +68,9 @@ public final class TofinoBackend implements Backend
             P4Names.LANES_PER_PASS, P4Names.LANES_PER_PASS * P4Names.MAX_PASSES, P4Names.MAX_WORLD, 2L * options.registers(), 0, true, true);
         connection.addReconnectStep(this::readmit);
         connection.addReconnectStep(control -> removeLeftovers(control, 0));
+        connection.addReconnectStep(control -> removeUnheld(control, "on the new session"));
         connection.addUpkeepStep(control -> removeLeftovers(control, LEFTOVER_RETRY_NS));
+        removeUnheld(connection.control(), "at start");
     }
 
     public String name()
@@ -218,6 +220,146 @@ public final class TofinoBackend implements Backend
                     TimeUnit.NANOSECONDS.toSeconds(LEFTOVER_RETRY_NS) + " s)");
             }
         }
+    }
+
+    /**
+     * Remove from the switch what this appliance does not hold: the entries of the program's tables ({@code job_table},
+     * {@code rank_source}, {@code replica_dest}) of jobs that are not admitted here, and the multicast groups of this
+     * backend's range that no such job holds. At start (as primary controller) that is everything an earlier run left
+     * when it died with the switch up: job ids restart at 1, so its entries would refuse this run's jobs (ALREADY_EXISTS)
+     * or, worse, aggregate their packets into a dead job's pool. On a new session, what a failed removal or a failed
+     * attach left. Each removal is checked against the jobs held under this backend's lock (a CREATE writes its entry
+     * under it), and what was removed is logged. A group that could not be removed is kept out of use.
+     *
+     * @param when for the log: "at start", "on the new session".
+     */
+    private void removeUnheld(final PipelineControl control, final String when)
+    {
+        final List<String> removed = new ArrayList<>();
+        final List<String> failed = new ArrayList<>();
+        try
+        {
+            for (final PipelineControl.TableEntry entry : control.readTableEntries(P4Names.JOB_TABLE))
+            {
+                final long jobId = key(entry, P4Names.JOB_ID);
+                removeIfUnheld(control, entry, () -> !holdsJob(jobId), "job_table job " + jobId, removed, failed);
+            }
+            for (final PipelineControl.TableEntry entry : control.readTableEntries(P4Names.RANK_SOURCE))
+            {
+                final long jobId = key(entry, P4Names.JOB_ID);
+                removeIfUnheld(control, entry, () -> !holdsJob(jobId), "rank_source job " + jobId + " rank " +
+                    key(entry, P4Names.WORKER_RANK), removed, failed);
+            }
+            for (final PipelineControl.TableEntry entry : control.readTableEntries(P4Names.REPLICA_DEST))
+            {
+                final long rid = key(entry, P4Names.EGRESS_RID);
+                final int group = (int)(rid / P4Names.MAX_WORLD);
+                removeIfUnheld(control, entry, () -> !holdsGroup(group), "replica_dest rid " + rid + " (group " + group + ")",
+                    removed, failed);
+            }
+            for (final int group : control.readMulticastGroups())
+            {
+                if (group < options.firstGroup() || group > options.lastGroup())
+                {
+                    continue;
+                }
+                synchronized (this)
+                {
+                    if (holdsGroup(group))
+                    {
+                        continue;
+                    }
+                    try
+                    {
+                        control.writeMulticastGroup(PipelineControl.UpdateType.DELETE, group, List.of());
+                        removed.add("multicast group " + group);
+                    }
+                    catch (final PipelineException ex)
+                    {
+                        if (!"NOT_FOUND".equals(ex.code()))
+                        {
+                            groupsInUse.set(group);
+                            failed.add("multicast group " + group + " (kept out of use): " + ex.detail());
+                        }
+                    }
+                }
+            }
+        }
+        catch (final PipelineException ex)
+        {
+            failed.add("reading the switch's entries: " + ex.detail());
+        }
+        if (!removed.isEmpty())
+        {
+            environment.log().accept(name + ": removed " + when + " what this appliance does not hold (left by an earlier run or " +
+                "a failed removal): " + String.join(", ", removed));
+        }
+        if (!failed.isEmpty())
+        {
+            environment.log().accept(name + ": could not remove " + when + ": " + String.join("; ", failed));
+        }
+    }
+
+    private void removeIfUnheld(final PipelineControl control, final PipelineControl.TableEntry entry,
+        final java.util.function.BooleanSupplier unheld, final String what, final List<String> removed, final List<String> failed)
+    {
+        synchronized (this)
+        {
+            if (!unheld.getAsBoolean())
+            {
+                return;
+            }
+            try
+            {
+                control.writeTableEntry(PipelineControl.UpdateType.DELETE, entry);
+                removed.add(what);
+            }
+            catch (final PipelineException ex)
+            {
+                if (!"NOT_FOUND".equals(ex.code()))
+                {
+                    failed.add(what + ": " + ex.detail());
+                }
+            }
+        }
+    }
+
+    private static long key(final PipelineControl.TableEntry entry, final String field)
+    {
+        for (final PipelineControl.ExactMatch match : entry.match())
+        {
+            if (match.field().equals(field))
+            {
+                return new java.math.BigInteger(1, match.value()).longValue();
+            }
+        }
+        return -1;
+    }
+
+    private boolean holdsJob(final long jobId)
+    {
+        assert Thread.holdsLock(this);
+        for (final TofinoJob job : admitted)
+        {
+            if ((job.jobId() & 0xFFFF_FFFFL) == jobId)
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private boolean holdsGroup(final int group)
+    {
+        assert Thread.holdsLock(this);
+        for (final TofinoJob job : admitted)
+        {
+            if (job.group() == group)
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     synchronized void free(final int base, final int cells, final int group)

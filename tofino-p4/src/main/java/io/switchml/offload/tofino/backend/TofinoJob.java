@@ -24,6 +24,8 @@ final class TofinoJob implements BackendJob
     private final int base;
     private final int group;
     private JobInstaller.JobImage installed;
+    /** An attach that failed and may have left entries its undo could not remove (the session dropped). */
+    private JobInstaller.JobImage attempted;
     private boolean released;
     /** The session generation the job was installed on, or -1 before. */
     private volatile long installedGeneration = -1;
@@ -43,7 +45,9 @@ final class TofinoJob implements BackendJob
         {
             final JobInstaller.JobImage image = backend.image(job, jobId, base, group);
             final long generation = backend.connection().generation();
+            attempted = image;
             JobInstaller.attach(backend.connection().control(), image);
+            attempted = null;
             installed = image;
             installedGeneration = generation;
             backend.environment().log().accept(backend.name() + ": installed job " + jobId + " on " + backend.connection().describe() +
@@ -60,10 +64,18 @@ final class TofinoJob implements BackendJob
         return jobId;
     }
 
-    /** What the switch holds of this job: its installed image once attached, its admission entry before. */
+    int group()
+    {
+        return group;
+    }
+
+    /**
+     * What the switch may hold of this job: its installed image once attached, the image of an attach that failed
+     * (its undo may not have reached the switch), its admission entry before.
+     */
     private JobInstaller.JobImage onSwitch()
     {
-        return installed != null ? installed : admission();
+        return installed != null ? installed : attempted != null ? attempted : admission();
     }
 
     /**
@@ -103,7 +115,16 @@ final class TofinoJob implements BackendJob
         backend.released(this);
         try
         {
-            JobInstaller.release(backend.connection().control(), onSwitch());
+            if (installed == null && attempted != null)
+            {
+                // a failed attach: whatever of it its undo could not remove goes now (NOT_FOUND: never written or
+                // undone), so that the group is not freed while its replica entries remain
+                JobInstaller.removeRemains(backend.connection().control(), attempted);
+            }
+            else
+            {
+                JobInstaller.release(backend.connection().control(), onSwitch());
+            }
             if (installed != null)
             {
                 backend.environment().log().accept(backend.name() + ": removed job " + jobId);

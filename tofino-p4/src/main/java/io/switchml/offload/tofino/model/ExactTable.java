@@ -4,6 +4,7 @@ import io.switchml.offload.tofino.PipelineControl;
 import io.switchml.offload.tofino.PipelineException;
 
 import java.math.BigInteger;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -44,6 +45,40 @@ final class ExactTable
     Entry lookup(final List<Long> key)
     {
         return entries.get(key);
+    }
+
+    /**
+     * @return every entry as the control plane wrote it: keys and parameters as big-endian byte strings of their widths.
+     */
+    List<PipelineControl.TableEntry> read()
+    {
+        final List<PipelineControl.TableEntry> out = new ArrayList<>(entries.size());
+        entries.forEach((key, entry) ->
+        {
+            final List<PipelineControl.ExactMatch> match = new ArrayList<>(key.size());
+            for (int i = 0; i < key.size(); i++)
+            {
+                final P4Names.Field field = table.keys().get(i);
+                match.add(new PipelineControl.ExactMatch(field.name(), bytes(key.get(i), field.bitwidth())));
+            }
+            final List<PipelineControl.ActionParam> params = new ArrayList<>();
+            for (final P4Names.Field param : P4Names.action(entry.action()).params())
+            {
+                params.add(new PipelineControl.ActionParam(param.name(), bytes(entry.param(param.name()), param.bitwidth())));
+            }
+            out.add(new PipelineControl.TableEntry(table.name(), List.copyOf(match), entry.action(), List.copyOf(params)));
+        });
+        return out;
+    }
+
+    private static byte[] bytes(final long value, final int bits)
+    {
+        final byte[] out = new byte[(bits + 7) / 8];
+        for (int i = 0; i < out.length; i++)
+        {
+            out[out.length - 1 - i] = (byte)(value >>> (8 * i));
+        }
+        return out;
     }
 
     void write(final PipelineControl.UpdateType type, final PipelineControl.TableEntry entry) throws PipelineException

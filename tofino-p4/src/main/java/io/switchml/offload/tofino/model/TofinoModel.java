@@ -215,6 +215,21 @@ public final class TofinoModel implements PipelineControl
         }
     }
 
+    public List<TableEntry> readTableEntries(final String table) throws PipelineException
+    {
+        final ExactTable exact = tables.get(table);
+        if (exact == null)
+        {
+            throw new PipelineException("NOT_FOUND", "no table " + table);
+        }
+        return exact.read();
+    }
+
+    public List<Integer> readMulticastGroups()
+    {
+        return groups.keySet().stream().sorted().toList();
+    }
+
     /**
      * @return entries installed in a table (for tests and logs).
      */

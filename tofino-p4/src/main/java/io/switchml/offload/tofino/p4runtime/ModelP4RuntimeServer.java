@@ -223,11 +223,14 @@ public final class ModelP4RuntimeServer implements AutoCloseable
             {
                 for (final Entity entity : request.getEntitiesList())
                 {
-                    if (!entity.hasRegisterEntry() || !entity.getRegisterEntry().hasIndex())
+                    if (entity.hasRegisterEntry() && entity.getRegisterEntry().hasIndex())
                     {
-                        throw new PipelineException("UNIMPLEMENTED", "this switch reads register cells by index only");
+                        reply.addEntities(codec.readRegister(entity.getRegisterEntry(), pipeline));
                     }
-                    reply.addEntities(codec.readRegister(entity.getRegisterEntry(), pipeline));
+                    else
+                    {
+                        reply.addAllEntities(codec.read(entity, pipeline));
+                    }
                 }
             }
         }

@@ -145,6 +145,104 @@ final class P4RuntimeCodec
     }
 
     /**
+     * A P4Runtime table entry by names (the server decoding a write, the client decoding a read).
+     *
+     * @param needsAction whether an entry without an action is refused (every update but DELETE).
+     */
+    PipelineControl.TableEntry tableEntry(final TableEntry entry, final boolean needsAction) throws PipelineException
+    {
+        final P4InfoOuterClass.Table table = index.table(entry.getTableId());
+        final List<PipelineControl.ExactMatch> match = new ArrayList<>();
+        for (final FieldMatch field : entry.getMatchList())
+        {
+            if (!field.hasExact())
+            {
+                throw new PipelineException("INVALID_ARGUMENT", table.getPreamble().getName() + " matches exactly only");
+            }
+            final P4InfoOuterClass.MatchField declared = P4InfoIndex.matchField(table, field.getFieldId());
+            match.add(new PipelineControl.ExactMatch(declared.getName(), checked(field.getExact().getValue(),
+                declared.getBitwidth(), declared.getName())));
+        }
+        String actionName = null;
+        final List<PipelineControl.ActionParam> params = new ArrayList<>();
+        if (entry.hasAction())
+        {
+            final P4InfoOuterClass.Action action = index.action(entry.getAction().getAction().getActionId());
+            actionName = index.canonical(action.getPreamble().getName());
+            for (final Action.Param param : entry.getAction().getAction().getParamsList())
+            {
+                final P4InfoOuterClass.Action.Param declared = P4InfoIndex.param(action, param.getParamId());
+                params.add(new PipelineControl.ActionParam(declared.getName(), checked(param.getValue(), declared.getBitwidth(),
+                    declared.getName())));
+            }
+        }
+        else if (needsAction)
+        {
+            throw new PipelineException("INVALID_ARGUMENT", table.getPreamble().getName() + ": an entry needs an action");
+        }
+        return new PipelineControl.TableEntry(index.canonical(table.getPreamble().getName()), match, actionName, params);
+    }
+
+    /**
+     * A read of every entry of a table (the client side): a TableEntry naming only the table.
+     */
+    Entity tableRead(final String table) throws PipelineException
+    {
+        return Entity.newBuilder().setTableEntry(TableEntry.newBuilder().setTableId(index.table(table).getPreamble().getId())).build();
+    }
+
+    /**
+     * A read of every multicast group (the client side): group id 0 is the wildcard.
+     */
+    static Entity multicastGroupsRead()
+    {
+        return Entity.newBuilder().setPacketReplicationEngineEntry(PacketReplicationEngineEntry.newBuilder()
+            .setMulticastGroupEntry(MulticastGroupEntry.newBuilder().setMulticastGroupId(0))).build();
+    }
+
+    /**
+     * Read a wildcard table or multicast-group entity from a pipeline (the server side): the entities that match.
+     */
+    List<Entity> read(final Entity request, final PipelineControl pipeline) throws PipelineException
+    {
+        final List<Entity> out = new ArrayList<>();
+        if (request.hasTableEntry() && request.getTableEntry().getMatchCount() == 0)
+        {
+            final List<String> tables = new ArrayList<>();
+            if (request.getTableEntry().getTableId() == 0)
+            {
+                tables.addAll(index.tables().keySet());
+            }
+            else
+            {
+                tables.add(index.canonical(index.table(request.getTableEntry().getTableId()).getPreamble().getName()));
+            }
+            for (final String table : tables)
+            {
+                for (final PipelineControl.TableEntry entry : pipeline.readTableEntries(table))
+                {
+                    out.add(tableUpdate(PipelineControl.UpdateType.INSERT, entry).getEntity());
+                }
+            }
+            return out;
+        }
+        if (request.hasPacketReplicationEngineEntry() && request.getPacketReplicationEngineEntry().hasMulticastGroupEntry())
+        {
+            final int wanted = request.getPacketReplicationEngineEntry().getMulticastGroupEntry().getMulticastGroupId();
+            for (final int group : pipeline.readMulticastGroups())
+            {
+                if (wanted == 0 || wanted == group)
+                {
+                    out.add(Entity.newBuilder().setPacketReplicationEngineEntry(PacketReplicationEngineEntry.newBuilder()
+                        .setMulticastGroupEntry(MulticastGroupEntry.newBuilder().setMulticastGroupId(group))).build());
+                }
+            }
+            return out;
+        }
+        throw new PipelineException("UNIMPLEMENTED", "this switch reads register cells by index, whole tables and multicast groups");
+    }
+
+    /**
      * Apply one update to a pipeline (the server side).
      */
     void apply(final Update update, final PipelineControl pipeline) throws PipelineException
@@ -153,41 +251,8 @@ final class P4RuntimeCodec
         final PipelineControl.UpdateType type = type(update.getType());
         switch (entity.getEntityCase())
         {
-            case TABLE_ENTRY ->
-            {
-                final TableEntry entry = entity.getTableEntry();
-                final P4InfoOuterClass.Table table = index.table(entry.getTableId());
-                final List<PipelineControl.ExactMatch> match = new ArrayList<>();
-                for (final FieldMatch field : entry.getMatchList())
-                {
-                    if (!field.hasExact())
-                    {
-                        throw new PipelineException("INVALID_ARGUMENT", table.getPreamble().getName() + " matches exactly only");
-                    }
-                    final P4InfoOuterClass.MatchField declared = P4InfoIndex.matchField(table, field.getFieldId());
-                    match.add(new PipelineControl.ExactMatch(declared.getName(), checked(field.getExact().getValue(),
-                        declared.getBitwidth(), declared.getName())));
-                }
-                String actionName = null;
-                final List<PipelineControl.ActionParam> params = new ArrayList<>();
-                if (entry.hasAction())
-                {
-                    final P4InfoOuterClass.Action action = index.action(entry.getAction().getAction().getActionId());
-                    actionName = index.canonical(action.getPreamble().getName());
-                    for (final Action.Param param : entry.getAction().getAction().getParamsList())
-                    {
-                        final P4InfoOuterClass.Action.Param declared = P4InfoIndex.param(action, param.getParamId());
-                        params.add(new PipelineControl.ActionParam(declared.getName(), checked(param.getValue(), declared.getBitwidth(),
-                            declared.getName())));
-                    }
-                }
-                else if (type != PipelineControl.UpdateType.DELETE)
-                {
-                    throw new PipelineException("INVALID_ARGUMENT", table.getPreamble().getName() + ": an entry needs an action");
-                }
-                pipeline.writeTableEntry(type, new PipelineControl.TableEntry(index.canonical(table.getPreamble().getName()), match,
-                    actionName, params));
-            }
+            case TABLE_ENTRY -> pipeline.writeTableEntry(type, tableEntry(entity.getTableEntry(),
+                type != PipelineControl.UpdateType.DELETE));
             case REGISTER_ENTRY ->
             {
                 if (type != PipelineControl.UpdateType.MODIFY)

@@ -13,6 +13,7 @@ import io.switchml.offload.tofino.PipelineControl;
 import io.switchml.offload.tofino.PipelineException;
 import io.switchml.protocol.ControlTls;
 import p4.v1.P4RuntimeGrpc;
+import p4.v1.P4RuntimeOuterClass.Entity;
 import p4.v1.P4RuntimeOuterClass.Error;
 import p4.v1.P4RuntimeOuterClass.ForwardingPipelineConfig;
 import p4.v1.P4RuntimeOuterClass.GetForwardingPipelineConfigRequest;
@@ -27,6 +28,7 @@ import p4.v1.P4RuntimeOuterClass.Update;
 import p4.v1.P4RuntimeOuterClass.WriteRequest;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -282,6 +284,51 @@ public final class P4RuntimeSwitch implements PipelineControl, AutoCloseable
                 }
             }
             throw new PipelineException("NOT_FOUND", target + " returned no cell " + index + " of " + register);
+        }
+        catch (final StatusRuntimeException ex)
+        {
+            throw new PipelineException(ex.getStatus().getCode().name(), "switch " + target + ": " + describe(ex));
+        }
+    }
+
+    public List<TableEntry> readTableEntries(final String table) throws PipelineException
+    {
+        final List<TableEntry> entries = new ArrayList<>();
+        for (final Entity entity : read(codec.tableRead(table)))
+        {
+            if (entity.hasTableEntry())
+            {
+                entries.add(codec.tableEntry(entity.getTableEntry(), false));
+            }
+        }
+        return entries;
+    }
+
+    public List<Integer> readMulticastGroups() throws PipelineException
+    {
+        final List<Integer> groups = new ArrayList<>();
+        for (final Entity entity : read(P4RuntimeCodec.multicastGroupsRead()))
+        {
+            if (entity.hasPacketReplicationEngineEntry() && entity.getPacketReplicationEngineEntry().hasMulticastGroupEntry())
+            {
+                groups.add(entity.getPacketReplicationEngineEntry().getMulticastGroupEntry().getMulticastGroupId());
+            }
+        }
+        groups.sort(null);
+        return groups;
+    }
+
+    private List<Entity> read(final Entity wildcard) throws PipelineException
+    {
+        try
+        {
+            final List<Entity> entities = new ArrayList<>();
+            final Iterator<ReadResponse> replies = stub().read(ReadRequest.newBuilder().setDeviceId(deviceId).addEntities(wildcard).build());
+            while (replies.hasNext())
+            {
+                entities.addAll(replies.next().getEntitiesList());
+            }
+            return entities;
         }
         catch (final StatusRuntimeException ex)
         {

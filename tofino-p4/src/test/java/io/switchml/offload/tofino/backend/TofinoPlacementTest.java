@@ -204,8 +204,14 @@ final class TofinoPlacementTest
         try (ModelP4RuntimeServer server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", 0), 1, P4InfoIndex.switchml(),
             model, lock))
         {
-            JobInstaller.admit(model, new JobInstaller.JobImage(1, 2, ElementType.INT32, 64, 2, 500, 900, new int[0], new int[0], new int[0]));
+            // written after the start: what a switch holds at start that this appliance does not is removed then
+            // (aRestartedApplianceRemovesWhatTheLastOneLeftOnTheSwitchAndPlacesItsJobs)
             appliance = Appliance.launch(tofinoAt(server.port()));
+            synchronized (lock)
+            {
+                JobInstaller.admit(model, new JobInstaller.JobImage(1, 2, ElementType.INT32, 64, 2, 500, 900, new int[0], new int[0],
+                    new int[0]));
+            }
             final String refused = send("CREATE name=taken world=2 type=int32 k=64 s=2 mac=off");
             assertTrue(refused.startsWith("OK job=1 ") && refused.contains(" backend=software fallback=tofino: switch 127.0.0.1:" +
                 server.port() + " refused the write: SwitchMLIngress.job_table: an entry with key [1] exists"), refused);
@@ -217,6 +223,111 @@ final class TofinoPlacementTest
                 assertEquals(2, model.tableEntries(P4Names.JOB_TABLE), "job 2 admitted on the switch at CREATE");
             }
         }
+    }
+
+    @Test
+    void aRestartedApplianceRemovesWhatTheLastOneLeftOnTheSwitchAndPlacesItsJobs() throws Exception
+    {
+        // an appliance killed with the switch up left: job 1 installed (group 1), job 2 admitted, and what a failed
+        // attach of job 3 left (its pinning, its replicas' destinations and group 3, no job entry); group 1500 is
+        // outside this appliance's range (1-1024) and is not its to remove
+        final TofinoModel model = new TofinoModel(7471);
+        final Object lock = new Object();
+        final JobInstaller.JobImage stale = new JobInstaller.JobImage(1, 2, ElementType.INT32, 64, 4, 0, 1,
+            new int[] {0x0A09_0001, 0x0A09_0002}, new int[] {5000, 5001}, new int[] {1, 2});
+        final JobInstaller.JobImage failedAttach = new JobInstaller.JobImage(3, 2, ElementType.INT32, 64, 4, 8, 3,
+            new int[] {0x0A09_0003, 0x0A09_0004}, new int[] {5000, 5001}, new int[] {1, 2});
+        JobInstaller.install(model, stale);
+        JobInstaller.admit(model, new JobInstaller.JobImage(2, 2, ElementType.INT32, 64, 4, 4, 2, new int[0], new int[0], new int[0]));
+        JobInstaller.install(model, failedAttach);
+        JobInstaller.withdraw(model, failedAttach);
+        model.writeMulticastGroup(io.switchml.offload.tofino.PipelineControl.UpdateType.INSERT, 1500, List.of());
+        try (ModelP4RuntimeServer server = ModelP4RuntimeServer.tcp(new InetSocketAddress("127.0.0.1", 0), 1, P4InfoIndex.switchml(),
+            model, lock))
+        {
+            appliance = Appliance.launch(tofinoAt(server.port()));
+            synchronized (lock)
+            {
+                assertEquals(0, model.tableEntries(P4Names.JOB_TABLE), "the dead run's jobs removed");
+                assertEquals(0, model.tableEntries(P4Names.RANK_SOURCE));
+                assertEquals(0, model.tableEntries(P4Names.REPLICA_DEST));
+                assertEquals(List.of(1500), model.readMulticastGroups(), "groups of the range removed, the one outside kept");
+            }
+
+            // job ids restart at 1: the new job 1 takes the switch, with group 1 again, and runs on it
+            final String created = send("CREATE name=again world=2 type=int32 k=64 s=4 mac=off token=token-again");
+            assertTrue(created.startsWith("OK job=1 ") && created.contains(" backend=tofino") && !created.contains("fallback"), created);
+            final int[] ports = new int[2];
+            final List<Socket> controls = new ArrayList<>();
+            try
+            {
+                for (int rank = 0; rank < 2; rank++)
+                {
+                    ports[rank] = freePort();
+                    final Socket control = new Socket(InetAddress.getLoopbackAddress(), appliance.controlPort());
+                    controls.add(control);
+                    control.setSoTimeout(10_000);
+                    control.getOutputStream().write(("JOIN job=1 rank=" + rank + " token=token-again ports=" + ports[rank] + "\n")
+                        .getBytes(StandardCharsets.UTF_8));
+                }
+                // a JOIN is answered once every rank has joined
+                for (final Socket control : controls)
+                {
+                    final String joined = new BufferedReader(new InputStreamReader(control.getInputStream(), StandardCharsets.UTF_8))
+                        .readLine();
+                    assertTrue(joined != null && joined.startsWith("OK"), joined);
+                }
+                final long deadline = System.nanoTime() + 10_000_000_000L;
+                while (true)
+                {
+                    synchronized (lock)
+                    {
+                        if (model.tableEntries(P4Names.RANK_SOURCE) == 2 && model.multicastGroups() == 2)
+                        {
+                            break;
+                        }
+                    }
+                    assertTrue(System.nanoTime() < deadline, "job 1 attached on the switch");
+                    Thread.sleep(20);
+                }
+                final List<TofinoModel.PacketOut> results;
+                synchronized (lock)
+                {
+                    assertEquals(List.of(), model.process(update(1, 0, ports[0], 10)));
+                    results = model.process(update(1, 1, ports[1], 100));
+                }
+                assertEquals(2, results.size(), "the result to both ranks of the new job 1");
+                for (final TofinoModel.PacketOut result : results)
+                {
+                    assertEquals(0x7F00_0001, result.dstAddr());
+                    final io.switchml.protocol.DataHeaderFlyweight header = new io.switchml.protocol.DataHeaderFlyweight()
+                        .wrap(new org.agrona.concurrent.UnsafeBuffer(result.payload()), 0);
+                    assertEquals(io.switchml.protocol.DataHeaderFlyweight.TYPE_RESULT, header.type());
+                    assertEquals(110, header.lane(0), "the new job's values, not the dead one's");
+                }
+            }
+            finally
+            {
+                for (final Socket control : controls)
+                {
+                    control.close();
+                }
+            }
+        }
+    }
+
+    private TofinoModel.PacketIn update(final int jobId, final int rank, final int srcPort, final int value)
+    {
+        final byte[] bytes = new byte[io.switchml.protocol.DataHeaderFlyweight.packetLength(4)];
+        final io.switchml.protocol.DataHeaderFlyweight header = new io.switchml.protocol.DataHeaderFlyweight()
+            .wrap(new org.agrona.concurrent.UnsafeBuffer(bytes), 0).writeHeader(io.switchml.protocol.DataHeaderFlyweight.TYPE_UPDATE,
+                jobId, rank, 0, ElementType.INT32, 0, 0, 4, io.switchml.protocol.DataHeaderFlyweight.NO_EXPONENT,
+                io.switchml.protocol.DataHeaderFlyweight.NO_EXPONENT);
+        for (int lane = 0; lane < 4; lane++)
+        {
+            header.lane(lane, value);
+        }
+        return new TofinoModel.PacketIn(1, 0x7F00_0001, srcPort, 0x7F00_0001, appliance.dataPort(), bytes, 0, bytes.length);
     }
 
     @Test
