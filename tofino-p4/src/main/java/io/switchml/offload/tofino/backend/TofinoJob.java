@@ -157,13 +157,36 @@ final class TofinoJob implements BackendJob
         try
         {
             JobInstaller.admit(control, admission());
-            backend.environment().log().accept(backend.name() + ": admitted job " + jobId + " again after reconnecting");
         }
         catch (final PipelineException ex)
         {
             if (!"ALREADY_EXISTS".equals(ex.code()))
             {
                 throw ex;
+            }
+            return;
+        }
+        synchronized (this)
+        {
+            if (!released)
+            {
+                // a release from now on finds the entry and removes it
+                backend.environment().log().accept(backend.name() + ": admitted job " + jobId + " again after reconnecting");
+                return;
+            }
+            // released while the entry was being written: its release may have come first and found nothing
+            try
+            {
+                JobInstaller.withdraw(control, admission());
+            }
+            catch (final PipelineException ex)
+            {
+                if (!"NOT_FOUND".equals(ex.code()))
+                {
+                    backend.environment().log().accept(backend.name() + ": withdrawing job " + jobId + ", released while it was " +
+                        "admitted again, failed: " + ex.getMessage() + " (removed with what this appliance does not hold on the " +
+                        "next session)");
+                }
             }
         }
     }
