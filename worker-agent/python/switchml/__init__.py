@@ -6,8 +6,8 @@ One line makes a DDP script use the appliance::
     torch.distributed.init_process_group("switchml") # under torchrun; starts this rank's agent
 
 SUM and AVG all-reduces of float32, float16, bfloat16 and int32 tensors go through the appliance,
-asynchronously (DDP's gradient buckets overlap the backward pass); every other collective goes
-to an inner Gloo group. Configuration: ``SWITCHML_*`` variables or ``pg_options`` (see
+asynchronously (DDP's gradient buckets overlap the backward pass); SUM/AVG of float64, int64 and
+the other dtypes, exact, and every other collective go to an inner Gloo group. Configuration: ``SWITCHML_*`` variables or ``pg_options`` (see
 :mod:`switchml.config`). ``switchml.stats()`` returns the agent's counters.
 
 Lower level, with an agent you started yourself (``switchml worker serve``)::

@@ -4,8 +4,9 @@
 int32 tensors goes through this rank's worker agent to the appliance and returns at once with a
 Work whose future completes when the result is back, so DistributedDataParallel launches its next
 gradient bucket while the previous one is on the wire. Everything else (broadcast, barrier,
-all_gather, reduce_scatter, all_reduce with MIN/MAX/PRODUCT, send/recv, ...) is delegated to an
-inner Gloo process group built from the same store, so a full DDP script runs unchanged.
+all_gather, reduce_scatter, all_reduce with MIN/MAX/PRODUCT, SUM/AVG of float64, int64 and the
+other dtypes the appliance does not carry, send/recv, ...) is delegated to an inner Gloo process
+group built from the same store, so a full DDP script runs unchanged.
 
 Ordering contract: every rank must issue the same sequence of SUM/AVG all-reduces (same element
 counts, dtypes and ops, same order). DDP does: it all-reduces its buckets in bucket order on every
@@ -18,6 +19,7 @@ the class below picks that base when it exists, but that path is untested.
 """
 
 import atexit
+import logging
 import os
 import stat
 import threading
@@ -29,7 +31,7 @@ from torch._C import _distributed_c10d as c10d
 
 from .agent import AgentProcess, JobHostAgent, describe_job_agent, find_launcher, job_name_taken_hint
 from .client import Client, SwitchMLError
-from .requests import check_tensor
+from .requests import WIRE_DTYPE, check_tensor
 from .config import Config
 
 __all__ = ["ProcessGroupSwitchML", "register", "current"]
@@ -37,6 +39,11 @@ __all__ = ["ProcessGroupSwitchML", "register", "current"]
 _BASE = getattr(c10d, "Backend", None) or c10d.ProcessGroup
 _lock = threading.Lock()
 _groups = []
+_log = logging.getLogger(__name__)
+# the dtypes whose SUM/AVG all-reduces went over Gloo, each logged once
+_gloo_dtypes = set()
+# what Gloo cannot sum itself: summed in a wider type (int16) or, as NCCL does, reduced with MAX (bool)
+_GLOO_WIDER = {torch.int16: (torch.int32, dist.ReduceOp.SUM), torch.bool: (torch.uint8, dist.ReduceOp.MAX)}
 
 
 def current():
@@ -163,6 +170,8 @@ class ProcessGroupSwitchML(_BASE):
         if len(tensors) != 1:
             raise ValueError("backend switchml all-reduces one tensor per process, got %d" % len(tensors))
         tensor = tensors[0]
+        if isinstance(tensor, torch.Tensor) and tensor.dtype not in WIRE_DTYPE:
+            return self._allreduce_over_gloo(tensor, op_name)
         check_tensor(tensor, op_name)
         if self._client is None:
             raise SwitchMLError("the switchml process group was destroyed")
@@ -174,6 +183,40 @@ class ProcessGroupSwitchML(_BASE):
             # the profiler range lasts until the result is back, not just the submission
             future = scope._call_end_callbacks_on_future(future)
         return c10d._create_work_from_future(future)
+
+    def _allreduce_over_gloo(self, tensor, op_name):
+        """SUM or AVG of a dtype the appliance does not carry (float64, int64, int16, int8, uint8, bool), exact, over
+        the inner Gloo group, as Gloo would: AVG (which Gloo lacks) divides the sum by the world size afterwards,
+        truncating integers towards zero as the int32 path does."""
+        dtype = tensor.dtype
+        if dtype not in _gloo_dtypes:
+            _gloo_dtypes.add(dtype)
+            _log.info("rank %d: SUM/AVG all-reduces of %s tensors go over Gloo (the appliance carries float32, float16, "
+                      "bfloat16 and int32)", self.rank(), str(dtype).replace("torch.", ""))
+        if op_name == "average" and dtype == torch.bool:
+            raise TypeError("all_reduce with AVG of a bool tensor is not defined; use SUM (logical or) or MAX")
+        wire, op = _GLOO_WIDER.get(dtype, (dtype, dist.ReduceOp.SUM))
+        staged = tensor if wire == dtype else tensor.to(wire)
+        opts = c10d.AllreduceOptions()
+        opts.reduceOp = op
+        work = self._gloo.allreduce([staged], opts)
+        if staged is tensor and op_name == "sum":
+            return work
+        world_size = self.size()
+
+        def finish(future):
+            future.value()  # Gloo's error, if any
+            with torch.no_grad():
+                if op_name == "average":
+                    if staged.is_floating_point() or staged.is_complex():
+                        staged.div_(world_size)
+                    else:
+                        torch.div(staged, world_size, rounding_mode="trunc", out=staged)
+                if staged is not tensor:
+                    tensor.copy_(staged)  # int16 wraps as an int16 sum would
+            return [tensor]
+
+        return c10d._create_work_from_future(work.get_future().then(finish))
 
     def allreduce_coalesced(self, tensors, opts=None):
         return self._gloo.allreduce_coalesced(tensors, opts) if opts is not None else self._gloo.allreduce_coalesced(tensors)

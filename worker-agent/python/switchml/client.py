@@ -235,8 +235,8 @@ class Client:
         float32, float16 and bfloat16 tensors are summed in float32 by the appliance (the 16-bit
         types widen exactly and the result is rounded back once); int32 tensors are summed exactly
         (wrapping like int32) through the agent's int32 job, and ``average`` of int32 truncates
-        towards zero. float64 and other dtypes are refused (TypeError), never narrowed. CPU and CUDA
-        tensors are taken; a CUDA tensor is staged through the shared memory (host) and its result
+        towards zero. float64 and other dtypes are refused (TypeError), never narrowed (the process
+        group sends them over Gloo). CPU and CUDA tensors are taken; a CUDA tensor is staged through the shared memory (host) and its result
         copied back on the stream that was current at the call. The tensor may have any shape and
         need not be contiguous; it must not be touched until the future completes. Tensors larger
         than ``piece_elements`` go in several requests.

@@ -29,7 +29,8 @@ def check_tensor(tensor, op):
         # element to float32 without saying so
         raise TypeError("all_reduce does not take float64: SwitchML sums float32 (float16 and bfloat16 pass "
                         "through float32 exactly) and would narrow it silently; convert it yourself "
-                        "(tensor.float()) if float32 precision is enough, or all-reduce it over a gloo group")
+                        "(tensor.float()) if float32 precision is enough, or all-reduce it over a gloo group (the "
+                        "switchml process group does so itself)")
     if tensor.dtype not in WIRE_DTYPE:
         raise TypeError("all_reduce takes %s tensors through the appliance, not %s" % (_SUPPORTED, tensor.dtype))
 

@@ -305,6 +305,90 @@ class ConfigTest(unittest.TestCase):
             find_launcher("/nonexistent/switchml")
 
 
+# one rank of a two-rank switchml group over a fake agent (test_client.FakeAgent): it prints what it saw, one JSON line
+_GROUP_RANK = """
+import json, logging, os, sys, torch, torch.distributed as dist
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+import switchml
+from test_client import FakeAgent
+rank, init = int(sys.argv[2]), sys.argv[3]
+logging.basicConfig(level=logging.INFO, format="LOG %(name)s %(message)s", stream=sys.stdout)
+agent = FakeAgent(world=2, rank=rank)
+dist.init_process_group("switchml", init_method=init, rank=rank, world_size=2, pg_options={"socket": agent.socket_path})
+big = torch.tensor([2 ** 53 + 1 + rank, -(2 ** 40) - rank, 7], dtype=torch.int64)
+fine = torch.tensor([1 + 1e-12 * (rank + 1), 2.0 ** -60, 1e300], dtype=torch.float64)
+dist.all_reduce(big)
+dist.all_reduce(fine)
+avg = torch.tensor([3 + rank, -4 - 2 * rank], dtype=torch.int64)
+dist.all_reduce(avg, op=dist.ReduceOp.AVG)
+small = torch.tensor([30000, -7], dtype=torch.int16)
+dist.all_reduce(small)
+flags = torch.tensor([rank == 0, False])
+dist.all_reduce(flags)
+bytes8 = torch.tensor([200, 3], dtype=torch.uint8)
+work = dist.all_reduce(bytes8, async_op=True)
+work.wait()
+again = torch.tensor([1], dtype=torch.int64)
+dist.all_reduce(again)
+f32 = torch.ones(3)
+dist.all_reduce(f32)  # through the fake agent: 2x + 1
+print(json.dumps({"big": big.tolist(), "fine": [x.hex() for x in fine.tolist()], "avg": avg.tolist(),
+                  "small": small.tolist(), "flags": flags.tolist(), "bytes8": bytes8.tolist(),
+                  "f32": f32.tolist(), "requests": [r for r in agent.requests if r.startswith("ALLREDUCE")]}), flush=True)
+dist.destroy_process_group()
+agent.close()
+"""
+
+
+def _run_group(test, script, timeout_s=60):
+    """Run ``script`` as ranks 0 and 1 of a switchml group over fake agents; each rank's stdout lines."""
+    import subprocess
+    import sys
+    import tempfile
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(here))
+    for name in ("SWITCHML_HOST_AGENT", "SWITCHML_SOCKET", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        env.pop(name, None)
+    env["SWITCHML_HOST_AGENT"] = "off"
+    with tempfile.TemporaryDirectory() as d:
+        init = "file://" + os.path.join(d, "init")
+        ranks = [subprocess.Popen([sys.executable, "-c", script, os.path.join(here, "test_client.py"), str(rank), init],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+                 for rank in (0, 1)]
+        outputs = []
+        for process in ranks:
+            try:
+                out, err = process.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                for other in ranks:
+                    other.kill()
+                raise
+            test.assertEqual(process.returncode, 0, err)
+            outputs.append(out.splitlines())
+        return outputs
+
+
+class GlooDtypesTest(unittest.TestCase):
+
+    def test_dtypes_the_appliance_does_not_carry_are_summed_exactly_over_gloo(self):
+        import json
+        for rank, lines in enumerate(_run_group(self, _GROUP_RANK)):
+            result = json.loads([line for line in lines if line.startswith("{")][-1])
+            self.assertEqual(result["big"], [2 ** 54 + 3, -(2 ** 41) - 1, 14], "int64 exact, beyond float32 and int32")
+            self.assertEqual([float.fromhex(x) for x in result["fine"]], [(1 + 1e-12) + (1 + 2e-12), 2.0 ** -59, 2e300],
+                             "float64 exact, never narrowed to float32")
+            self.assertEqual(result["avg"], [3, -5], "int64 AVG truncates towards zero, as int32's does")
+            self.assertEqual(result["small"], [-5536, -14], "int16 wraps like an int16 sum")
+            self.assertEqual(result["flags"], [True, False], "bool SUM is a logical or, as NCCL's")
+            self.assertEqual(result["bytes8"], [144, 6], "uint8 wraps")
+            self.assertEqual(result["f32"], [3.0, 3.0, 3.0], "float32 still goes through the agent")
+            self.assertEqual(len(result["requests"]), 1, "only the float32 one reached the agent: %r" % result["requests"])
+            logged = [line for line in lines if line.startswith("LOG switchml")]
+            self.assertEqual(len(logged), 5, "once per dtype: %r" % logged)
+            self.assertTrue(any("rank %d: SUM/AVG all-reduces of float64 tensors go over Gloo" % rank in line
+                                for line in logged), logged)
+
+
 class AgentStartTest(unittest.TestCase):
 
     def test_a_launcher_without_a_jdk_is_named_with_what_to_install(self):

@@ -27,13 +27,15 @@ from switchml.client import _parse
 class FakeAgent:
     """A single-session agent on a Unix socket with a shared-memory file; records requests."""
 
-    def __init__(self, shm_bytes=4096, lanes=8, fail_with=None, shm_dir=None):
+    def __init__(self, shm_bytes=4096, lanes=8, fail_with=None, shm_dir=None, world=2, rank=0):
         self.dir = tempfile.TemporaryDirectory(prefix="switchml-test-")
         self.socket_path = os.path.join(self.dir.name, "agent.sock")
         self.shm_path = os.path.join(shm_dir or self.dir.name, "agent.shm")
         self.shm_bytes = shm_bytes
         self.lanes = lanes
         self.fail_with = fail_with
+        self.world = world
+        self.rank = rank
         self.requests = []
         self.answered = 0
         with open(self.shm_path, "wb") as f:
@@ -65,9 +67,9 @@ class FakeAgent:
                 return "ERR message=join of job 'j' refused: token does not match"
             verb = "INFO"  # a host agent answers OPEN as INFO once the job is joined
         if verb == "INFO":
-            return ("OK version=2 shm=%s shmBytes=%d rank=0 world=2 job=test tenant=default k=%d s=4 "
+            return ("OK version=2 shm=%s shmBytes=%d rank=%d world=%d job=test tenant=default k=%d s=4 "
                     "dtype=float32 byteOrder=LITTLE_ENDIAN dtypes=float32,int32 pipeline=8"
-                    % (self.shm_path, self.shm_bytes, self.lanes))
+                    % (self.shm_path, self.shm_bytes, self.rank, self.world, self.lanes))
         if verb == "STATS":
             return "OK requests=%d allReduces=%d smoothedRttNs=-1" % (self.answered, self.answered)
         if verb == "CLOSE":
