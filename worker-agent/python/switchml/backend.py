@@ -19,6 +19,7 @@ the class below picks that base when it exists, but that path is untested.
 """
 
 import atexit
+import datetime
 import logging
 import os
 import stat
@@ -31,7 +32,7 @@ from torch._C import _distributed_c10d as c10d
 
 from .agent import AgentProcess, JobHostAgent, describe_job_agent, find_launcher, job_name_taken_hint
 from .client import Client, SwitchMLError
-from .requests import WIRE_DTYPE, check_tensor
+from .requests import WIRE_DTYPE, arm, check_tensor, withdraw
 from .config import Config
 
 __all__ = ["ProcessGroupSwitchML", "register", "current"]
@@ -44,6 +45,102 @@ _log = logging.getLogger(__name__)
 _gloo_dtypes = set()
 # what Gloo cannot sum itself: summed in a wider type (int16) or, as NCCL does, reduced with MAX (bool)
 _GLOO_WIDER = {torch.int16: (torch.int32, dist.ReduceOp.SUM), torch.bool: (torch.uint8, dist.ReduceOp.MAX)}
+# Works handed out and not yet waited for nor asked for their future, kept alive (see _Work), the oldest let go beyond
+_KEPT_WORKS = 4096
+_work_lock = threading.Lock()
+_kept_works = {}
+
+
+def _ranked(rank, message):
+    """``message`` naming ``rank`` (once)."""
+    return message if message.startswith("rank %d" % rank) else "rank %d: %s" % (rank, message)
+
+
+def _seconds(timeout):
+    """A Work.wait timeout in seconds, or None for none (torch's kNoTimeout is zero)."""
+    if timeout is None:
+        return None
+    seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
+    return seconds if seconds > 0 else None
+
+
+class _Work(c10d.Work):
+    """A Work of the switchml group, as Gloo's behaves: ``wait()`` raises the all-reduce's SwitchMLError and honours
+    its timeout; ``result()``, ``is_success()``, ``exception()`` say how it went.
+
+    ``get_future()`` gives a future that never fails (torch 1.13's DDP reducer crashes on a failed one): the tensor
+    is marked (NaN) and the failure raised in the thread that took the future, asynchronously (see requests.py).
+
+    pybind11 forgets a Python subclass once only C++ holds the Work (DDP does), and C++ then reaches c10d's base
+    Work ("getFuture not implemented", or a ``wait`` that never returns): each Work is kept alive until it is waited
+    for or its future taken, the oldest let go beyond _KEPT_WORKS.
+    """
+
+    def __init__(self, future, rank, describe, submission=None):
+        super().__init__()
+        self._future = future
+        self._rank = rank
+        self._describe = describe
+        self._submission = submission
+        if submission is not None:
+            self._done = submission.done
+        else:
+            done = self._done = threading.Event()
+            future.add_done_callback(lambda _: done.set())
+        with _work_lock:
+            _kept_works[id(self)] = self
+            while len(_kept_works) > _KEPT_WORKS:
+                del _kept_works[next(iter(_kept_works))]
+
+    def _release(self):
+        with _work_lock:
+            if _kept_works.get(id(self)) is self:
+                del _kept_works[id(self)]
+
+    def wait(self, timeout=None):
+        self._release()
+        seconds = _seconds(timeout)
+        if not self._done.wait(seconds):
+            raise SwitchMLError("rank %d: %s did not complete within %s s (the timeout given to Work.wait); it is still "
+                                "in flight" % (self._rank, self._describe, seconds))
+        failure = None if self._submission is None else self._submission.failure
+        if failure is not None:
+            withdraw()
+            raise SwitchMLError(str(failure))
+        self._future.wait()
+        return True
+
+    def get_future(self):
+        self._release()
+        if self._submission is not None:
+            arm(self._submission, threading.get_ident())
+        return self._future
+
+    def is_completed(self):
+        return self._done.is_set()
+
+    def is_success(self):
+        if not self._done.is_set():
+            raise SwitchMLError("rank %d: %s is not complete yet" % (self._rank, self._describe))
+        return self.exception() is None
+
+    def exception(self):
+        if not self._done.is_set():
+            return None
+        if self._submission is not None:
+            return self._submission.failure
+        try:
+            self._future.value()
+        except Exception as ex:  # noqa: BLE001 - that is the answer
+            return ex
+        return None
+
+    def result(self):
+        self.wait()
+        return self._future.value()
+
+    def source_rank(self):
+        raise SwitchMLError("source_rank() is defined for recv from any source only")
 
 
 def current():
@@ -72,12 +169,11 @@ class ProcessGroupSwitchML(_BASE):
                 socket_path, agent_name = ((config.host_agent, None) if config.host_agent else self._job_agent(store))
                 try:
                     self._client = Client(socket_path, timeout=config.join_timeout_s + 60,
-                                          open_fields=config.open_fields(), agent_name=agent_name)
+                                          open_fields=config.open_fields(), agent_name=agent_name,
+                                          reply_timeout_s=self._reply_timeout_s(timeout))
                 except SwitchMLError as ex:
                     hint = job_name_taken_hint(str(ex), config.job)
-                    if not hint:
-                        raise
-                    raise SwitchMLError(str(ex) + hint) from ex
+                    raise SwitchMLError("%s%s" % (_ranked(rank, str(ex)), hint or "")) from ex
             elif config.socket is None:
                 config.agree(store)
                 launcher = find_launcher(config.launcher)
@@ -87,7 +183,10 @@ class ProcessGroupSwitchML(_BASE):
             else:
                 socket_path = config.socket
             if self._client is None:
-                self._client = Client(socket_path, timeout=60)
+                try:
+                    self._client = Client(socket_path, timeout=60, reply_timeout_s=self._reply_timeout_s(timeout))
+                except SwitchMLError as ex:
+                    raise SwitchMLError(_ranked(rank, str(ex))) from ex
             if self._client.world_size != world_size or self._client.rank != rank:
                 raise SwitchMLError("the agent at %s serves rank %d of %d, but this process is rank %d of %d"
                                     % (socket_path, self._client.rank, self._client.world_size, rank, world_size))
@@ -96,6 +195,13 @@ class ProcessGroupSwitchML(_BASE):
             raise
         with _lock:
             _groups.append(self)
+
+    @staticmethod
+    def _reply_timeout_s(timeout):
+        """How long the group waits for its agent's replies beyond its all-reduces (a barrier's, destroy's, stats'):
+        the group's timeout, as Gloo's collectives are bounded by it (60 s without one)."""
+        seconds = _seconds(timeout)
+        return 60.0 if seconds is None else seconds
 
     def _job_agent(self, store):
         """The socket of the agent serving this job's ranks on this host, and how errors name it: local rank 0 starts
@@ -179,10 +285,11 @@ class ProcessGroupSwitchML(_BASE):
         label = "switchml::all_reduce(backend=switchml, bytes=%d, dtype=%s, op=%s)" % (
             nbytes, str(tensor.dtype).replace("torch.", ""), op_name)
         with torch.autograd.profiler.record_function(label) as scope:
-            future = self._client.submit(tensor, op_name, result=tensors, raise_in_caller=True)
+            submission = self._client.submit_safe(tensor, op_name, result=tensors)
             # the profiler range lasts until the result is back, not just the submission
-            future = scope._call_end_callbacks_on_future(future)
-        return c10d._create_work_from_future(future)
+            future = scope._call_end_callbacks_on_future(submission.future)
+        return _Work(future, self.rank(), "all_reduce of %d %s elements through %s"
+                     % (tensor.numel(), str(tensor.dtype).replace("torch.", ""), self._client.agent_name), submission)
 
     def _allreduce_over_gloo(self, tensor, op_name):
         """SUM or AVG of a dtype the appliance does not carry (float64, int64, int16, int8, uint8, bool), exact, over
@@ -216,7 +323,7 @@ class ProcessGroupSwitchML(_BASE):
                     tensor.copy_(staged)  # int16 wraps as an int16 sum would
             return [tensor]
 
-        return c10d._create_work_from_future(work.get_future().then(finish))
+        return _Work(work.get_future().then(finish), self.rank(), "all_reduce (AVG) of %s over Gloo" % dtype)
 
     def allreduce_coalesced(self, tensors, opts=None):
         return self._gloo.allreduce_coalesced(tensors, opts) if opts is not None else self._gloo.allreduce_coalesced(tensors)

@@ -41,7 +41,7 @@ import threading
 import torch
 
 from .errors import SwitchMLError
-from .requests import WIRE_DTYPE, Request, Submission, check_tensor, fail_submission
+from .requests import WIRE_DTYPE, Request, Submission, arm, check_tensor, critical_section, fail_submission
 
 __all__ = ["Client", "SwitchMLError", "ddp_comm_hook", "check_tensor"]
 
@@ -85,11 +85,13 @@ class Client:
         awaited as long as the agent takes (it fails a stalled all-reduce itself after its ``--progress-timeout-ms``).
     :param open_fields: a dict of ``OPEN`` fields (job, rank, world, token, ...) when ``socket_path`` is a host
         agent's socket: the session for this rank is opened (the job joined) first.
+    :param reply_timeout_s: how long :meth:`synchronize`, :meth:`stats` and :meth:`close` wait for the agent's
+        replies (None: as long as it takes); the process group passes its timeout.
     :raises SwitchMLError: when the agent cannot be reached, is busy with another client, or
         speaks another protocol version.
     """
 
-    def __init__(self, socket_path=None, timeout=None, open_fields=None, agent_name=None):
+    def __init__(self, socket_path=None, timeout=None, open_fields=None, agent_name=None, reply_timeout_s=None):
         path = socket_path or os.environ.get("SWITCHML_SOCKET")
         if not path:
             raise ValueError("no agent socket: pass socket_path or set SWITCHML_SOCKET "
@@ -97,6 +99,7 @@ class Client:
         self.socket_path = str(path)
         # how errors name the agent, e.g. who started it
         self.agent_name = agent_name or "the switchml agent at %s" % self.socket_path
+        self.reply_timeout_s = reply_timeout_s
         self._submit_lock = threading.Lock()
         self._cond = threading.Condition()
         self._inflight = collections.deque()
@@ -123,8 +126,10 @@ class Client:
         self._shm = None
         self._reserved = 0
         self._ring_reserved_bytes = 0
+        asked = "INFO"
         try:
             if open_fields is not None:
+                asked = "OPEN (rank %s of job %s)" % (open_fields.get("rank"), open_fields.get("job"))
                 for key, value in open_fields.items():
                     if not str(value) or any(c.isspace() for c in str(value)):
                         raise ValueError("OPEN field %s must be a non-empty value without spaces: %r" % (key, value))
@@ -135,6 +140,7 @@ class Client:
                     raise SwitchMLError("the switchml host agent at %s refused rank %s of job %s: %s"
                                         % (self.socket_path, open_fields.get("rank"), open_fields.get("job"),
                                            opened.get("message", "no reason given")))
+            asked = "INFO"
             self._sock.sendall(b"INFO\n")
             info = self._read_reply()
             if info[""] != "OK":
@@ -161,6 +167,10 @@ class Client:
             self._mm = mmap.mmap(self._fd, self.shm_bytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             self._shm = {"float32": torch.frombuffer(self._mm, dtype=torch.float32),
                          "int32": torch.frombuffer(self._mm, dtype=torch.int32)}
+        except socket.timeout as ex:
+            self.close()
+            raise SwitchMLError("%s did not answer %s within %s s (socket %s)"
+                                % (self.agent_name, asked, timeout, self.socket_path)) from ex
         except BaseException:
             self.close()
             raise
@@ -256,10 +266,23 @@ class Client:
         """As :meth:`all_reduce_async`, with the future's value given (the process group passes a list).
 
         :param raise_in_caller: report a failure by raising SwitchMLError in the calling thread (as an
-            asynchronous exception, at its next Python instruction) and completing the future with the tensor
-            filled with NaN, instead of failing the future. torch 1.13's DDP reducer crashes (SIGSEGV) on a
-            failed future of a process group's Work, so the process group uses this.
+            asynchronous exception, at its next Python instruction outside the client's own critical sections)
+            and completing the future with the tensor marked (NaN, or an integer type's minimum), instead of
+            failing the future. torch 1.13's DDP reducer crashes (SIGSEGV) on a failed future of a process
+            group's Work; the process group arms the raise only where DDP takes the future (Work.get_future).
         """
+        submission = self.submit_safe(tensor, op, result) if raise_in_caller else self._submit(tensor, op, result)
+        if raise_in_caller:
+            arm(submission, threading.get_ident())
+        return submission.future
+
+    def submit_safe(self, tensor, op, result):
+        """Submit as :meth:`submit` does and return the :class:`~switchml.requests.Submission`, whose future never
+        fails: a failure marks the tensor, completes the future with ``result``, sets ``failure`` and ``done``, and
+        raises in a thread only once one is armed (:func:`switchml.requests.arm`)."""
+        return self._submit(tensor, op, result, safe=True)
+
+    def _submit(self, tensor, op, result, safe=False):
         check_tensor(tensor, op)
         wire = WIRE_DTYPE[tensor.dtype]
         if wire not in self.dtypes:
@@ -267,22 +290,23 @@ class Client:
                             % (",".join(self.dtypes), tensor.dtype))
         total = tensor.numel()
         if total == 0:
-            future = torch.futures.Future()
-            future.set_result(result)
-            return future
+            submission = Submission(tensor, tensor, op, 0, None, result, safe)
+            submission.future.set_result(result)
+            submission.done.set()
+            return submission
         stream = None
         if tensor.is_cuda:
             stream = torch.cuda.current_stream(tensor.device)
             self._pin()
-        with torch.no_grad(), self._submit_lock:
+        # every piece is sent, or none: a rank that sent part of a tensor would pair the others' next call with the rest
+        with torch.no_grad(), critical_section, self._submit_lock:
             self._raise_if_failed()
             flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
             shared = self._shared_offset(flat, total)
             # a shared tensor goes in place as one request, with no staging; any other in pieces through the ring
             piece = total if shared is not None else self.piece_elements
             pieces = (total + piece - 1) // piece
-            submission = Submission(tensor, flat, op, pieces, stream, result,
-                                     threading.get_ident() if raise_in_caller else None)
+            submission = Submission(tensor, flat, op, pieces, stream, result, safe)
             wire_op = "sum" if wire == "int32" else op
             shm = self._shm[wire]
             for flat_start in range(0, total, piece):
@@ -303,7 +327,7 @@ class Client:
                     self._inflight.append(request)
                 self._send("ALLREDUCE offset=%d count=%d op=%s dtype=%s id=%d"
                            % (ring_start * 4, count, wire_op, wire, ident))
-        return submission.future
+        return submission
 
     def _shared_offset(self, flat, total):
         """The element offset of ``flat`` in a :meth:`shared_tensor`, or None when it lies elsewhere."""
@@ -320,20 +344,32 @@ class Client:
         """The agent's counters (``STATS``), answered after every request sent before: a dict of ints, and the
         backend the appliance aggregates the job on under ``backend`` (``int32.backend`` for the int32 job)."""
         future = torch.futures.Future()
-        with self._submit_lock:
+        answered = threading.Event()
+        future.add_done_callback(lambda _: answered.set())
+        with critical_section, self._submit_lock:
             self._raise_if_failed()
             with self._cond:
                 self._inflight.append(Request(next(self._ids), future=future))
             self._send("STATS")
+        if not answered.wait(self.reply_timeout_s):
+            raise SwitchMLError("%s did not answer STATS within %s s" % (self.agent_name, self.reply_timeout_s))
         fields = future.wait()
         return {key: value if key.endswith("backend") else int(value) for key, value in fields.items()
                 if key and (key.endswith("backend") or value.lstrip("-").isdigit())}
 
-    def synchronize(self):
-        """Wait until every request sent so far has been answered and its future completed."""
+    def synchronize(self, timeout_s=-1):
+        """Wait until every request sent so far has been answered and its future completed.
+
+        :param timeout_s: how long to wait (None: as long as it takes; default: ``reply_timeout_s``).
+        :raises SwitchMLError: naming the agent and the requests unanswered when the time is up.
+        """
+        if timeout_s == -1:
+            timeout_s = self.reply_timeout_s
         with self._cond:
-            while (self._inflight or self._completing) and self._failure is None:
-                self._cond.wait()
+            if not self._cond.wait_for(lambda: not (self._inflight or self._completing) or self._failure is not None,
+                                       timeout=timeout_s):
+                raise SwitchMLError("%s did not answer the %d request(s) in flight within %s s"
+                                    % (self.agent_name, len(self._inflight), timeout_s))
 
     def _pin(self):
         if self._pinned:
@@ -435,7 +471,12 @@ class Client:
                     if not self._inflight:
                         raise SwitchMLError("the switchml agent sent a reply nobody asked for: %r" % fields)
                     request = self._inflight[0]
-                complete = self._on_reply(request, fields)
+                try:
+                    complete = self._on_reply(request, fields)
+                except SwitchMLError:
+                    raise
+                except Exception as ex:  # noqa: BLE001 - this tensor's failure, not the session's
+                    complete = self._reply_failed(request, ex)
                 # its ring range is free before its caller learns of the result, so that the caller's next call
                 # finds it free
                 with self._cond:
@@ -446,11 +487,8 @@ class Client:
                 if complete is not None:
                     try:
                         complete()
-                    except BaseException as ex:
-                        future = request.future if request.submission is None else request.submission.future
-                        if not future.done():
-                            future.set_exception(SwitchMLError("switchml client reply thread failed: %r" % (ex,)))
-                        raise
+                    except Exception as ex:  # noqa: BLE001 - this tensor's failure, not the session's
+                        self._completion_failed(request, ex)
                     finally:
                         with self._cond:
                             self._completing -= 1
@@ -459,6 +497,31 @@ class Client:
             self._fail(str(ex))
         except BaseException as ex:  # a bug here must not leave futures waiting forever
             self._fail("switchml client reply thread failed: %r" % (ex,))
+
+    def _reply_failed(self, request, ex):
+        """Taking a reply in failed for this request alone (its result could not be copied back): its submission fails
+        when its last piece is back; the session goes on."""
+        submission = request.submission
+        if submission is None:
+            return lambda: request.future.set_exception(SwitchMLError("rank %s: taking STATS in failed: %r"
+                                                                      % (self.rank, ex)))
+        if submission.error is None:
+            submission.error = self._copy_error(submission, ex)
+        submission.pieces_left -= 1
+        return (lambda: self._complete(submission)) if submission.pieces_left == 0 else None
+
+    def _completion_failed(self, request, ex):
+        future = request.future if request.submission is None else request.submission.future
+        if request.submission is not None and not request.submission.done.is_set():
+            fail_submission(request.submission, self._copy_error(request.submission, ex))
+        elif not future.done():
+            future.set_exception(SwitchMLError("rank %s: completing a request failed: %r" % (self.rank, ex)))
+
+    def _copy_error(self, submission, ex):
+        tensor = submission.tensor
+        return ("rank %s: could not copy the all-reduce result back into the %s tensor of shape %s, strides %s (%s); "
+                "this all-reduce failed, the session goes on"
+                % (self.rank, str(tensor.dtype).replace("torch.", ""), tuple(tensor.shape), tensor.stride(), ex))
 
     def _on_reply(self, request, fields):
         """Take a reply in: copy the result out of the ring; return what completes its future once the request has
@@ -504,6 +567,7 @@ class Client:
                         submission.tensor.copy_(submission.flat.view_as(submission.tensor))
                 else:
                     submission.tensor.copy_(submission.flat.view_as(submission.tensor))
+        submission.done.set()
         submission.future.set_result(submission.result)
 
     def _fail(self, message):
@@ -534,11 +598,16 @@ class Client:
         sock = getattr(self, "_sock", None)
         if sock is None:
             return
-        with self._submit_lock:
+        with critical_section, self._submit_lock:
             self._closed = True
+            answered = True
             if self._reader_thread is not None and self._failure is None:
-                self.synchronize()
-            if self._reader_thread is not None and self._failure is None:
+                try:
+                    self.synchronize()
+                except SwitchMLError as ex:
+                    answered = False
+                    self._fail("client is closed; %s" % ex)
+            if self._reader_thread is not None and self._failure is None and answered:
                 # wait for CLOSE's reply, so that the agent is not left writing to a closed socket
                 with self._cond:
                     self._inflight.append(Request(next(self._ids), future=torch.futures.Future()))

@@ -389,6 +389,117 @@ class GlooDtypesTest(unittest.TestCase):
                                 for line in logged), logged)
 
 
+class WorkTest(unittest.TestCase):
+    """The Work of a one-rank switchml group over a fake agent, as a user and DDP see it."""
+
+    def group(self, **agent_options):
+        import sys
+        import tempfile
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from test_client import FakeAgent
+        agent = FakeAgent(world=1, **agent_options)
+        self.addCleanup(agent.close)
+        if agent.hold is not None:
+            self.addCleanup(agent.hold.set)
+        directory = tempfile.TemporaryDirectory()
+        self.addCleanup(directory.cleanup)
+        with mock.patch.dict(os.environ, {"SWITCHML_HOST_AGENT": "off"}):
+            dist.init_process_group("switchml", store=dist.FileStore(os.path.join(directory.name, "store"), 1), rank=0,
+                                    world_size=1, pg_options={"socket": agent.socket_path})
+        self.addCleanup(dist.destroy_process_group)
+        return agent
+
+    def test_wait_raises_a_failed_all_reduce_each_time_and_the_tensor_is_marked(self):
+        import torch
+        self.group(fail_with="job 3 aborted: rank 1 lost its control connection")
+        for attempt in range(2):  # the same message twice on one thread: raised twice
+            t = torch.ones(4)
+            work = dist.all_reduce(t, async_op=True)
+            with self.assertRaisesRegex(switchml.SwitchMLError, "rank 1 lost its control connection"):
+                work.wait()
+            self.assertTrue(torch.isnan(t).all(), "nothing stale mistaken for a result")
+            self.assertFalse(work.is_success())
+            self.assertIsInstance(work.exception(), switchml.SwitchMLError)
+            with self.assertRaises(switchml.SwitchMLError):
+                work.result()
+            with self.assertRaisesRegex(switchml.SwitchMLError, "rank 1 lost"):
+                dist.all_reduce(torch.ones(2))
+        counts = torch.tensor([5, 6], dtype=torch.int32)
+        with self.assertRaises(switchml.SwitchMLError):
+            dist.all_reduce(counts)
+        self.assertEqual(counts.tolist(), [-2 ** 31] * 2, "an int32 tensor is marked with its type's minimum")
+        total = 0
+        for i in range(20000):  # nothing raised later, out of the blue
+            total += i
+        time.sleep(0.05)
+        self.assertEqual(total, 199990000)
+
+    def test_wait_honours_its_timeout_naming_the_rank(self):
+        import datetime
+        import threading
+        import torch
+        agent = self.group(hold=threading.Event())
+        t = torch.ones(3)
+        work = dist.all_reduce(t, async_op=True)
+        with self.assertRaisesRegex(switchml.SwitchMLError, r"rank 0: all_reduce of 3 float32 elements through the "
+                                                            r"switchml agent at .* did not complete within 0.2 s"):
+            work.wait(datetime.timedelta(seconds=0.2))
+        self.assertFalse(work.is_completed())
+        agent.hold.set()
+        self.assertTrue(work.wait())
+        self.assertTrue(work.is_success())
+        self.assertEqual(t.tolist(), [3.0] * 3)
+
+    def test_a_failed_all_reduce_in_ddp_raises_out_of_backward_every_time(self):
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+        self.group(fail_with="job 9 aborted: rank 2 lost its control connection")
+        for step in range(2):  # a fresh DDP: torch's reducer is left mid-iteration by a backward that raised
+            model = DistributedDataParallel(torch.nn.Linear(3, 2))
+            with self.assertRaises(Exception) as raised:
+                model(torch.randn(5, 3)).sum().backward()
+                for i in range(1000):  # the raise may come at the next Python instruction
+                    pass
+            self.assertIn("rank 2 lost its control connection", str(raised.exception))
+
+    def test_ddp_steps_through_the_group(self):
+        import gc
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+        self.group()
+        model = torch.nn.Linear(3, 2)
+        ddp = DistributedDataParallel(model)
+        for step in range(3):
+            model.zero_grad()
+            ddp(torch.randn(5, 3)).sum().backward()
+            gc.collect()
+            self.assertTrue(all(torch.isfinite(p.grad).all() for p in model.parameters()))
+
+
+class CriticalSectionTest(unittest.TestCase):
+
+    def test_an_asynchronous_failure_waits_until_the_thread_leaves_the_clients_critical_section(self):
+        import threading
+        import torch
+        from switchml import requests
+        submission = requests.Submission(torch.ones(2), None, "sum", 1, None, None, safe=True)
+        requests.arm(submission, threading.get_ident())
+        with self.assertRaisesRegex(switchml.SwitchMLError, "rank 1 is gone") as raised:
+            with requests.critical_section:
+                failer = threading.Thread(target=requests.fail_submission, args=(submission, "rank 1 is gone"))
+                failer.start()
+                failer.join()
+                total = 0
+                for i in range(20000):  # would have raised here
+                    total += i
+                self.assertEqual(total, 199990000)
+                inside = True
+        self.assertTrue(inside)
+        self.assertTrue(torch.isnan(submission.tensor).all())
+        self.assertIsInstance(raised.exception, switchml.SwitchMLError)
+        self.assertEqual(requests._pending, {}, "nothing left to raise later")
+
+
 class AgentStartTest(unittest.TestCase):
 
     def test_a_launcher_without_a_jdk_is_named_with_what_to_install(self):

@@ -16,7 +16,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
+from unittest import mock
 
 import torch
 
@@ -27,7 +29,7 @@ from switchml.client import _parse
 class FakeAgent:
     """A single-session agent on a Unix socket with a shared-memory file; records requests."""
 
-    def __init__(self, shm_bytes=4096, lanes=8, fail_with=None, shm_dir=None, world=2, rank=0):
+    def __init__(self, shm_bytes=4096, lanes=8, fail_with=None, shm_dir=None, world=2, rank=0, hold=None):
         self.dir = tempfile.TemporaryDirectory(prefix="switchml-test-")
         self.socket_path = os.path.join(self.dir.name, "agent.sock")
         self.shm_path = os.path.join(shm_dir or self.dir.name, "agent.shm")
@@ -36,6 +38,8 @@ class FakeAgent:
         self.fail_with = fail_with
         self.world = world
         self.rank = rank
+        # a threading.Event: all-reduces are answered once it is set
+        self.hold = hold
         self.requests = []
         self.answered = 0
         with open(self.shm_path, "wb") as f:
@@ -75,6 +79,8 @@ class FakeAgent:
         if verb == "CLOSE":
             return "OK"
         if verb == "ALLREDUCE":
+            if self.hold is not None:
+                self.hold.wait()
             if self.fail_with:
                 return "ERR message=" + self.fail_with
             offset, count = int(request["offset"]), int(request["count"])
@@ -348,6 +354,50 @@ class ClientTest(unittest.TestCase):
                     self.assertIn("rank 2 lost its control connection", str(raised.exception))
             finally:
                 dist.destroy_process_group()
+
+    def test_a_result_that_cannot_be_copied_back_fails_that_all_reduce_alone(self):
+        agent = self.agent()
+        with switchml.Client(agent.socket_path) as client:
+            expanded = torch.ones(1).expand(4)
+            with self.assertRaisesRegex(ValueError, "elements share memory.*clone"):
+                client.all_reduce(expanded)
+            with mock.patch("switchml.client.check_tensor"):  # as if it had let it through
+                with self.assertRaises(switchml.SwitchMLError) as raised:
+                    client.all_reduce(expanded)
+            self.assertRegex(str(raised.exception), r"rank 0: could not copy the all-reduce result back into the "
+                                                    r"float32 tensor of shape \(4,\), strides \(0,\)")
+            t = torch.ones(3)
+            client.all_reduce(t)
+            self.assertTrue(torch.equal(t, torch.full((3,), 3.0)), "the session goes on")
+
+    def test_an_agent_that_does_not_answer_info_is_named(self):
+        with tempfile.TemporaryDirectory() as d, socket.socket(socket.AF_UNIX) as mute:
+            path = os.path.join(d, "mute.sock")
+            mute.bind(path)
+            mute.listen(1)
+            with self.assertRaises(switchml.SwitchMLError) as raised:
+                switchml.Client(path, timeout=0.2)
+            self.assertIn("the switchml agent at %s did not answer INFO within 0.2 s" % path, str(raised.exception))
+            with self.assertRaises(switchml.SwitchMLError) as raised:
+                switchml.Client(path, timeout=0.2, open_fields={"job": "j", "rank": 3, "world": 4, "token": "t"})
+            self.assertIn("did not answer OPEN (rank 3 of job j) within 0.2 s", str(raised.exception))
+
+    def test_synchronize_stats_and_close_are_bounded_by_the_reply_timeout(self):
+        hold = threading.Event()
+        agent = self.agent(hold=hold)
+        self.addCleanup(hold.set)  # before the agent closes
+        client = switchml.Client(agent.socket_path, reply_timeout_s=0.3)
+        future = client.all_reduce_async(torch.ones(3))
+        with self.assertRaisesRegex(switchml.SwitchMLError, "at %s did not answer the 1 request.s. in flight within "
+                                                            "0.3 s" % agent.socket_path):
+            client.synchronize()
+        with self.assertRaisesRegex(switchml.SwitchMLError, "did not answer STATS within 0.3 s"):
+            client.stats()
+        started = time.monotonic()
+        client.close()
+        self.assertLess(time.monotonic() - started, 3)
+        with self.assertRaisesRegex(switchml.SwitchMLError, "client is closed"):
+            future.wait()
 
     def test_parse_keeps_spaces_in_message(self):
         self.assertEqual(_parse("ERR message=rank 2 is gone: x=y\n"), {"": "ERR", "message": "rank 2 is gone: x=y"})
