@@ -49,7 +49,8 @@ def data():
 
 
 def check_dtypes(rank, world):
-    """SUM and AVG of float16, bfloat16 and int32 through the appliance, exact here; float64 refused."""
+    """SUM and AVG of float16, bfloat16 and int32 through the appliance, exact here; float64 and int64 over the inner
+    Gloo group, exact."""
     mult = torch.arange(1, world + 1).sum().item()  # sum over ranks of (rank + 1)
     for dtype, n in ((torch.float16, 100), (torch.bfloat16, 25), (torch.int32, 1000)):
         base = torch.arange(n)
@@ -68,12 +69,13 @@ def check_dtypes(rank, world):
     dist.all_reduce(big)
     assert torch.equal(big, torch.full((1000,), (2 ** 29 * world + world * (world - 1) // 2 + 2 ** 31) % 2 ** 32 - 2 ** 31,
                                        dtype=torch.int32)), big[:4]
-    d = torch.ones(3, dtype=torch.float64)
-    try:
-        dist.all_reduce(d)
-        raise AssertionError("float64 was not refused")
-    except TypeError as ex:
-        assert "float64" in str(ex), ex
+    # steps of 2^-40 that float32 would lose, exact in float64 whatever order Gloo sums in
+    d = torch.full((3,), 1.0 + rank * 2.0 ** -40, dtype=torch.float64)
+    dist.all_reduce(d)
+    assert torch.equal(d, torch.full((3,), world + world * (world - 1) // 2 * 2.0 ** -40, dtype=torch.float64)), d
+    c = torch.tensor([2 ** 53 + rank], dtype=torch.int64)  # an int64 count beyond float64's exact integers
+    dist.all_reduce(c)
+    assert c.item() == world * 2 ** 53 + world * (world - 1) // 2, c
     m = torch.tensor([float(rank)])
     dist.all_reduce(m, op=dist.ReduceOp.MAX)  # not SUM/AVG: the inner Gloo group
     assert m.item() == world - 1, m
