@@ -46,6 +46,8 @@ public final class Appliance implements AutoCloseable
 
     /** How often offload backends' jobs and health are checked. */
     public static final long BACKEND_POLL_INTERVAL_MS = 50;
+    /** How long shutdown waits for the backends to remove the aborted jobs before it closes them. */
+    static final long SHUTDOWN_RELEASE_WAIT_MS = 10_000;
 
     /** How often shard counters are folded into the system totals. */
     public static final long AGGREGATE_INTERVAL_MS = 200;
@@ -533,6 +535,10 @@ public final class Appliance implements AutoCloseable
         closed = true;
         journal.offerApplianceStopping("appliance stopping: " + reason);
         registry.abortAll(reason);
+        if (!registry.awaitReleases(SHUTDOWN_RELEASE_WAIT_MS))
+        {
+            LOG.warn("backends still removing jobs after {} ms; closing them", SHUTDOWN_RELEASE_WAIT_MS);
+        }
         for (final Backend backend : backends)
         {
             backend.close();

@@ -132,7 +132,7 @@ public final class ApplianceContext
      */
     public static final String HTTP_METRICS_TOKEN_FILE_PROP = "switchml.appliance.http.metrics.token.file";
     /** Longest metrics token taken. */
-    static final int MAX_METRICS_TOKEN_CHARS = 1024;
+    public static final int MAX_METRICS_TOKEN_CHARS = io.switchml.protocol.SecretFiles.MAX_TOKEN_CHARS;
 
     /** Journal cycles (days) kept; older ones are deleted. */
     public static final String JOURNAL_RETAINED_CYCLES_PROP = "switchml.appliance.journal.retained.cycles";
@@ -640,19 +640,8 @@ public final class ApplianceContext
     {
         try
         {
-            final java.nio.file.Path path = java.nio.file.Path.of(file);
-            io.switchml.protocol.SecretFiles.requirePrivate(path, "metrics token file");
-            if (java.nio.file.Files.size(path) > 2L * MAX_METRICS_TOKEN_CHARS)
-            {
-                throw new IllegalArgumentException("metrics token file " + file + " is longer than a token");
-            }
-            final String token = java.nio.file.Files.readString(path, java.nio.charset.StandardCharsets.US_ASCII).strip();
-            if (token.isEmpty() || token.length() > MAX_METRICS_TOKEN_CHARS || !token.chars().allMatch((c) -> c > 0x20 && c < 0x7f))
-            {
-                throw new IllegalArgumentException("metrics token file " + file + " must hold one token of 1.." +
-                    MAX_METRICS_TOKEN_CHARS + " printable ASCII characters without spaces");
-            }
-            return token;
+            return io.switchml.protocol.SecretFiles.readToken(java.nio.file.Path.of(file), "metrics token file",
+                MAX_METRICS_TOKEN_CHARS);
         }
         catch (final IllegalArgumentException ex)
         {

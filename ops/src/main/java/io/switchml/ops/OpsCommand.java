@@ -83,8 +83,8 @@ public final class OpsCommand implements Runnable
         final java.nio.file.Path file = java.nio.file.Path.of(metricsTokenFile);
         try
         {
-            io.switchml.protocol.SecretFiles.requirePrivate(file, "--metrics-token-file");
-            return java.nio.file.Files.readString(file, java.nio.charset.StandardCharsets.US_ASCII).strip();
+            return io.switchml.protocol.SecretFiles.readToken(file, "--metrics-token-file",
+                io.switchml.protocol.SecretFiles.MAX_TOKEN_CHARS);
         }
         catch (final IllegalArgumentException | java.io.IOException ex)
         {

@@ -57,6 +57,11 @@ final class MetricsTokenOpsTest
         assertEquals(0, counters.exitCode(), counters::toString);
         assertTrue(counters.out().contains("jobs_active"), counters::toString);
 
+        Files.writeString(token, "two words\n");
+        final OpsCli.Result malformed = OpsCli.run("counters", url, "--metrics-token-file=" + token);
+        assertEquals(OpsException.USAGE, malformed.exitCode(), malformed::toString);
+        assertTrue(malformed.err().contains("must hold one token of 1..1024 printable ASCII characters"), malformed::toString);
+
         Files.setPosixFilePermissions(token, PosixFilePermissions.fromString("rw-r--r--"));
         final OpsCli.Result open = OpsCli.run("counters", url, "--metrics-token-file=" + token);
         assertEquals(OpsException.USAGE, open.exitCode(), open::toString);

@@ -10,7 +10,9 @@ public interface BackendJob
 {
     /**
      * Every rank has joined: install the job (members, keys, result delivery) so that its packets aggregate.
-     * Called under the job registry's lock before the job is published to the data-plane shards.
+     * Called outside the job registry's lock (a switch's installation is many RPCs), before the job is published to
+     * the data-plane shards. An abort may {@link #release()} the job at any time, also before or while this runs: an
+     * implementation serializes the two and refuses to install a released job.
      *
      * @param job the job, with its members.
      * @throws BackendException with the cause when the backend cannot install it; the job is then aborted.
@@ -37,7 +39,8 @@ public interface BackendJob
     }
 
     /**
-     * Remove the job from the backend and free its slot space. Idempotent.
+     * Remove the job from the backend and free its slot space. Idempotent. Called outside the registry's lock, on a
+     * thread of its own, possibly before {@link #activate} (see there).
      */
     void release();
 }

@@ -40,6 +40,8 @@ public final class JobRegistry
     private final JobIds jobIds = new JobIds();
     /** Backend jobs ended under the lock and not yet released: {@link #releaseEnded()}. */
     private final List<BackendJob> toRelease = new ArrayList<>();
+    /** Threads releasing backend jobs now: {@link #awaitReleases}. */
+    private final java.util.Set<Thread> releasing = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** Set by {@link #abortAll}: no job is created after it, so none can reserve what the closing backends hold. */
     private String closedReason;
     private volatile Int2ObjectHashMap<Job> activeJobs = new Int2ObjectHashMap<>();
@@ -354,8 +356,8 @@ public final class JobRegistry
     /**
      * The last rank to join installs the job in its backend, outside the registry's lock: a switch's installation is
      * thousands of RPCs, and an unresponsive switch takes seconds per write, during which every tenant's requests and
-     * the control thread's timeouts would otherwise wait. A job aborted meanwhile stays ended (its backend's release
-     * waits for the installation to finish: both are synchronized on the backend's job).
+     * the control thread's timeouts would otherwise wait. A job aborted meanwhile stays ended: its backend job
+     * serializes installation and release, and refuses to install once released (BackendJob#activate).
      *
      * @throws RefusedException when the backend refused the job or it was aborted meanwhile.
      */
@@ -494,33 +496,42 @@ public final class JobRegistry
             }
             telemetry.system(SystemCounter.JOBS_ABORTED).increment();
             job.aborted = true;
+            // a rank still joining is refused and its connection goes back to serving requests; a started job's
+            // member holds nothing from now on
+            final boolean started = job.state == Job.State.ACTIVE;
             endLocked(job, reason);
             for (int rank = 0; rank < job.worldSize; rank++)
             {
                 final ControlConnection connection = job.connections[rank];
                 if (connection != null && !job.left[rank])
                 {
-                    connection.membershipEnded();
+                    if (started)
+                    {
+                        connection.membershipEnded();
+                    }
                     members.add(connection);
                 }
             }
         }
-        releaseEnded();
         if (members.isEmpty())
         {
+            releaseEnded();
             return null;
         }
         // outside the lock and on a thread of its own: a member that reads nothing holds up its own send (until the
         // control server's watchdog cuts it off), never another tenant's requests nor the caller (a connection's
-        // thread, or the control thread that runs every job's slot timeouts)
+        // thread, or the control thread that runs every job's slot timeouts); started before the release, which may
+        // wait for a switch
         final String line = "ABORT job=" + job.jobId + " reason=" + reason;
-        return Thread.ofVirtual().name("switchml-abort-" + job.jobId).start(() ->
+        final Thread telling = Thread.ofVirtual().name("switchml-abort-" + job.jobId).start(() ->
         {
             for (final ControlConnection connection : members)
             {
                 connection.send(line);
             }
         });
+        releaseEnded();
+        return telling;
     }
 
     /**
@@ -570,6 +581,33 @@ public final class JobRegistry
             return false;
         }
         abort(job, reason);
+        return true;
+    }
+
+    /**
+     * Wait for the backends' releases under way, at shutdown before the backends close (a switch's removal of a large
+     * job is tens of RPCs).
+     *
+     * @return whether they all finished within the time.
+     */
+    public boolean awaitReleases(final long timeoutMs)
+    {
+        final long deadlineNs = System.nanoTime() + timeoutMs * 1_000_000L;
+        for (final Thread thread : List.copyOf(releasing))
+        {
+            try
+            {
+                if (!thread.join(java.time.Duration.ofNanos(Math.max(1, deadlineNs - System.nanoTime()))))
+                {
+                    return false;
+                }
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
         return true;
     }
 
@@ -662,23 +700,32 @@ public final class JobRegistry
         // on a thread of its own, waited for a moment: a release is normally done at once, so the slots are free when
         // an abort returns; one that waits for a hung installation or an unresponsive switch holds up no caller (a
         // connection's thread, the control thread that runs slot timeouts) for longer than RELEASE_WAIT_MS
-        final Thread releasing = Thread.ofVirtual().name("switchml-release").start(() ->
+        final Thread thread = Thread.ofVirtual().name("switchml-release").unstarted(() ->
         {
-            for (final BackendJob backendJob : ended)
+            try
             {
-                try
+                for (final BackendJob backendJob : ended)
                 {
-                    backendJob.release();
-                }
-                catch (final RuntimeException ex)
-                {
-                    LOG.error("releasing a job's backend reservation failed", ex);
+                    try
+                    {
+                        backendJob.release();
+                    }
+                    catch (final RuntimeException ex)
+                    {
+                        LOG.error("releasing a job's backend reservation failed", ex);
+                    }
                 }
             }
+            finally
+            {
+                releasing.remove(Thread.currentThread());
+            }
         });
+        releasing.add(thread);
+        thread.start();
         try
         {
-            releasing.join(RELEASE_WAIT_MS);
+            thread.join(RELEASE_WAIT_MS);
         }
         catch (final InterruptedException ex)
         {

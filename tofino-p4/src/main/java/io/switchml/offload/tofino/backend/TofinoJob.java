@@ -41,6 +41,12 @@ final class TofinoJob implements BackendJob
 
     public synchronized void activate(final Job job) throws BackendException
     {
+        if (released)
+        {
+            // the registry installs outside its lock, so an abort's release can come first: its range and group may
+            // belong to another job by now
+            throw new BackendException(backend.name() + ": job " + jobId + " was released before its installation");
+        }
         try
         {
             final JobInstaller.JobImage image = backend.image(job, jobId, base, group);
