@@ -96,7 +96,8 @@ final class EventsCommand extends OpsSubcommand
             selected.clear();
             for (final String type : types)
             {
-                final JournalEvent event = JournalEvent.fromName(type.strip().toUpperCase(Locale.ROOT));
+                // job-aborted, job_aborted and JOB_ABORTED alike
+                final JournalEvent event = JournalEvent.fromName(type.strip().toUpperCase(Locale.ROOT).replace('-', '_'));
                 if (event == null)
                 {
                     throw usage("--type: unknown event type '" + type + "' (known: " + String.join(", ", new EventTypes()) + ")");

@@ -543,7 +543,7 @@ class OpsCommandTest
     void eventsFollowPrintsNewEventsAndTimesOut() throws Exception
     {
         final Future<OpsCli.Result> follow = executor.submit(() -> OpsCli.run(local(
-            "events", "--follow", "--job", "late", "--type", "JOB_STARTED", "--lines", "1", "--max-events", "1",
+            "events", "--follow", "--job", "late", "--type", "job-started", "--lines", "1", "--max-events", "1",
             "--follow-ms", "20000", "--json")));
         Thread.sleep(300);
         final WorkerClient late = WorkerClient.connect(worker("late", 1, 0));

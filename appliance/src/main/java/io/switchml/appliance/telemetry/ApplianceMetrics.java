@@ -63,7 +63,7 @@ public final class ApplianceMetrics
             .callback((callback) -> callback.call(usedBytes.getAsDouble()))
             .register(registry);
         GaugeWithCallback.builder().name(MetricNames.MEMORY_BUDGET_BYTES).unit(Unit.BYTES)
-            .help("Aggregator memory budget (switchml.appliance.memoryBudgetBytes)")
+            .help("Aggregator memory budget (switchml.appliance.memory.budget.bytes)")
             .callback((callback) -> callback.call(budgetBytes.getAsDouble()))
             .register(registry);
         return this;
