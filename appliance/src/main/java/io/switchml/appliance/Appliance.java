@@ -144,7 +144,7 @@ public final class Appliance implements AutoCloseable
             context.histogramSnapshotIntervalMs(), TimeUnit.MILLISECONDS);
         journal.offerApplianceStarted("appliance started: " + context.shards() + " shard(s) on udp " +
             java.util.Arrays.toString(dataPlane.ports()) + " (" + dataPlane.transportName() + "), control tcp " +
-            controlServer.port() + ", pid " + ProcessHandle.current().pid() + "; " + String.join("; ", dataPlane.details()));
+            controlServer.port() + " on " + context.resolvedBindAddress().getHostAddress() + ", pid " + ProcessHandle.current().pid() + "; " + String.join("; ", dataPlane.details()));
     }
 
     /**

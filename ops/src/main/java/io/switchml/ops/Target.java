@@ -32,6 +32,7 @@ final class Target
     static final String JOURNAL_DIRECTORY = io.switchml.protocol.ApplianceDefaults.JOURNAL_DIRECTORY;
 
     private static final Pattern CONTROL_PORT = Pattern.compile("control tcp (\\d+)");
+    private static final Pattern CONTROL_ADDRESS = Pattern.compile("control tcp \\d+ on ([0-9A-Fa-f:.]+)");
     private static final Pattern PID = Pattern.compile("pid (\\d+)");
 
     private final Path dir;
@@ -40,6 +41,8 @@ final class Target
     private final Integer controlPortOption;
     private final int timeoutMs;
     private int discoveredControlPort = -1;
+    /** The address the running appliance announced its control endpoint on, or null. */
+    private String discoveredControlAddress;
     private String controlPortOrigin;
 
     Target(final Path dir, final URI url, final String host, final Integer controlPortOption, final int timeoutMs)
@@ -182,7 +185,13 @@ final class Target
      */
     String controlHost()
     {
-        return isRemote() && "127.0.0.1".equals(host) && url.getHost() != null ? url.getHost() : host;
+        if (isRemote())
+        {
+            return "127.0.0.1".equals(host) && url.getHost() != null ? url.getHost() : host;
+        }
+        discover();
+        // an appliance bound to one rack-facing address (appliance.properties' bind) does not listen on loopback
+        return "127.0.0.1".equals(host) && discoveredControlAddress != null ? discoveredControlAddress : host;
     }
 
     /**
@@ -196,16 +205,27 @@ final class Target
             controlPortOrigin = "--control-port";
             return controlPortOption;
         }
+        discover();
+        return discoveredControlPort;
+    }
+
+    /**
+     * Read, once, where the running appliance announced its control endpoint (port and address).
+     */
+    private void discover()
+    {
         if (discoveredControlPort < 0)
         {
             discoveredControlPort = isRemote() ? -1 : discoverControlPort();
-            controlPortOrigin = discoveredControlPort > 0 ? "announced in " + journalDir() : "default";
+            if (controlPortOption == null)
+            {
+                controlPortOrigin = discoveredControlPort > 0 ? "announced in " + journalDir() : "default";
+            }
             if (discoveredControlPort <= 0)
             {
                 discoveredControlPort = OpsCommand.CONTROL_PORT_DEFAULT;
             }
         }
-        return discoveredControlPort;
     }
 
     private int discoverControlPort()
@@ -237,6 +257,8 @@ final class Target
                 if (portMatcher.find() && pidMatcher.find() && Long.parseLong(pidMatcher.group(1)) == pid)
                 {
                     port = Integer.parseInt(portMatcher.group(1));
+                    final Matcher addressMatcher = CONTROL_ADDRESS.matcher(message);
+                    discoveredControlAddress = addressMatcher.find() ? listening(addressMatcher.group(1)) : null;
                 }
             }
         }
@@ -245,6 +267,23 @@ final class Target
             return -1;
         }
         return port;
+    }
+
+    /**
+     * @return the address to reach an endpoint bound to this one from this host: null (loopback will do) for a
+     * wildcard or loopback address, else the address itself.
+     */
+    private static String listening(final String address)
+    {
+        try
+        {
+            final java.net.InetAddress bound = java.net.InetAddress.ofLiteral(address);
+            return bound.isAnyLocalAddress() || bound.isLoopbackAddress() ? null : bound.getHostAddress();
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            return null;
+        }
     }
 
     /**
