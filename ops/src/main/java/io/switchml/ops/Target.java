@@ -139,6 +139,14 @@ final class Target
     }
 
     /**
+     * @return whether the directory exists and this user may not list or enter it.
+     */
+    private static boolean denied(final Path directory)
+    {
+        return Files.isDirectory(directory) && !(Files.isReadable(directory) && Files.isExecutable(directory));
+    }
+
+    /**
      * Map the counters file read-only.
      *
      * @throws OpsException {@link OpsException#UNREACHABLE} when there is none or it is not readable.
@@ -146,6 +154,14 @@ final class Target
     CountersFileReader openCounters()
     {
         final Path file = dir.resolve(CountersFileDescriptor.FILENAME);
+        final Path packaged = Path.of(OpsCommand.PACKAGED_DIR);
+        if (!Files.exists(file) && (denied(dir) || (!dir.equals(packaged) && denied(packaged))))
+        {
+            // the package's state directory is mode 750, owner switchml: another user cannot even see the counters
+            throw new OpsException(OpsException.UNREACHABLE, "this user cannot read " + (denied(dir) ? dir : packaged) +
+                " (the package's " + OpsCommand.PACKAGED_DIR + " is mode 750, owner switchml): run switchml ops as root " +
+                "or as a member of group switchml, or use --url for /metrics");
+        }
         if (!Files.exists(file))
         {
             throw new OpsException(OpsException.UNREACHABLE, "no appliance in " + dir + ": no " +
