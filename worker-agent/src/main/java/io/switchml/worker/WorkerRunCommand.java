@@ -127,7 +127,7 @@ public final class WorkerRunCommand implements Callable<Integer>
         }
         catch (final AllReduceException ex)
         {
-            System.out.println("ERROR rank=" + member.rank() + " " + ex.getMessage());
+            Logging.failureLine(LOG, "ERROR rank=" + member.rank() + " " + ex.getMessage());
             return 3;
         }
     }

@@ -92,6 +92,21 @@ public final class Logging
     }
 
     /**
+     * Report a failure that a command prints as a line on stdout for the process that started it (the Python client
+     * reads {@code ERROR ...} there), and, under systemd, also as an error record on stderr, so that the journal files
+     * it at priority err ({@code journalctl -p err}) and not at stdout's info.
+     */
+    public static void failureLine(final org.slf4j.Logger log, final String line)
+    {
+        System.out.println(line);
+        System.out.flush();
+        if (toJournal())
+        {
+            log.error("{}", line);
+        }
+    }
+
+    /**
      * @return whether stderr is the systemd journal's stream: {@code JOURNAL_STREAM}, which systemd sets to the
      * "device:inode" of the stream it connects to a unit's output, names the file that fd 2 is (the check systemd.exec(5)
      * asks for, since a child whose stderr was redirected inherits the variable). Then lines carry a syslog priority

@@ -126,7 +126,7 @@ public final class WorkerHostCommand implements Callable<Integer>
         }
         catch (final IOException ex)
         {
-            System.out.println("ERROR " + ex.getMessage());
+            Logging.failureLine(LOG, "ERROR " + ex.getMessage());
             notifier.close();
             return 3;
         }

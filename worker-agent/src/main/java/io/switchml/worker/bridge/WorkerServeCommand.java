@@ -115,7 +115,7 @@ public final class WorkerServeCommand implements Callable<Integer>
         }
         catch (final IOException ex)
         {
-            System.out.println("ERROR rank=" + member.rank() + " " + ex.getMessage());
+            Logging.failureLine(LOG, "ERROR rank=" + member.rank() + " " + ex.getMessage());
             notifier.close();
             return 3;
         }
@@ -135,7 +135,7 @@ public final class WorkerServeCommand implements Callable<Integer>
         catch (final AllReduceException ex)
         {
             server.close();
-            System.out.println("ERROR rank=" + member.rank() + " " + ex.getMessage());
+            Logging.failureLine(LOG, "ERROR rank=" + member.rank() + " " + ex.getMessage());
             return 3;
         }
         System.out.println("switchml worker serve: transport " + server.transportDescription());
