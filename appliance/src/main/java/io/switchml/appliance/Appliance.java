@@ -144,7 +144,8 @@ public final class Appliance implements AutoCloseable
             context.histogramSnapshotIntervalMs(), TimeUnit.MILLISECONDS);
         journal.offerApplianceStarted("appliance started: " + context.shards() + " shard(s) on udp " +
             java.util.Arrays.toString(dataPlane.ports()) + " (" + dataPlane.transportName() + "), control tcp " +
-            controlServer.port() + " on " + context.resolvedBindAddress().getHostAddress() + ", pid " + ProcessHandle.current().pid() + "; " + String.join("; ", dataPlane.details()));
+            controlServer.port() + " on " + context.resolvedBindAddress().getHostAddress() + ", pid " + ProcessHandle.current().pid() +
+            ", version " + io.switchml.protocol.BuildInfo.version() + "; " + String.join("; ", dataPlane.details()));
     }
 
     /**

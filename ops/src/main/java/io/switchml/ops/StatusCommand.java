@@ -67,7 +67,7 @@ final class StatusCommand extends OpsSubcommand
             status.put("pid", pid);
             status.put("started_at", Format.iso(counters.startTimestampMs()));
             status.put("uptime_ms", parseLong(health.get("uptimeMs")));
-            status.put("version", version());
+            status.put("version", version(target.announcedVersion()));
             status.put("transport", health.get("transport"));
             status.put("control_security", controlSecurity(health.get("tls"), health.get("auth")));
             status.put("backends", backends(health.get("backends"), health.get("backendsDown")));
@@ -143,7 +143,15 @@ final class StatusCommand extends OpsSubcommand
         status.put("mode", "remote");
         status.put("url", target.url().toString());
         status.put("uptime_ms", number(health.get("uptimeMs")));
-        status.put("version", version());
+        String applianceVersion = null;
+        for (final PrometheusParser.Sample sample : samples)
+        {
+            if ((io.switchml.protocol.telemetry.MetricNames.BUILD + "_info").equals(sample.name()))
+            {
+                applianceVersion = sample.labels().get("version");
+            }
+        }
+        status.put("version", version(applianceVersion));
         status.put("transport", health.get("transport"));
         final Map<String, Object> backends = new LinkedHashMap<>();
         for (final PrometheusParser.Sample sample : samples)
@@ -171,11 +179,14 @@ final class StatusCommand extends OpsSubcommand
         return status;
     }
 
-    private static Map<String, Object> version()
+    /**
+     * @param appliance the version the appliance reports (its journal locally, switchml_build_info remotely), or null.
+     */
+    private static Map<String, Object> version(final String appliance)
     {
         final Map<String, Object> version = new LinkedHashMap<>();
         version.put("ops", Version.version());
-        version.put("appliance", null);
+        version.put("appliance", appliance);
         return version;
     }
 
@@ -258,8 +269,9 @@ final class StatusCommand extends OpsSubcommand
         out.printf(row, "appliance", status.get("status") + " (" + mode + "up " + Format.duration((Long)status.get("uptime_ms")) +
             (status.containsKey("started_at") ? ", started " + Format.time(java.time.Instant.parse(
                 (String)status.get("started_at")).toEpochMilli()) : "") + ")");
-        out.printf(row, "version", "ops " + ((Map<String, Object>)status.get("version")).get("ops") +
-            " (the appliance does not report its own)");
+        final Map<String, Object> versions = (Map<String, Object>)status.get("version");
+        out.printf(row, "version", "ops " + versions.get("ops") + (versions.get("appliance") != null ?
+            ", appliance " + versions.get("appliance") : " (the appliance did not report its own)"));
         final List<Map<String, Object>> shards = (List<Map<String, Object>>)status.get("shards");
         final Map<String, Object> backends = (Map<String, Object>)status.get("backends");
         if (backends != null && !backends.isEmpty())

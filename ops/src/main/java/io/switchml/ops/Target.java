@@ -33,6 +33,7 @@ final class Target
 
     private static final Pattern CONTROL_PORT = Pattern.compile("control tcp (\\d+)");
     private static final Pattern CONTROL_ADDRESS = Pattern.compile("control tcp \\d+ on ([0-9A-Fa-f:.]+)");
+    private static final Pattern VERSION = Pattern.compile(", version ([^,;\\s]+)");
     private static final Pattern PID = Pattern.compile("pid (\\d+)");
 
     private final Path dir;
@@ -43,6 +44,8 @@ final class Target
     private int discoveredControlPort = -1;
     /** The address the running appliance announced its control endpoint on, or null. */
     private String discoveredControlAddress;
+    /** The version the running appliance announced, or null. */
+    private String announcedVersion;
     private String controlPortOrigin;
 
     Target(final Path dir, final URI url, final String host, final Integer controlPortOption, final int timeoutMs)
@@ -211,6 +214,15 @@ final class Target
     }
 
     /**
+     * @return locally, the version the running appliance announced in its journal; null when it did not (or remotely).
+     */
+    String announcedVersion()
+    {
+        discover();
+        return announcedVersion;
+    }
+
+    /**
      * @return --control-port when given; else, locally, the port the running appliance announced in its
      * journal (APPLIANCE_STARTED of the process that wrote the counters file); else the default 7470.
      */
@@ -275,6 +287,8 @@ final class Target
                     port = Integer.parseInt(portMatcher.group(1));
                     final Matcher addressMatcher = CONTROL_ADDRESS.matcher(message);
                     discoveredControlAddress = addressMatcher.find() ? listening(addressMatcher.group(1)) : null;
+                    final Matcher versionMatcher = VERSION.matcher(message);
+                    announcedVersion = versionMatcher.find() ? versionMatcher.group(1) : null;
                 }
             }
         }

@@ -237,6 +237,8 @@ class OpsCommandTest
     {
         final OpsCli.Result result = ok(OpsCli.run("status", "--dir", dir.toString()));
         assertTrue(result.out().contains("control     127.0.0.1:" + appliance.controlPort()), result::toString);
+        assertTrue(result.out().contains(", appliance " + io.switchml.protocol.BuildInfo.version() + "\n"),
+            "the version it announced in its journal: " + result);
     }
 
     @Test
@@ -247,6 +249,8 @@ class OpsCommandTest
         assertTrue(text.out().contains("url         " + url + "/"), text::toString);
         final Map<String, Object> json = jsonObject(ok(OpsCli.run(remote("status", "--json"))));
         assertEquals("remote", json.get("mode"));
+        assertEquals(io.switchml.protocol.BuildInfo.version(), ((Map<?, ?>)json.get("version")).get("appliance"),
+            "switchml_build_info's version: " + json);
         assertEquals(Map.of("software", "up"), json.get("backends"), json::toString);
         assertEquals(2, ((List<?>)json.get("shards")).size());
         assertTrue((Long)((Map<?, ?>)json.get("traffic")).get("packets_in") > 0, json::toString);
