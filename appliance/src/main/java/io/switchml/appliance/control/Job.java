@@ -317,12 +317,13 @@ public final class Job
 
     /**
      * The reason a slot that waits for a rank that left gives.
+     *
+     * @param missingRanks as "[0, 3]".
      */
-    public String leftRankReason(final String slot, final int[] missingRanks)
+    public String leftRankReason(final String slot, final String missingRanks)
     {
         return "rank " + firstLeftRank + " left the job (LEAVE: its process ended or closed its client) while " + slot +
-            " still waits for it; missing ranks " + java.util.Arrays.toString(missingRanks) +
-            ": all ranks must make the same calls";
+            " still waits for it; missing ranks " + missingRanks + ": all ranks must make the same calls";
     }
 
     /**

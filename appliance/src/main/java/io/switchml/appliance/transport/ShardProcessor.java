@@ -478,9 +478,9 @@ final class ShardProcessor
             final int version = cell / pool.slotCount();
             final String slot = "slot " + (localSlot * shardCount + shardId) + " version " + version + " (chunk " +
                 pool.chunkSequence(cell) + ")";
-            final String reason = waiting >= 0 ? job.leftRankReason(slot, pool.missingRanks(cell)) :
-                slot + " incomplete for more than " + job.slotTimeoutMs() + " ms; missing ranks " +
-                Arrays.toString(pool.missingRanks(cell));
+            final String missing = Arrays.toString(pool.missingRanks(cell));
+            final String reason = waiting >= 0 ? job.leftRankReason(slot, missing) :
+                slot + " incomplete for more than " + job.slotTimeoutMs() + " ms; missing ranks " + missing;
             controlExecutor.execute(() -> registry.abort(job, reason));
         }
     }

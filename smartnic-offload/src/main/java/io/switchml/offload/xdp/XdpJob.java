@@ -122,7 +122,7 @@ final class XdpJob implements BackendJob, LeftoverEntries.Entry
                         final String cell = "slot " + index + " version " + version + " (chunk " +
                             XdpLayout.cellChunkSequence(slot, version) + ")";
                         final List<Integer> missing = missing(seen, job.worldSize());
-                        return waitsForLeft ? job.leftRankReason(cell, missing.stream().mapToInt(Integer::intValue).toArray()) :
+                        return waitsForLeft ? job.leftRankReason(cell, missing.toString()) :
                             cell + " incomplete for more than " + job.slotTimeoutMs() + " ms; missing ranks " + missing;
                     }
                 }

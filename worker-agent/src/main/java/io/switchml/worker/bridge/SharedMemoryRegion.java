@@ -1,6 +1,8 @@
 package io.switchml.worker.bridge;
 
 import java.io.IOException;
+import io.switchml.protocol.udp.NativeUdp;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -38,13 +40,11 @@ final class SharedMemoryRegion implements AutoCloseable
     private static final int ENOSPC = 28;
     private static final MethodHandle OPEN;
     private static final MethodHandle POSIX_FALLOCATE;
-    private static final MethodHandle CLOSE;
 
     static
     {
         MethodHandle open = null;
         MethodHandle fallocate = null;
-        MethodHandle close = null;
         try
         {
             final Linker linker = Linker.nativeLinker();
@@ -54,8 +54,6 @@ final class SharedMemoryRegion implements AutoCloseable
             fallocate = linker.defaultLookup().find("posix_fallocate").map(symbol -> linker.downcallHandle(symbol,
                 FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
                     ValueLayout.JAVA_LONG))).orElse(null);
-            close = linker.defaultLookup().find("close").map(symbol -> linker.downcallHandle(symbol,
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT))).orElse(null);
         }
         catch (final RuntimeException | LinkageError ex)
         {
@@ -63,7 +61,6 @@ final class SharedMemoryRegion implements AutoCloseable
         }
         OPEN = open;
         POSIX_FALLOCATE = fallocate;
-        CLOSE = close;
     }
 
     private final Path path;
@@ -139,7 +136,8 @@ final class SharedMemoryRegion implements AutoCloseable
 
     private static int openForReserve(final Path path) throws IOException
     {
-        if (OPEN == null || POSIX_FALLOCATE == null || CLOSE == null)
+        // close(2) and strerror are the shared transport's bindings (NativeUdp); open and posix_fallocate are ours
+        if (OPEN == null || POSIX_FALLOCATE == null || !NativeUdp.isAvailable())
         {
             return -1;
         }
@@ -291,7 +289,7 @@ final class SharedMemoryRegion implements AutoCloseable
         if (error != ENOSPC)
         {
             return "cannot reserve " + length + " bytes at offset " + start + " of the shared memory " + path +
-                ": posix_fallocate error " + error;
+                ": posix_fallocate: " + NativeUdp.describeErrno(error);
         }
         return "cannot reserve " + length + " bytes at offset " + start + " of the shared memory " + path + ": " +
             (free < 0 ? "no" : "only " + free) + " bytes free in " + dir + " (its file system, a tmpfs such as /dev/shm, " +
@@ -331,11 +329,11 @@ final class SharedMemoryRegion implements AutoCloseable
             return;
         }
         fdClosed = true;
-        try
+        try (Arena callState = Arena.ofConfined())
         {
-            final int ignore = (int)CLOSE.invokeExact(fd);
+            NativeUdp.close(NativeUdp.allocateCallState(callState), fd);
         }
-        catch (final Throwable ignore)
+        catch (final RuntimeException ignore)
         {
             // nothing more to do on the way out
         }
