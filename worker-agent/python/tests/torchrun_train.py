@@ -11,6 +11,15 @@ same on every rank; each rank trains on its shard) and prints, per rank:
     STATS rank=R allReduces=N ...          (switchml only: the agent's counters)
     RESULT rank=R backend=B acc=A losses=L1,L2,... digest=SHA step_ms=MS agent_pid=PID
 
+Every run scales its loss as float16 AMP's GradScaler does (emulated: Debian's CPU-only torch disables
+GradScaler without CUDA): the loss is multiplied by a scale (2^8 at first) before backward; when any gradient is
+then not finite the step is skipped, the scale halved and ``SKIPPED rank=R epoch=E step=S finite_params=N`` printed
+(N: how many parameters' gradients stayed finite), otherwise the gradients are divided by the scale and the
+optimizer steps. The scale is a power of two, so the gradients are exactly those of the unscaled loss. The logged
+loss is the unscaled one. ``--overflow-epoch E --overflow-step S --overflow-rank R``: rank R puts +inf into one
+element of the middle Linear layer's weight gradient at that step, before DDP's bucket all-reduce, as a float16
+overflow would; every rank must then skip that step (and only that one).
+
 ``--kill-rank R --kill-step S``: rank R kills itself with SIGKILL at step S of the second epoch;
 the others print ``FAILED rank=R after_s=T error=...`` (T: seconds since their last completed
 step) and exit 1.
@@ -36,6 +45,7 @@ CLASSES = 8
 TRAIN = 8192
 TEST = 4096
 BATCH = 64
+INITIAL_SCALE = 2.0 ** 8
 
 
 def data():
@@ -90,6 +100,9 @@ def main():
     parser.add_argument("--kill-step", type=int, default=5)
     parser.add_argument("--stall-rank", type=int, default=-1, help="this rank stops (a checkpoint, say) in epoch 1")
     parser.add_argument("--stall-s", type=float, default=0.0)
+    parser.add_argument("--overflow-epoch", type=int, default=-1)
+    parser.add_argument("--overflow-step", type=int, default=-1)
+    parser.add_argument("--overflow-rank", type=int, default=-1, help="this rank's gradient overflows (+inf) once")
     args = parser.parse_args()
 
     dist.init_process_group(args.backend)
@@ -101,6 +114,10 @@ def main():
     ddp = DistributedDataParallel(model, bucket_cap_mb=0.02)  # several buckets, so they overlap
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     shard = torch.arange(rank, TRAIN, world)
+    params = list(model.parameters())
+    # the middle layer's weight. DDP's first bucket holds up to 1 MiB whatever bucket_cap_mb says, so the whole model
+    # (21768 floats) is one bucket: the other parameters' gradients are the rest of that all-reduce and stay finite
+    overflowing = model[2].weight
     agent_pid = None
     if args.backend == "switchml":
         agent_pid = switchml.process_group().agent_pid
@@ -108,6 +125,7 @@ def main():
     print("AGENT rank=%d pid=%s" % (rank, agent_pid), flush=True)
 
     losses, step_times = [], []
+    scale = INITIAL_SCALE
     last_step = time.monotonic()
     try:
         for epoch in range(args.epochs):
@@ -124,14 +142,35 @@ def main():
                 began = time.perf_counter()
                 optimizer.zero_grad()
                 loss = F.cross_entropy(ddp(x_train[index]), y_train[index])
+                hook = None
+                if (epoch, step, rank) == (args.overflow_epoch, args.overflow_step, args.overflow_rank):
+                    # a tensor hook on a leaf runs before its gradient is accumulated, so before DDP's
+                    # reducer copies it into its bucket and all-reduces it
+                    def overflow(grad):
+                        grad = grad.clone()
+                        grad[64, 3] = float("inf")
+                        return grad
+                    hook = overflowing.register_hook(overflow)
+                    print("OVERFLOW rank=%d epoch=%d step=%d" % (rank, epoch, step), flush=True)
+                scaled = loss * scale
                 if epoch == args.epochs - 1 and step == 1 and args.backend == "switchml":
                     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-                        loss.backward()
+                        scaled.backward()
                     names = [e.name for e in prof.events() if e.name.startswith("switchml::all_reduce")]
                     print("PROFILE rank=%d ranges=%d example=%s" % (rank, len(names), names[0].replace(" ", "") if names else "none"), flush=True)
                 else:
-                    loss.backward()
-                optimizer.step()
+                    scaled.backward()
+                if hook is not None:
+                    hook.remove()
+                finite = [bool(torch.isfinite(p.grad).all()) for p in params]
+                if all(finite):
+                    for p in params:
+                        p.grad.div_(scale)
+                    optimizer.step()
+                else:  # GradScaler's step: found inf, skip the optimizer and back off the scale
+                    scale /= 2
+                    print("SKIPPED rank=%d epoch=%d step=%d finite_params=%d scale=%g"
+                          % (rank, epoch, step, sum(finite), scale), flush=True)
                 step_times.append(time.perf_counter() - began)
                 last_step = time.monotonic()
                 total += torch.tensor([loss.item(), 1.0])

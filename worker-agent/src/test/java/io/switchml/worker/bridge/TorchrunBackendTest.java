@@ -48,6 +48,11 @@ class TorchrunBackendTest
 {
     private static final String PYTHON = System.getProperty("switchml.python", "/usr/bin/python3");
     private static final int WORLD = 4;
+    /**
+     * Both runs of the main test: rank 2 overflows (+inf in one gradient element) at epoch 1, step 7, and the script's
+     * emulated GradScaler must skip that step on every rank, as it does when Gloo sums an inf.
+     */
+    private static final List<String> OVERFLOW = List.of("--overflow-epoch", "1", "--overflow-step", "7", "--overflow-rank", "2");
     private static final String TENANT_SECRET = "torchrun-tenant-secret-0123456789";
 
     @TempDir
@@ -168,10 +173,11 @@ class TorchrunBackendTest
     void switchmlTrainsLikeGlooUnderTorchrunAndStopsItsAgents() throws Exception
     {
         final long startNs = System.nanoTime();
-        final ChildProcess gloo = torchrun("gloo", 1, List.of("--backend", "gloo"));
+        final ChildProcess gloo = torchrun("gloo", 1, withOverflow("gloo"));
         assertEquals(0, gloo.awaitExit(120_000), "torchrun with gloo failed:\n" + gloo.output() + logs("gloo"));
         final long glooNs = System.nanoTime();
-        final ChildProcess switchml = torchrun("switchml", 1, List.of("--backend", "switchml"));
+        final Map<String, String> glooSkipped = skippedOnce("gloo", gloo.output());
+        final ChildProcess switchml = torchrun("switchml", 1, withOverflow("switchml"));
         assertEquals(0, switchml.awaitExit(150_000), "torchrun with switchml failed:\n" + switchml.output() + logs("switchml"));
         final long switchmlNs = System.nanoTime();
 
@@ -187,6 +193,12 @@ class TorchrunBackendTest
                 assertEquals(results.getFirst().get("losses"), result.get("losses"));
             }
         }
+        final Map<String, String> switchmlSkipped = skippedOnce("switchml", switchml.output());
+        assertEquals(glooSkipped.get("epoch") + ":" + glooSkipped.get("step"),
+            switchmlSkipped.get("epoch") + ":" + switchmlSkipped.get("step"),
+            "the overflowed step (epoch:step) skipped with gloo vs with switchml: " + glooSkipped + " vs " + switchmlSkipped);
+        assertEquals(OVERFLOW.get(1) + ":" + OVERFLOW.get(3), glooSkipped.get("epoch") + ":" + glooSkipped.get("step"),
+            "the step skipped is the one overflowed");
         final double glooAccuracy = Double.parseDouble(glooResults.getFirst().get("acc"));
         final double switchmlAccuracy = Double.parseDouble(switchmlResults.getFirst().get("acc"));
         System.out.printf("TORCHRUN gloo acc=%.3f losses=%s step_ms=%s | switchml acc=%.3f losses=%s step_ms=%s%n",
@@ -229,6 +241,44 @@ class TorchrunBackendTest
             assertEquals("False", agent.get("alive"), "destroy_process_group stops the agent: " + agent);
         }
         System.out.printf("TORCHRUN TIMING gloo_s=%.1f switchml_s=%.1f%n", (glooNs - startNs) / 1e9, (switchmlNs - glooNs) / 1e9);
+    }
+
+    private static List<String> withOverflow(final String backend)
+    {
+        final List<String> args = new ArrayList<>(List.of("--backend", backend));
+        args.addAll(OVERFLOW);
+        return args;
+    }
+
+    /**
+     * The run's SKIPPED lines (its emulated GradScaler found a non-finite gradient): exactly one per rank, all at the
+     * same epoch and step, every rank with the same number of parameters whose gradients stayed finite.
+     *
+     * @return rank 0's line.
+     */
+    private static Map<String, String> skippedOnce(final String run, final String output)
+    {
+        final List<Map<String, String>> skipped = lines(output, "SKIPPED ");
+        assertEquals(WORLD, skipped.size(), run + ": one SKIPPED line per rank (the injected overflow, all-reduced to " +
+            "every rank, and no other step): " + skipped + "\n" + output);
+        final Map<String, String> first = skipped.stream().filter(line -> line.get("rank").equals("0")).findFirst()
+            .orElseThrow(() -> new AssertionError(run + ": rank 0 skipped no step: " + skipped));
+        for (int rank = 0; rank < WORLD; rank++)
+        {
+            final String name = Integer.toString(rank);
+            assertEquals(1, skipped.stream().filter(line -> line.get("rank").equals(name)).count(),
+                run + ": rank " + rank + " skips exactly one step: " + skipped);
+        }
+        for (final Map<String, String> line : skipped)
+        {
+            assertEquals(first.get("epoch") + ":" + first.get("step") + " finite_params=" + first.get("finite_params"),
+                line.get("epoch") + ":" + line.get("step") + " finite_params=" + line.get("finite_params"),
+                run + ": every rank skips the same step (epoch:step) with the same parameters' gradients finite: " + skipped);
+        }
+        assertTrue(Integer.parseInt(first.get("finite_params")) >= 1,
+            run + ": the other parameters' gradients (the rest of the bucket) were summed normally, finite: " + skipped);
+        System.out.println("TORCHRUN SKIPPED " + run + " " + skipped);
+        return first;
     }
 
     /**
