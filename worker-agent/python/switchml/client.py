@@ -234,8 +234,11 @@ class Client:
 
         See :meth:`all_reduce_async` for the tensors taken and the precision.
 
-        :raises SwitchMLError: with the agent's message when the job failed (a rank died, a NaN
-            or infinity in the input, the appliance went away).
+        A NaN or an infinity in any rank's input is carried: the chunk of k elements that holds it comes back NaN
+        on every rank, as Gloo's sum is not finite there either.
+
+        :raises SwitchMLError: with the agent's message when the job failed (a rank died, a value out of a
+            16-bit wire format's range, the appliance went away).
         """
         return self.all_reduce_async(tensor, op).wait()
 

@@ -98,6 +98,7 @@ struct sml_hdr {
 #define SML_MAX_WORKERS    256
 #define SML_NO_EXPONENT    (-32768)
 #define SML_UNKNOWN_EXP    32767
+#define SML_NON_FINITE_EXP 32766 /* a look-ahead only: the sender's next chunk holds a NaN or an infinity */
 #define SML_MIN_EXP        (-126)
 #define SML_MAX_EXP        128
 
@@ -343,7 +344,8 @@ static __always_inline __u32 validate(struct sml_hdr *h, __u32 len)
 		return SML_DROP_BAD_ELEMENT_COUNT;
 	if (len != SML_HDR_LEN + count * lane_bytes)
 		return SML_DROP_LENGTH_MISMATCH;
-	if (!valid_exponent(scale) || !(valid_exponent(lookahead) || lookahead == SML_UNKNOWN_EXP) ||
+	if (!valid_exponent(scale) ||
+	    !(valid_exponent(lookahead) || lookahead == SML_UNKNOWN_EXP || lookahead == SML_NON_FINITE_EXP) ||
 	    (elem == SML_INT32 && (scale != SML_NO_EXPONENT || lookahead != SML_NO_EXPONENT)))
 		return SML_DROP_BAD_EXPONENT;
 	if ((__s32)bpf_ntohl(h->slot) < 0 || (__s64)bpf_be64_to_cpu(h->seq) < 0)

@@ -60,7 +60,12 @@ import java.nio.ByteOrder;
  *   the same slot; in a result, the maximum of those over all workers. {@link #NO_EXPONENT} for an
  *   all-zero next chunk; {@link #UNKNOWN_EXPONENT} when the sender does not know the next chunk yet (its
  *   stream ran dry): being the largest value, it wins the maximum, and every worker then opens that chunk
- *   with an exponent-only round. Always {@link #NO_EXPONENT} for integer data.</li>
+ *   with an exponent-only round. {@link #NON_FINITE_EXPONENT} when the sender's next chunk holds a NaN or an
+ *   infinity: above every block exponent and below {@link #UNKNOWN_EXPONENT}, it wins the maximum over finite
+ *   chunks, so every worker learns that the chunk's sum is not finite; each then sends that chunk as zeros with
+ *   {@link #NO_EXPONENT} as its scale (a lane cannot carry the value, and the aggregator needs no new rule) and
+ *   writes NaN into the whole chunk of its result (Gloo's sum is not finite there either, though only at the
+ *   elements concerned). Never a scale exponent. Always {@link #NO_EXPONENT} for integer data.</li>
  *   <li><b>Check</b> and <b>Check Complement</b>: in an update, an 8-bit digest c of the chunk's place in
  *   its tensor (tensor length, chunk index, reduce operation) and 255 - c; in a result, the maximum of
  *   each byte over the contributions. A result carries (c, 255 - c) exactly when every contribution
@@ -102,6 +107,12 @@ public final class DataHeaderFlyweight
      * with an exponent-only round. Never a scale exponent.
      */
     public static final short UNKNOWN_EXPONENT = Short.MAX_VALUE;
+    /**
+     * Look-ahead value meaning "the sender's next chunk on this slot holds a NaN or an infinity". Above every block
+     * exponent and below {@link #UNKNOWN_EXPONENT}, so the maximum keeps it over finite chunks' exponents and an
+     * exponent-only round resolves it when another rank did not know the chunk yet. Never a scale exponent.
+     */
+    public static final short NON_FINITE_EXPONENT = Short.MAX_VALUE - 1;
     /** Smallest block exponent of a float32 chunk (subnormals). */
     public static final short MIN_EXPONENT = -126;
     /** Largest block exponent of a float32 chunk (values up to Float.MAX_VALUE &lt; 2^128). */
@@ -224,7 +235,8 @@ public final class DataHeaderFlyweight
         final short scaleExponent = buffer.getShort(offset + SCALE_EXPONENT_OFFSET, ORDER);
         final short lookaheadExponent = buffer.getShort(offset + LOOKAHEAD_EXPONENT_OFFSET, ORDER);
         if (!isValidExponent(scaleExponent) ||
-            !(isValidExponent(lookaheadExponent) || lookaheadExponent == UNKNOWN_EXPONENT) ||
+            !(isValidExponent(lookaheadExponent) || lookaheadExponent == UNKNOWN_EXPONENT ||
+                lookaheadExponent == NON_FINITE_EXPONENT) ||
             (elementType == ElementType.INT32 && (scaleExponent != NO_EXPONENT || lookaheadExponent != NO_EXPONENT)))
         {
             return DropReason.BAD_EXPONENT;

@@ -168,7 +168,7 @@ class DataHeaderFlyweightTest
         assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)129, BIG_ENDIAN));
         assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)-127, BIG_ENDIAN));
         // far outside, and the neighbours of NO_EXPONENT
-        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)0x7FFE, BIG_ENDIAN));
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(LOOKAHEAD_EXPONENT_OFFSET, (short)0x7FFD, BIG_ENDIAN));
         assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, (short)0x7FFF, BIG_ENDIAN));
         assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, (short)(NO_EXPONENT + 1), BIG_ENDIAN));
         assertDrop(DropReason.BAD_EXPONENT, 3,
@@ -207,6 +207,15 @@ class DataHeaderFlyweightTest
         assertAccepted(0, h -> h.flags(FLAG_EXPONENT_ONLY).scaleExponent(NO_EXPONENT).lookaheadExponent(UNKNOWN_EXPONENT),
             "exponent-only packet with unknown look-ahead");
         assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, UNKNOWN_EXPONENT, BIG_ENDIAN));
+
+        // NON_FINITE_EXPONENT (the sender's next chunk holds a NaN or an infinity) is a look-ahead value only, of floats
+        assertTrue(NON_FINITE_EXPONENT > MAX_EXPONENT && NON_FINITE_EXPONENT < UNKNOWN_EXPONENT,
+            "above every block exponent, so it wins their maximum; below UNKNOWN, so an exponent round resolves it");
+        assertAccepted(3, h -> h.lookaheadExponent(NON_FINITE_EXPONENT), "non-finite look-ahead");
+        assertAccepted(0, h -> h.flags(FLAG_EXPONENT_ONLY).scaleExponent(NO_EXPONENT).lookaheadExponent(NON_FINITE_EXPONENT),
+            "exponent-only packet with a non-finite look-ahead");
+        assertDrop(DropReason.BAD_EXPONENT, 3, b -> b.putShort(SCALE_EXPONENT_OFFSET, NON_FINITE_EXPONENT, BIG_ENDIAN));
+        assertInt32Drop(h -> h.lookaheadExponent(NON_FINITE_EXPONENT));
 
         assertTrue(isValidExponent(MIN_EXPONENT));
         assertTrue(isValidExponent(MAX_EXPONENT));

@@ -9,8 +9,9 @@ import java.util.Arrays;
 /**
  * This rank's block exponent of every chunk of one float tensor, each computed once, when first needed.
  * <p>
- * The submitting thread computes the first s chunks' ({@link #checkFirst}), so that a value the element type
- * cannot carry there fails the call before anything is sent. Each other chunk's is computed by the I/O agent that
+ * The submitting thread computes the first s chunks' ({@link #checkFirst}), so that a finite value a 16-bit element
+ * type cannot carry there fails the call before anything is sent. A NaN or an infinity is carried, not refused: its
+ * chunk's exponent is {@link BlockFloatingPoint#NON_FINITE}, which every rank learns from the look-ahead maximum. Each other chunk's is computed by the I/O agent that
  * sends the chunk: chunk j + s goes to the same slot, and so to the same agent, as chunk j, so each element is
  * computed, stored and read by one agent (the look-ahead of chunk j - s, an exponent-only round, the chunk's own
  * update), after the submitting thread published the tensor. A pass over the whole tensor before the first packet
@@ -41,13 +42,14 @@ final class BlockExponents
     /**
      * Compute the exponents of the first chunks, on the submitting thread.
      *
-     * @throws UnrepresentableValueException naming the element when one of them cannot be carried; nothing was sent.
+     * @throws UnrepresentableValueException naming the element when one of them holds a finite value out of the
+     * 16-bit element type's range; nothing was sent.
      */
     BlockExponents checkFirst(final int chunks, final int jobId, final int rank)
     {
         for (int chunk = 0, end = Math.min(chunks, exponents.length); chunk < end; chunk++)
         {
-            if (of(chunk) == BlockFloatingPoint.NON_FINITE)
+            if (of(chunk) == BlockFloatingPoint.OUT_OF_RANGE)
             {
                 throw new UnrepresentableValueException(notRepresentable(chunk, jobId, rank) + "; nothing was sent");
             }
@@ -56,8 +58,9 @@ final class BlockExponents
     }
 
     /**
-     * @return the exponent of a chunk, or {@link BlockFloatingPoint#NON_FINITE} (not stored) when it holds NaN, an
-     * infinity or (16-bit types) a value out of the format's range.
+     * @return the exponent of a chunk, {@link BlockFloatingPoint#NON_FINITE} when it holds NaN or an infinity, or
+     * {@link BlockFloatingPoint#OUT_OF_RANGE} (not stored) when (16-bit types) a finite value rounds out of the
+     * format's range.
      */
     int of(final int chunk)
     {
@@ -70,7 +73,7 @@ final class BlockExponents
         final int maxAbsBits = tensor.maxAbsBits(from, Math.min(lanesPerSlot, tensor.length() - from));
         final int exponent = sixteenBit ?
             HalfFloats.blockExponent(elementType, maxAbsBits) : BlockFloatingPoint.exponentOfMagnitudeBits(maxAbsBits);
-        if (exponent != BlockFloatingPoint.NON_FINITE)
+        if (exponent != BlockFloatingPoint.OUT_OF_RANGE)
         {
             exponents[chunk] = (short)exponent;
         }
@@ -78,17 +81,15 @@ final class BlockExponents
     }
 
     /**
-     * @return "cannot all-reduce ... element at offset i (value) is ..." for a chunk whose exponent is
-     * {@link BlockFloatingPoint#NON_FINITE}.
+     * @return "cannot all-reduce ... element at offset i (value) is outside the ... range" for a chunk whose
+     * exponent is {@link BlockFloatingPoint#OUT_OF_RANGE}.
      */
     String notRepresentable(final int chunk, final int jobId, final int rank)
     {
         final int from = chunk * lanesPerSlot;
-        final int index = tensor.firstNotRepresentable(
-            elementType, sixteenBit, from, Math.min(lanesPerSlot, tensor.length() - from));
-        final float value = tensor.floatAt(index);
+        final int index = tensor.firstOutOfRange(elementType, from, Math.min(lanesPerSlot, tensor.length() - from));
         return "cannot all-reduce " + tensor.describe() + " on job " + jobId + " rank " + rank + ": element at offset " +
-            index + (Float.isFinite(value) ? " (" + value + ") is outside the " + ElementType.name(elementType) +
-            " range (largest finite " + HalfFloats.maxFinite(elementType) + ")" : " is NaN or infinite");
+            index + " (" + tensor.floatAt(index) + ") is outside the " + ElementType.name(elementType) +
+            " range (largest finite " + HalfFloats.maxFinite(elementType) + ")";
     }
 }

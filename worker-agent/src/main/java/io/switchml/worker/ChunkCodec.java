@@ -1,5 +1,6 @@
 package io.switchml.worker;
 
+import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.ElementType;
 import io.switchml.protocol.Lanes;
 import io.switchml.protocol.quant.BlockFloatingPoint;
@@ -7,8 +8,10 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 /**
  * Moves one chunk of a tensor into an update's lanes and one result's lanes back into the tensor: int32 as is, float32
- * through block floating point at the slot's agreed exponent, float16 and bfloat16 as 16-bit lanes. Owns the scratch
- * arrays, so one codec serves one agent thread and allocates nothing per packet.
+ * through block floating point at the slot's agreed exponent, float16 and bfloat16 as 16-bit lanes. A chunk whose
+ * agreed exponent is {@link BlockFloatingPoint#NON_FINITE} (a rank's chunk held a NaN or an infinity) goes out as
+ * zeros with no scale exponent and comes back as NaN. Owns the scratch arrays, so one codec serves one agent thread
+ * and allocates nothing per packet.
  */
 final class ChunkCodec
 {
@@ -32,14 +35,27 @@ final class ChunkCodec
     }
 
     /**
+     * The scale exponent an update and its result carry for a chunk's agreed exponent: {@link
+     * DataHeaderFlyweight#NO_EXPONENT} for a chunk that is not finite, whose lanes are zeros.
+     */
+    static int wireScaleExponent(final int agreedExponent)
+    {
+        return agreedExponent == BlockFloatingPoint.NON_FINITE ? DataHeaderFlyweight.NO_EXPONENT : agreedExponent;
+    }
+
+    /**
      * Write elements [from, from + count) of a tensor as lanes at {@code offset} of a packet.
      *
-     * @param scaleExponent the chunk's agreed block exponent (float32 only).
+     * @param scaleExponent the chunk's agreed block exponent (float types only).
      */
     void encode(final TensorView tensor, final int from, final int count, final int scaleExponent,
         final UnsafeBuffer packet, final int offset)
     {
-        if (isSixteenBit)
+        if (scaleExponent == BlockFloatingPoint.NON_FINITE)
+        {
+            packet.setMemory(offset, count * ElementType.laneBytes(elementType), (byte)0);
+        }
+        else if (isSixteenBit)
         {
             tensor.toHalfLanes(elementType, from, count, halves, stage);
             Lanes.write(halves, 0, count, packet, offset);
@@ -59,7 +75,8 @@ final class ChunkCodec
      * Write a result's lanes into elements [from, from + count) of the submission's output, divided by its divisor
      * (the world size for an average).
      *
-     * @param scaleExponent the result's block exponent (float32 only).
+     * @param scaleExponent the chunk's agreed block exponent (float types only); {@link
+     *                      BlockFloatingPoint#NON_FINITE} writes NaN.
      * @return the index within the chunk of the first sum outside a 16-bit type's range (its other elements are
      * written), or -1.
      */
@@ -67,12 +84,16 @@ final class ChunkCodec
         final Submission submission, final int from)
     {
         final TensorView tensor = submission.tensor;
-        if (isSixteenBit)
+        if (scaleExponent == BlockFloatingPoint.NON_FINITE)
+        {
+            tensor.fillNaN(from, count, stage);
+        }
+        else if (isSixteenBit)
         {
             Lanes.read(packet, offset, halves, 0, count);
             return tensor.fromHalfLanes(elementType, halves, count, submission.divisor, from, stage);
         }
-        if (isFloat)
+        else if (isFloat)
         {
             final double multiplier = 1.0 / (BlockFloatingPoint.scale(scaleExponent, worldSize) * submission.divisor);
             tensor.fromPacket(packet, offset, count, multiplier, from, lanes, stage);

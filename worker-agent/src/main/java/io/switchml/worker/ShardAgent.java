@@ -34,7 +34,9 @@ import static io.switchml.protocol.DataHeaderFlyweight.UNKNOWN_EXPONENT;
  * the exponent of the slot's next chunk as look-ahead when it is known, and {@link
  * DataHeaderFlyweight#UNKNOWN_EXPONENT} when it is not; since that value wins the maximum, every rank
  * learns from the result alike whether the next chunk has an agreed exponent or must open with an
- * exponent-only round.
+ * exponent-only round. A chunk holding a NaN or an infinity has the exponent {@link
+ * DataHeaderFlyweight#NON_FINITE_EXPONENT}, which wins the maximum over finite ones: every rank then sends that
+ * chunk as zeros and writes NaN into its result ({@link ChunkCodec}).
  * <p>
  * Everything on the packet path uses preallocated buffers: no allocation per packet. Failures that end
  * the client (abort, progress timeout, an ordering violation) go to {@link WorkerClient#fail}, after
@@ -350,16 +352,18 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     }
 
     /**
-     * This rank's exponent of a chunk of a submission, computed now if nobody has yet. A chunk beyond the ones
-     * checked at submission that holds NaN, an infinity or a value out of a 16-bit range fails the client and
-     * aborts the job, naming the element: part of the tensor has been sent, so the other ranks cannot finish it.
+     * This rank's exponent of a chunk of a submission, computed now if nobody has yet: {@link
+     * BlockFloatingPoint#NON_FINITE} for a chunk holding a NaN or an infinity, which is carried (the chunk's result is
+     * NaN on every rank). A chunk beyond the ones checked at submission that holds a finite value out of a 16-bit
+     * range fails the client and aborts the job, naming the element: part of the tensor has been sent, so the other
+     * ranks cannot finish it.
      *
      * @return the exponent, or {@link DataHeaderFlyweight#UNKNOWN_EXPONENT} after such a failure.
      */
     private int exponentOf(final Submission submission, final int index)
     {
         final int exponent = submission.exponents.of(index);
-        if (exponent == BlockFloatingPoint.NON_FINITE)
+        if (exponent == BlockFloatingPoint.OUT_OF_RANGE)
         {
             client.fail(submission.exponents.notRepresentable(index, jobId, rank) +
                 "; the job is aborted because earlier chunks of the tensor were already sent", true);
@@ -426,7 +430,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         codec.encode(submission.tensor, from, count, scaleExponent, slotViews[l], DataHeaderFlyweight.PAYLOAD_OFFSET);
         header.wrap(slotViews[l], 0).writeHeader(
             DataHeaderFlyweight.TYPE_UPDATE, jobId, rank, slotVersion[l], elementType, globalSlot(l), chunk, count,
-            scaleExponent, lookahead, submission.tensorCheck(index));
+            ChunkCodec.wireScaleExponent(scaleExponent), lookahead, submission.tensorCheck(index));
         transmit(l, DataHeaderFlyweight.packetLength(elementType, count), LossRecovery.FIRST, nowNs);
     }
 
@@ -544,15 +548,19 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         final int count = header.elementCount();
         final int from = index * lanesPerSlot;
         final int expected = Math.min(lanesPerSlot, submission.length - from);
-        if (count != expected || (isFloat && header.scaleExponent() != slotExponent[l]))
+        if (count != expected || (isFloat && header.scaleExponent() != ChunkCodec.wireScaleExponent(slotExponent[l])))
         {
             orderingViolation("the result of " + submission.describeChunk(chunk) + " has " + count +
                 " elements and exponent " + header.scaleExponent() + ", this rank sent " + expected + " and " +
                 slotExponent[l]);
             return;
         }
-        final int nonFinite = codec.decode(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, count, header.scaleExponent(),
-            submission, from);
+        final int nonFinite = codec.decode(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, count,
+            isFloat ? slotExponent[l] : NO_EXPONENT, submission, from);
+        if (isFloat && slotExponent[l] == BlockFloatingPoint.NON_FINITE)
+        {
+            counters.nonFiniteChunks++;
+        }
         if (nonFinite >= 0)
         {
             submission.onDataError("job " + jobId + " rank " + rank + ": the sum at offset " + (from + nonFinite) +

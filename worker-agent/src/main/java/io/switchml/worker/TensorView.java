@@ -9,6 +9,7 @@ import io.switchml.protocol.quant.HalfFloats;
 import java.lang.foreign.MemorySegment;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
+import java.util.Arrays;
 
 /**
  * Source and destination of one all-reduce, seen chunk by chunk. Implementations cover heap
@@ -89,20 +90,29 @@ abstract class TensorView
     }
 
     /**
-     * @return the offset of the first element of a float chunk that is NaN, infinite, or (for a 16-bit
-     * type) not representable in the format; -1 when there is none.
+     * @return the offset of the first element of a float chunk that is finite but rounds out of a 16-bit type's
+     * range; -1 when there is none.
      */
-    final int firstNotRepresentable(final byte type, final boolean sixteenBit, final int from, final int count)
+    final int firstOutOfRange(final byte type, final int from, final int count)
     {
         for (int i = from, end = from + count; i < end; i++)
         {
             final float value = floatAt(i);
-            if (sixteenBit ? !HalfFloats.isRepresentable(type, value) : !Float.isFinite(value))
+            if (Float.isFinite(value) && !HalfFloats.isRepresentable(type, value))
             {
                 return i;
             }
         }
         return -1;
+    }
+
+    /**
+     * Write NaN into elements [to, to + count) of a float destination: the result of a chunk whose sum is not
+     * finite because a rank's chunk held a NaN or an infinity.
+     */
+    void fillNaN(final int to, final int count, final float[] stage)
+    {
+        throw new UnsupportedOperationException();
     }
 
     static final class FloatArray extends TensorView
@@ -176,6 +186,11 @@ abstract class TensorView
             final byte type, final short[] lanes, final int count, final float divisor, final int to, final float[] stage)
         {
             return HalfFloats.decode(type, lanes, count, divisor, dst, to);
+        }
+
+        void fillNaN(final int to, final int count, final float[] stage)
+        {
+            Arrays.fill(dst, to, to + count, Float.NaN);
         }
     }
 
@@ -312,6 +327,12 @@ abstract class TensorView
             final int nonFinite = HalfFloats.decode(type, lanes, count, divisor, stage, 0);
             dst.put(to, stage, 0, count);
             return nonFinite;
+        }
+
+        void fillNaN(final int to, final int count, final float[] stage)
+        {
+            Arrays.fill(stage, 0, count, Float.NaN);
+            dst.put(to, stage, 0, count);
         }
     }
 

@@ -27,6 +27,7 @@ public final class WorkerCounters
         volatile long allReduces;
         volatile long exponentOnlyPackets;
         volatile long lookaheadMisses;
+        volatile long nonFiniteChunks;
         volatile long spuriousProbes;
         volatile long spuriousRetransmissions;
         volatile long pausesNs;
@@ -209,6 +210,15 @@ public final class WorkerCounters
         return sum(c -> c.lookaheadMisses);
     }
 
+    /**
+     * @return result chunks written as NaN because a rank's chunk held a NaN or an infinity (this rank's or another's):
+     * each such chunk's sum is not finite, as under Gloo, which a loss scaler reads as an overflow and skips the step.
+     */
+    public long nonFiniteChunks()
+    {
+        return sum(c -> c.nonFiniteChunks);
+    }
+
     @Override
     public String toString()
     {
@@ -220,6 +230,6 @@ public final class WorkerCounters
             " pausedMs=" + pausesNs() / 1_000_000 + " selectorWaits=" + selectorWaits() +
             " coalescedSleeps=" + coalescedSleeps() +
             " lossInjected=" + lossInjected() + " allReduces=" + allReduces() + " exponentOnly=" + exponentOnlyPackets() +
-            " lookaheadMisses=" + lookaheadMisses();
+            " lookaheadMisses=" + lookaheadMisses() + " nonFiniteChunks=" + nonFiniteChunks();
     }
 }

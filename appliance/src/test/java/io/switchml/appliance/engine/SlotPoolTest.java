@@ -538,6 +538,37 @@ class SlotPoolTest
         assertEquals((0x80 << 8) | (0xFF - 0x10), harness.result.tensorCheck(), "shadow copy");
     }
 
+    /**
+     * A look-ahead of {@link DataHeaderFlyweight#NON_FINITE_EXPONENT} (a rank's next chunk holds a NaN or an infinity)
+     * wins the maximum over every block exponent, so every rank learns it from the result; {@link
+     * DataHeaderFlyweight#UNKNOWN_EXPONENT} wins over it, and the exponent-only round that follows resolves it.
+     */
+    @Test
+    void shouldCarryANonFiniteLookAheadThroughTheMaximum()
+    {
+        final Harness harness = new Harness(3, 1, 2);
+        final int[][] lookaheads = {
+            { DataHeaderFlyweight.MAX_EXPONENT, DataHeaderFlyweight.NON_FINITE_EXPONENT, NO_EXPONENT },
+            { DataHeaderFlyweight.NON_FINITE_EXPONENT, DataHeaderFlyweight.UNKNOWN_EXPONENT, -3 },
+            { -126, 5, DataHeaderFlyweight.NON_FINITE_EXPONENT },
+        };
+        final int[] expected = {
+            DataHeaderFlyweight.NON_FINITE_EXPONENT, DataHeaderFlyweight.UNKNOWN_EXPONENT,
+            DataHeaderFlyweight.NON_FINITE_EXPONENT,
+        };
+        for (int round = 0; round < lookaheads.length; round++)
+        {
+            for (int rank = 0; rank < 3; rank++)
+            {
+                final DataHeaderFlyweight update = update(rank, round & 1, 0, round, 0, lookaheads[round][rank], 1, 2);
+                assertCode("round " + round + " rank " + rank, rank < 2 ? ABSORBED : COMPLETED,
+                    harness.apply("round " + round, update));
+            }
+            assertEquals((short)expected[round], harness.result.lookaheadExponent(), "round " + round);
+            assertEquals(6, harness.result.lane(1), "round " + round + ": the lanes are summed as usual");
+        }
+    }
+
     @Test
     void shouldRejectInvalidSizes()
     {

@@ -21,15 +21,26 @@ import java.nio.ByteOrder;
  * is too small (a protocol violation), turning it into a bounded error instead of an int32 overflow.
  * Converting the double result back to float32 adds at most half an ulp of the result.
  * <p>
- * NaN and infinities cannot be represented: {@link #maxExponent} reports them with
- * {@link #NON_FINITE} and callers fail the all-reduce naming the tensor and offset.
+ * NaN and infinities cannot be represented in a lane: {@link #maxExponent} reports a chunk holding one with
+ * {@link #NON_FINITE}, which is also the look-ahead value on the wire
+ * ({@link DataHeaderFlyweight#NON_FINITE_EXPONENT}): it wins the maximum, every worker sends the chunk as zeros and
+ * writes NaN into its result, as an all-reduce under Gloo sums them into a non-finite result (what a loss scaler
+ * such as PyTorch's {@code GradScaler} looks for to skip a step).
  */
 public final class BlockFloatingPoint
 {
     /** Exponent of an all-zero chunk. */
     public static final int NO_EXPONENT = DataHeaderFlyweight.NO_EXPONENT;
-    /** Result of {@link #maxExponent} for a chunk holding a NaN or an infinity. */
-    public static final int NON_FINITE = Integer.MAX_VALUE;
+    /**
+     * Result of {@link #maxExponent} for a chunk holding a NaN or an infinity: the wire's
+     * {@link DataHeaderFlyweight#NON_FINITE_EXPONENT}, above every block exponent.
+     */
+    public static final int NON_FINITE = DataHeaderFlyweight.NON_FINITE_EXPONENT;
+    /**
+     * Result of {@code HalfFloats.blockExponent} for a chunk whose finite value rounds out of a 16-bit format's
+     * range: the value is the caller's own and finite, so it is refused rather than carried as not finite.
+     */
+    public static final int OUT_OF_RANGE = Integer.MAX_VALUE;
 
     private static final double INT32_MAX = Integer.MAX_VALUE;
     private static final int ABS_MASK = 0x7FFF_FFFF;

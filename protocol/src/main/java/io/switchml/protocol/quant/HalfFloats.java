@@ -140,8 +140,8 @@ public final class HalfFloats
      * @param type          {@link ElementType#FLOAT16} or {@link ElementType#BFLOAT16}.
      * @param maxAbsBits    largest {@code floatToRawIntBits(x) & 0x7FFFFFFF} of the chunk's float32 values.
      * @return m as {@link BlockFloatingPoint#exponentOfMagnitudeBits}, {@link BlockFloatingPoint#NO_EXPONENT}
-     * when every element rounds to zero, or {@link BlockFloatingPoint#NON_FINITE} when an element is NaN,
-     * infinite or rounds out of the format's range.
+     * when every element rounds to zero, {@link BlockFloatingPoint#NON_FINITE} when an element is NaN or
+     * infinite, or {@link BlockFloatingPoint#OUT_OF_RANGE} when a finite element rounds out of the format's range.
      */
     public static int blockExponent(final byte type, final int maxAbsBits)
     {
@@ -150,6 +150,10 @@ public final class HalfFloats
             return BlockFloatingPoint.NON_FINITE;
         }
         final float rounded = decode(type, encode(type, Float.intBitsToFloat(maxAbsBits)));
+        if (!Float.isFinite(rounded))
+        {
+            return BlockFloatingPoint.OUT_OF_RANGE;
+        }
         return BlockFloatingPoint.exponentOfMagnitudeBits(Float.floatToRawIntBits(rounded) & FLOAT_ABS_MASK);
     }
 

@@ -77,7 +77,8 @@ class HalfFloatsTest
         assertEquals(1, HalfFloats.blockExponent(f16, Float.floatToRawIntBits(0.9999f)), "0.9999 rounds to 1.0 in float16");
         assertEquals(0, BlockFloatingPoint.exponentOfMagnitudeBits(Float.floatToRawIntBits(0.9999f)), "but not in float32");
         assertEquals(16, HalfFloats.blockExponent(f16, Float.floatToRawIntBits(65504f)));
-        assertEquals(BlockFloatingPoint.NON_FINITE, HalfFloats.blockExponent(f16, Float.floatToRawIntBits(65520f)));
+        assertEquals(BlockFloatingPoint.OUT_OF_RANGE, HalfFloats.blockExponent(f16, Float.floatToRawIntBits(65520f)),
+            "finite, but rounds out of float16's range: refused, not carried as not finite");
         assertEquals(BlockFloatingPoint.NON_FINITE, HalfFloats.blockExponent(f16, Float.floatToRawIntBits(Float.NaN)));
         assertEquals(BlockFloatingPoint.NO_EXPONENT, HalfFloats.blockExponent(f16, Float.floatToRawIntBits(1e-9f)),
             "rounds to zero");

@@ -83,6 +83,16 @@ final class Traces
             this.next = new int[job.worldSize()];
         }
 
+        /**
+         * A sender's look-ahead: now and then unknown (the next chunk not submitted) or not finite (it holds a NaN or
+         * an infinity), which both win the maximum; otherwise any block exponent.
+         */
+        int lookaheadOf(final int draw)
+        {
+            return draw == 0 ? DataHeaderFlyweight.UNKNOWN_EXPONENT :
+                draw == 1 ? DataHeaderFlyweight.NON_FINITE_EXPONENT : random.nextInt(-126, 129);
+        }
+
         boolean exponentOnly(final long chunk)
         {
             return job.elementType() == ElementType.FLOAT32 && (chunk * 0x9E3779B97F4A7C15L >>> 60) == 0;
@@ -106,7 +116,7 @@ final class Traces
             final int count = count(chunk);
             final int flags = version | (exponentOnly(chunk) ? DataHeaderFlyweight.FLAG_EXPONENT_ONLY : 0) | extraFlags;
             final int lookahead = job.elementType() == ElementType.INT32 ? DataHeaderFlyweight.NO_EXPONENT :
-                random.nextInt(50) == 0 ? DataHeaderFlyweight.UNKNOWN_EXPONENT : random.nextInt(-126, 129);
+                lookaheadOf(random.nextInt(50));
             final int check = DataHeaderFlyweight.tensorCheckOf(random.nextInt(40) == 0 ? random.nextInt(256) : (int)chunk * 7);
             final UnsafeBuffer buffer = new UnsafeBuffer(new byte[DataHeaderFlyweight.packetLength(count)]);
             final DataHeaderFlyweight header = new DataHeaderFlyweight().wrap(buffer, 0);
@@ -368,6 +378,8 @@ final class Traces
             case 8 -> // another element type
                 datagram[DataHeaderFlyweight.ELEMENT_TYPE_OFFSET] = (byte)(stream.job.elementType() == ElementType.INT32 ?
                     ElementType.FLOAT32 : ElementType.INT32);
+            case 10 -> // the not-finite look-ahead value as a scale exponent, which it never is
+                Frames.putShort(datagram, DataHeaderFlyweight.SCALE_EXPONENT_OFFSET, DataHeaderFlyweight.NON_FINITE_EXPONENT);
             default -> // random header bytes: magic, version, type, flags, rank, element type, count, exponents, slot
                 datagram[random.nextInt(DataHeaderFlyweight.HEADER_LENGTH - 8)] ^= (byte)(1 << random.nextInt(8));
         }

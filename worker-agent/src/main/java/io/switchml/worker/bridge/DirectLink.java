@@ -185,6 +185,7 @@ final class DirectLink implements JobLink
         counters.put("pausesNs", WorkerCounters::pausesNs);
         counters.put("exponentOnlyPackets", WorkerCounters::exponentOnlyPackets);
         counters.put("lookaheadMisses", WorkerCounters::lookaheadMisses);
+        counters.put("nonFiniteChunks", WorkerCounters::nonFiniteChunks);
         counters.put("sendFailures", WorkerCounters::sendFailures);
         return java.util.Collections.unmodifiableMap(counters);
     }

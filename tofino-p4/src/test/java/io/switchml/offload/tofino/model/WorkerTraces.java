@@ -107,7 +107,8 @@ final class WorkerTraces
         int lookahead(final Random lanes)
         {
             return job.elementType() == ElementType.INT32 ? DataHeaderFlyweight.NO_EXPONENT :
-                lanes.nextInt(50) == 0 ? DataHeaderFlyweight.UNKNOWN_EXPONENT : lanes.nextInt(-126, 129);
+                lanes.nextInt(50) == 0 ? DataHeaderFlyweight.UNKNOWN_EXPONENT :
+                lanes.nextInt(50) == 0 ? DataHeaderFlyweight.NON_FINITE_EXPONENT : lanes.nextInt(-126, 129);
         }
 
         void send(final byte[] datagram)
@@ -336,6 +337,14 @@ final class WorkerTraces
             case 7 ->
             {
                 buffer.putShort(DataHeaderFlyweight.MAGIC_OFFSET, (short)0x1234, java.nio.ByteOrder.BIG_ENDIAN);
+                yield new TofinoModel.PacketIn(packet.ingressPort(), packet.srcAddr(), packet.srcPort(), packet.dstAddr(),
+                    packet.dstPort(), bytes, 0, bytes.length);
+            }
+            case 8 ->
+            {
+                // the not-finite look-ahead value as a scale exponent, which it never is
+                buffer.putShort(DataHeaderFlyweight.SCALE_EXPONENT_OFFSET, DataHeaderFlyweight.NON_FINITE_EXPONENT,
+                    java.nio.ByteOrder.BIG_ENDIAN);
                 yield new TofinoModel.PacketIn(packet.ingressPort(), packet.srcAddr(), packet.srcPort(), packet.dstAddr(),
                     packet.dstPort(), bytes, 0, bytes.length);
             }
