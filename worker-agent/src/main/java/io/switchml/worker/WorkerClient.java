@@ -80,8 +80,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * An abort from the appliance (another rank died, a slot deadline, an operator), a lost control
  * connection, a progress timeout ({@code progressTimeoutMs} without any result while chunks are in
  * flight) or an ordering violation fails every pending future with an {@link AllReduceException} carrying
- * the message, and every later call fails the same way. A NaN or infinity, or a value outside a 16-bit
- * format's range, is refused with an {@link IllegalArgumentException} naming the offset before anything
+ * the message, and every later call fails the same way. A NaN or an infinity is carried: the chunk of k elements
+ * holding it comes back NaN on every rank ({@link WorkerCounters#nonFiniteChunks()}). A finite value outside a
+ * 16-bit format's range is refused with an {@link IllegalArgumentException} naming the offset before anything
  * is sent; a 16-bit sum that rounds out of range fails that call's future only.
  *
  * <h2>Cost</h2>
@@ -434,8 +435,9 @@ public final class WorkerClient implements AutoCloseable
      * @param src the local tensor; every rank passes the same length at the same point of its call sequence.
      * @param dst where the result goes; may be src for an in-place reduction.
      * @param op  sum or average.
-     * @throws IllegalArgumentException for a NaN, an infinity or a value outside the 16-bit format's range,
-     *                                  naming the offset, before anything is sent.
+     * @throws IllegalArgumentException for a finite value outside the 16-bit format's range, naming the offset,
+     *                                  before anything is sent (a NaN or an infinity is carried: its chunk's result
+     *                                  is NaN).
      * @throws AllReduceException       when the job is aborted, makes no progress, or the ranks' call
      *                                  sequences differ.
      * @throws IllegalStateException    on an I/O agent thread (a future's callback), where it would deadlock.
@@ -478,7 +480,7 @@ public final class WorkerClient implements AutoCloseable
      * @param op  sum or average.
      * @return completes when the result is in dst; fails with {@link AllReduceException}.
      * @throws IllegalArgumentException for a wrong element type, a short destination, or a value that
-     *                                  cannot be sent (NaN, infinity, out of a 16-bit range), naming the offset.
+     *                                  cannot be sent (finite but out of a 16-bit range), naming the offset.
      */
     public CompletableFuture<Void> allReduceAsync(final float[] src, final float[] dst, final ReduceOp op)
     {

@@ -13,7 +13,7 @@ package io.switchml.worker.bridge;
  * client -&gt; ALLREDUCE offset=0 count=5632 op=sum|average [dtype=float32|int32] [id=ID]
  *                                                              (offset in bytes, a multiple of 4; int32: op=sum)
  * bridge -&gt; OK us=812 [id=ID]                                  (the result is in place in the region)
- *         | ERR message=...                                     (the reason: a dead rank, a NaN, a bad range)
+ *         | ERR message=...                                     (the reason: a dead rank, a value out of range, a bad range)
  * client -&gt; STATS
  * bridge -&gt; OK requests=N allReduces=N packetsSent=N ...       (this agent's counters; int32.* once that job is joined)
  * client -&gt; CLOSE

@@ -197,7 +197,7 @@ final class BridgeSession
     }
 
     /**
-     * An all-reduce refused before anything was sent for a reason of this rank's own (a NaN in its first chunks, shared
+     * An all-reduce refused before anything was sent for a reason of this rank's own (a value out of a 16-bit wire format's range in its first chunks, shared
      * memory its file system cannot back, an agent bug) leaves this rank one call behind the others, whose matching call would wait for it until the slot timeout or
      * be summed with this rank's next tensor: so in a job of several ranks the refusal aborts the job, naming this
      * rank and the reason, and every rank fails with it.
