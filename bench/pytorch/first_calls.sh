@@ -33,7 +33,7 @@ case "$MAC" in on|off) ;; *) echo "first_calls.sh: --mac must be on or off: $MAC
 "$ROOT/switchml" worker serve --help >/dev/null   # builds once if the tree is newer than the jar
 WORK=$(mktemp -d /tmp/switchml-first-calls.XXXXXX)
 APPLIANCE_PID=
-cleanup() { [ -n "$APPLIANCE_PID" ] && kill "$APPLIANCE_PID" 2>/dev/null && wait "$APPLIANCE_PID" 2>/dev/null; rm -rf "$WORK"; }
+cleanup() { if [ -n "$APPLIANCE_PID" ] && kill "$APPLIANCE_PID" 2>/dev/null; then wait "$APPLIANCE_PID" 2>/dev/null || true; fi; rm -rf "$WORK"; }
 trap cleanup EXIT
 "$ROOT/switchml" appliance --insecure-control --bind 127.0.0.1 --control-port 17670 --data-port 17671 \
   --http-port 17672 --dir "$WORK/appliance" --mac "$MAC" >"$WORK/appliance.log" 2>&1 &
