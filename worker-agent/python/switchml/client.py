@@ -237,8 +237,7 @@ class Client:
         A NaN or an infinity in any rank's input is carried: the chunk of k elements that holds it comes back NaN
         on every rank, as Gloo's sum is not finite there either.
 
-        :raises SwitchMLError: with the agent's message when the job failed (a rank died, a value out of a
-            16-bit wire format's range, the appliance went away).
+        :raises SwitchMLError: with the agent's message when the job failed (a rank died, the appliance went away).
         """
         return self.all_reduce_async(tensor, op).wait()
 
