@@ -210,6 +210,17 @@ public final class AotTrainCommand implements Callable<Integer>
                 {
                     throw new IllegalStateException("one-element all-reduce gave " + floats.get(0));
                 }
+                if (i % 3 == 1)
+                {
+                    // an infinity, as a loss scaler's overflowed step gives: its chunk comes back NaN, through branches
+                    // the cached profiles must have seen (a job's first overflow would otherwise recompile the path)
+                    floats.put(0, 1.0f).put(1, Float.POSITIVE_INFINITY);
+                    request(in, out, "ALLREDUCE offset=0 count=2 op=sum");
+                    if (!Float.isNaN(floats.get(0)))
+                    {
+                        throw new IllegalStateException("an all-reduce holding an infinity gave " + floats.get(0));
+                    }
+                }
             }
             request(in, out, "CLOSE");
         }

@@ -190,6 +190,15 @@ final class DataPathRehearsal
                     client.allReduce(zeros, zerosResult, ReduceOp.SUM);
                     client.allReduce(one, one, ReduceOp.SUM);
                     client.allReduceAsync(directOne, directOne, ReduceOp.SUM).join();
+                    // a NaN and an infinity in the last chunks, as a loss scaler's overflowed step gives, on the heap
+                    // and through the bridge's kind of buffer: the not-finite chunk's branches, compiled before the
+                    // job's first overflow would throw the compiled packet path away
+                    zeros[ELEMENTS - 1] = Float.NaN;
+                    client.allReduce(zeros, zerosResult, ReduceOp.SUM);
+                    zeros[ELEMENTS - 1] = 0.0f;
+                    direct.clear().put(values).flip();
+                    direct.put(ELEMENTS - 2, Float.NEGATIVE_INFINITY);
+                    client.allReduceAsync(direct, direct, ReduceOp.SUM).join();
                 }
                 case 2 ->
                 {

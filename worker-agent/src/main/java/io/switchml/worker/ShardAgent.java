@@ -552,7 +552,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         {
             orderingViolation("the result of " + submission.describeChunk(chunk) + " has " + count +
                 " elements and exponent " + header.scaleExponent() + ", this rank sent " + expected + " and " +
-                slotExponent[l]);
+                ChunkCodec.wireScaleExponent(slotExponent[l]));
             return;
         }
         final int nonFinite = codec.decode(receiveView, DataHeaderFlyweight.PAYLOAD_OFFSET, count,

@@ -449,6 +449,37 @@ class WorkerClientTest
     }
 
     /**
+     * A finite value that the job's float16 wire cannot carry, past the chunks checked at submission (k = 1024 and
+     * s = 16: offset 30000 is in chunk 29, reached by the agent after earlier chunks went out), cannot be refused with
+     * nothing sent: the job is aborted naming the rank, the offset and the value, on every rank.
+     */
+    @Test
+    void aValueOutOfAFloat16WirePastTheChunksCheckedAtSubmissionAbortsTheJobNamingRankAndOffset() throws Exception
+    {
+        final int length = 40_000;
+        final List<String> errors = runRanks(2, rank ->
+        {
+            try (WorkerClient client = WorkerClient.connect(context(18, 2, rank, ElementType.FLOAT16)))
+            {
+                final float[] tensor = new float[length];
+                Arrays.fill(tensor, 1.5f);
+                if (rank == 0)
+                {
+                    tensor[30_000] = 70_000f;
+                }
+                return assertThrows(AllReduceException.class, () -> client.allReduce(tensor, tensor, ReduceOp.SUM))
+                    .getMessage();
+            }
+        });
+        for (final String error : errors)
+        {
+            assertTrue(error.contains("rank 0: element at offset 30000 (70000.0) is outside the float16 range") &&
+                error.contains("the job is aborted because earlier chunks of the tensor were already sent"), error);
+        }
+        assertTrue(errors.get(1).contains("aborted by the appliance: rank 0 aborted the job"), errors.get(1));
+    }
+
+    /**
      * A rank that leaves (closes its client: LEAVE) while the others still all-reduce fails them at once, naming it,
      * not at the slot timeout (a minute here; a process group's is 30 minutes by default): its slots would never
      * complete. Before, the other rank waited for that timeout and heard only "missing ranks [0]".

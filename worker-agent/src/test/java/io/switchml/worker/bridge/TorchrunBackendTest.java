@@ -307,9 +307,14 @@ class TorchrunBackendTest
         {
             environment.put("SWITCHML_LOCAL_REDUCE", run.equals("host-flat") ? "off" : "auto");
             final int linesBefore = host.lines().size();
-            final ChildProcess job = torchrun(run, 1, List.of("--backend", "switchml"), environment);
+            // with the main test's overflow: one rank's infinity, through the host agent's sessions and, in the second
+            // job, through its sum of the node's ranks, is carried as NaN to every rank, which skips that step
+            final List<String> args = new ArrayList<>(List.of("--backend", "switchml"));
+            args.addAll(OVERFLOW);
+            final ChildProcess job = torchrun(run, 1, args, environment);
             assertEquals(0, job.awaitExit(150_000), "torchrun through the host agent failed:\n" + job.output() + logs(run) +
                 "\nthe host agent:\n" + host.output());
+            skippedOnce(run, job.output());
             final List<Map<String, String>> results = lines(job.output(), "RESULT ");
             assertEquals(WORLD, results.size(), job.output());
             for (final Map<String, String> result : results)
