@@ -4,6 +4,7 @@ import io.switchml.appliance.backend.ShardDataPath;
 import io.switchml.appliance.transport.AddressKey;
 import io.switchml.offload.tofino.JobInstaller;
 import io.switchml.offload.tofino.JobInstaller.JobImage;
+import io.switchml.offload.tofino.model.TestJobImages;
 import io.switchml.offload.tofino.model.TofinoModel;
 import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.DropReason;
@@ -34,16 +35,7 @@ final class ModelDataPathTest
     /** A job of world ranks, rank r at 10.(jobId).0.(r + 1), port 40000 + r. */
     private static JobImage job(final int jobId, final int world, final int poolBase, final int group)
     {
-        final int[] addrs = new int[world];
-        final int[] ports = new int[world];
-        final int[] switchPorts = new int[world];
-        for (int rank = 0; rank < world; rank++)
-        {
-            addrs[rank] = addr(jobId, rank);
-            ports[rank] = 40000 + rank;
-            switchPorts[rank] = rank + 1;
-        }
-        return new JobImage(jobId, world, ElementType.INT32, 64, 2, poolBase, group, addrs, ports, switchPorts);
+        return TestJobImages.job(jobId, world, ElementType.INT32, 64, 2, poolBase, group, rank -> addr(jobId, rank));
     }
 
     private static int addr(final int jobId, final int rank)

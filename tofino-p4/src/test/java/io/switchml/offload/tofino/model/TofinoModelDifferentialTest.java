@@ -39,16 +39,7 @@ final class TofinoModelDifferentialTest
     private static JobImage job(final int jobId, final int world, final int lanes, final int slots, final byte type, final int poolBase,
         final int group)
     {
-        final int[] addrs = new int[world];
-        final int[] ports = new int[world];
-        final int[] switchPorts = new int[world];
-        for (int rank = 0; rank < world; rank++)
-        {
-            addrs[rank] = addr(jobId, rank);
-            ports[rank] = 40000 + rank;
-            switchPorts[rank] = rank + 1;
-        }
-        return new JobImage(jobId, world, type, lanes, slots, poolBase, group, addrs, ports, switchPorts);
+        return TestJobImages.job(jobId, world, type, lanes, slots, poolBase, group, rank -> addr(jobId, rank));
     }
 
     @ParameterizedTest
