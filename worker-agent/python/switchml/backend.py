@@ -285,7 +285,7 @@ class ProcessGroupSwitchML(_BASE):
         label = "switchml::all_reduce(backend=switchml, bytes=%d, dtype=%s, op=%s)" % (
             nbytes, str(tensor.dtype).replace("torch.", ""), op_name)
         with torch.autograd.profiler.record_function(label) as scope:
-            submission = self._client.submit_safe(tensor, op_name, result=tensors)
+            submission = self._client.submit_safe(tensor, op_name, result=tensors, checked=True)
             # the profiler range lasts until the result is back, not just the submission
             future = scope._call_end_callbacks_on_future(submission.future)
         return _Work(future, self.rank(), "all_reduce of %d %s elements through %s"

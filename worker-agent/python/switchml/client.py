@@ -278,14 +278,16 @@ class Client:
             arm(submission, threading.get_ident())
         return submission.future
 
-    def submit_safe(self, tensor, op, result):
+    def submit_safe(self, tensor, op, result, checked=False):
         """Submit as :meth:`submit` does and return the :class:`~switchml.requests.Submission`, whose future never
         fails: a failure marks the tensor, completes the future with ``result``, sets ``failure`` and ``done``, and
-        raises in a thread only once one is armed (:func:`switchml.requests.arm`)."""
-        return self._submit(tensor, op, result, safe=True)
+        raises in a thread only once one is armed (:func:`switchml.requests.arm`). ``checked``: the caller has run
+        :func:`check_tensor` on it already (the process group does, before its profiler range)."""
+        return self._submit(tensor, op, result, safe=True, checked=checked)
 
-    def _submit(self, tensor, op, result, safe=False):
-        check_tensor(tensor, op)
+    def _submit(self, tensor, op, result, safe=False, checked=False):
+        if not checked:
+            check_tensor(tensor, op)
         wire = WIRE_DTYPE[tensor.dtype]
         if wire not in self.dtypes:
             raise TypeError("the agent serves %s only (started with --int32 off?), not %s"

@@ -131,8 +131,6 @@ public final class ApplianceContext
      * {@code authorization: credentials_file:}; empty: {@code /metrics} is open to whoever reaches the port.
      */
     public static final String HTTP_METRICS_TOKEN_FILE_PROP = "switchml.appliance.http.metrics.token.file";
-    /** Longest metrics token taken. */
-    public static final int MAX_METRICS_TOKEN_CHARS = io.switchml.protocol.SecretFiles.MAX_TOKEN_CHARS;
 
     /** Journal cycles (days) kept; older ones are deleted. */
     public static final String JOURNAL_RETAINED_CYCLES_PROP = "switchml.appliance.journal.retained.cycles";
@@ -641,7 +639,7 @@ public final class ApplianceContext
         try
         {
             return io.switchml.protocol.SecretFiles.readToken(java.nio.file.Path.of(file), "metrics token file",
-                MAX_METRICS_TOKEN_CHARS);
+                io.switchml.protocol.SecretFiles.MAX_TOKEN_CHARS);
         }
         catch (final IllegalArgumentException ex)
         {

@@ -277,10 +277,7 @@ public final class WorkerClient implements AutoCloseable
             {
                 runner.close();
             }
-            final AllReduceException closed = new AllReduceException(
-                "job " + jobId + " rank " + rank + ": the client was closed before the all-reduce was submitted");
-            waitingForPredecessors.values().forEach(submission -> submission.future.completeExceptionally(closed));
-            waitingForPredecessors.clear();
+            failWaiting("job " + jobId + " rank " + rank + ": the client was closed before the all-reduce was submitted");
         }
         finally
         {

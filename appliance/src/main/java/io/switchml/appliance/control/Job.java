@@ -316,14 +316,22 @@ public final class Job
     }
 
     /**
-     * The reason a slot that waits for a rank that left gives.
+     * The abort reason of a slot version that cannot complete, as every backend's slot scan gives it: it waits for a
+     * rank that left, or it passed the slot timeout.
      *
-     * @param missingRanks as "[0, 3]".
+     * @param slot             the slot's global index.
+     * @param chunk            the chunk the slot version holds.
+     * @param missingRanks     as "[0, 3]".
+     * @param waitsForLeftRank whether it waits for {@link #firstLeftRank()} (else it timed out).
      */
-    public String leftRankReason(final String slot, final String missingRanks)
+    public String stuckSlotReason(
+        final int slot, final int version, final long chunk, final String missingRanks, final boolean waitsForLeftRank)
     {
-        return "rank " + firstLeftRank + " left the job (LEAVE: its process ended or closed its client) while " + slot +
-            " still waits for it; missing ranks " + missingRanks + ": all ranks must make the same calls";
+        final String cell = "slot " + slot + " version " + version + " (chunk " + chunk + ")";
+        return waitsForLeftRank ?
+            "rank " + firstLeftRank + " left the job (LEAVE: its process ended or closed its client) while " + cell +
+                " still waits for it; missing ranks " + missingRanks + ": all ranks must make the same calls" :
+            cell + " incomplete for more than " + slotTimeoutMs + " ms; missing ranks " + missingRanks;
     }
 
     /**

@@ -476,11 +476,8 @@ final class ShardProcessor
         {
             final int localSlot = cell % pool.slotCount();
             final int version = cell / pool.slotCount();
-            final String slot = "slot " + (localSlot * shardCount + shardId) + " version " + version + " (chunk " +
-                pool.chunkSequence(cell) + ")";
-            final String missing = Arrays.toString(pool.missingRanks(cell));
-            final String reason = waiting >= 0 ? job.leftRankReason(slot, missing) :
-                slot + " incomplete for more than " + job.slotTimeoutMs() + " ms; missing ranks " + missing;
+            final String reason = job.stuckSlotReason(localSlot * shardCount + shardId, version, pool.chunkSequence(cell),
+                Arrays.toString(pool.missingRanks(cell)), waiting >= 0);
             controlExecutor.execute(() -> registry.abort(job, reason));
         }
     }

@@ -119,11 +119,8 @@ final class XdpJob implements BackendJob, LeftoverEntries.Entry
                     final boolean waitsForLeft = leftRank >= 0 && (seen & (1L << leftRank)) == 0;
                     if (waitsForLeft || (firstNs != 0 && firstNs - deadlineNs <= 0))
                     {
-                        final String cell = "slot " + index + " version " + version + " (chunk " +
-                            XdpLayout.cellChunkSequence(slot, version) + ")";
-                        final List<Integer> missing = missing(seen, job.worldSize());
-                        return waitsForLeft ? job.leftRankReason(cell, missing.toString()) :
-                            cell + " incomplete for more than " + job.slotTimeoutMs() + " ms; missing ranks " + missing;
+                        return job.stuckSlotReason(index, version, XdpLayout.cellChunkSequence(slot, version),
+                            missing(seen, job.worldSize()).toString(), waitsForLeft);
                     }
                 }
             }

@@ -36,7 +36,6 @@ final class SharedMemoryRegion implements AutoCloseable
 
     private static final int O_RDWR = 2;
     private static final int O_CLOEXEC = 0x80000;
-    private static final int EINTR = 4;
     private static final int ENOSPC = 28;
     private static final MethodHandle OPEN;
     private static final MethodHandle POSIX_FALLOCATE;
@@ -265,7 +264,7 @@ final class SharedMemoryRegion implements AutoCloseable
             {
                 error = (int)POSIX_FALLOCATE.invokeExact(fd, start, length);
             }
-            while (error == EINTR);
+            while (error == NativeUdp.EINTR);
             return error;
         }
         catch (final Throwable ex)

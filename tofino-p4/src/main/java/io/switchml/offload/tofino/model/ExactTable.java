@@ -1,5 +1,6 @@
 package io.switchml.offload.tofino.model;
 
+import io.switchml.offload.tofino.JobInstaller;
 import io.switchml.offload.tofino.PipelineControl;
 import io.switchml.offload.tofino.PipelineException;
 
@@ -59,25 +60,15 @@ final class ExactTable
             for (int i = 0; i < key.size(); i++)
             {
                 final P4Names.Field field = table.keys().get(i);
-                match.add(new PipelineControl.ExactMatch(field.name(), bytes(key.get(i), field.bitwidth())));
+                match.add(new PipelineControl.ExactMatch(field.name(), JobInstaller.bytes(key.get(i), field.bitwidth())));
             }
             final List<PipelineControl.ActionParam> params = new ArrayList<>();
             for (final P4Names.Field param : P4Names.action(entry.action()).params())
             {
-                params.add(new PipelineControl.ActionParam(param.name(), bytes(entry.param(param.name()), param.bitwidth())));
+                params.add(new PipelineControl.ActionParam(param.name(), JobInstaller.bytes(entry.param(param.name()), param.bitwidth())));
             }
             out.add(new PipelineControl.TableEntry(table.name(), List.copyOf(match), entry.action(), List.copyOf(params)));
         });
-        return out;
-    }
-
-    private static byte[] bytes(final long value, final int bits)
-    {
-        final byte[] out = new byte[(bits + 7) / 8];
-        for (int i = 0; i < out.length; i++)
-        {
-            out[out.length - 1 - i] = (byte)(value >>> (8 * i));
-        }
         return out;
     }
 

@@ -313,8 +313,9 @@ public final class TofinoModel implements PipelineControl
         final ExactTable.Entry job = jobTable.lookup(List.of(h.jobId() & 0xFFFF_FFFFL));
         if (job == null || job.action().equals(P4Names.FORWARD_UNKNOWN_JOB))
         {
-            // not a job of this switch: on unchanged to the appliance, whose software shards may hold it
-            return passThrough(in);
+            // not a job of this switch: on unchanged to the appliance, whose software shards may hold it (packet is
+            // still the unmodified copy of the datagram)
+            return passThrough(in, packet.byteArray());
         }
         final ExactTable.Entry source = rankSource.lookup(List.of(h.jobId() & 0xFFFF_FFFFL, (long)h.workerRank(),
             in.srcAddr() & 0xFFFF_FFFFL, (long)in.srcPort()));
@@ -597,8 +598,13 @@ public final class TofinoModel implements PipelineControl
      */
     private List<PacketOut> passThrough(final PacketIn in)
     {
+        return passThrough(in, copy(in));
+    }
+
+    private List<PacketOut> passThrough(final PacketIn in, final byte[] bytes)
+    {
         count(Event.PASSED);
-        return List.of(new PacketOut(-1, 0, in.dstAddr(), in.dstPort(), copy(in)));
+        return List.of(new PacketOut(-1, 0, in.dstAddr(), in.dstPort(), bytes));
     }
 
     private boolean isAggregatorPort(final int port)
