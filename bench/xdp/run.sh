@@ -54,7 +54,7 @@ fi
 "$ROOT/switchml" build
 JAVA=$(ls -d /usr/lib/jvm/temurin-25-jdk-amd64/bin/java 2>/dev/null || command -v java)
 CP="$ROOT/dist/target/switchml.jar:$ROOT/dist/target/lib/*"
-JVM_FLAGS=(--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --enable-native-access=ALL-UNNAMED
+JVM_FLAGS=(--add-modules=jdk.incubator.vector --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --enable-native-access=ALL-UNNAMED
   --sun-misc-unsafe-memory-access=allow --add-opens=java.base/java.lang.reflect=ALL-UNNAMED
   --add-exports=java.base/sun.nio.ch=ALL-UNNAMED --add-exports=java.base/jdk.internal.ref=ALL-UNNAMED
   -Dchronicle.analytics.disable=true -Dchronicle.announcer.disable=true -XX:+UseParallelGC)

@@ -31,7 +31,7 @@ if [ -n "${XDP_RACK_MTU:-}" ]; then K=${XDP_RACK_K:-$(( (MTU - 68) / 4 ))}; else
 CASES=${XDP_RACK_CASES:-mac-multicast nomac-unicast}
 export RACK_PREFIX=${RACK_PREFIX:-xdpr$$}
 WORK=$(mktemp -d /tmp/xdp-rack.XXXXXX)
-JVM_FLAGS=(--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --enable-native-access=ALL-UNNAMED
+JVM_FLAGS=(--add-modules=jdk.incubator.vector --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --enable-native-access=ALL-UNNAMED
   --sun-misc-unsafe-memory-access=allow --add-opens=java.base/java.lang.reflect=ALL-UNNAMED
   --add-exports=java.base/sun.nio.ch=ALL-UNNAMED --add-exports=java.base/jdk.internal.ref=ALL-UNNAMED
   -Dchronicle.analytics.disable=true -Dchronicle.announcer.disable=true -XX:+UseSerialGC -XX:TieredStopAtLevel=1)

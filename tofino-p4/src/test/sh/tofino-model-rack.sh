@@ -21,7 +21,7 @@ ELEMENTS=${TOFINO_RACK_ELEMENTS:-1000000}
 ITERATIONS=${TOFINO_RACK_ITERATIONS:-3}
 export RACK_PREFIX=${RACK_PREFIX:-tfr$$}
 WORK=$(mktemp -d /tmp/tofino-rack.XXXXXX)
-JVM_FLAGS=(--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --enable-native-access=ALL-UNNAMED
+JVM_FLAGS=(--add-modules=jdk.incubator.vector --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --enable-native-access=ALL-UNNAMED
   --sun-misc-unsafe-memory-access=allow --add-opens=java.base/java.lang.reflect=ALL-UNNAMED
   --add-exports=java.base/sun.nio.ch=ALL-UNNAMED --add-exports=java.base/jdk.internal.ref=ALL-UNNAMED
   -Dchronicle.analytics.disable=true -Dchronicle.announcer.disable=true -XX:+UseSerialGC -XX:TieredStopAtLevel=1)

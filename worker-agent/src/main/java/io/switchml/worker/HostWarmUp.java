@@ -1,6 +1,8 @@
 package io.switchml.worker;
 
+import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.ElementType;
+import io.switchml.protocol.security.PacketMacBatch;
 
 /**
  * The warm-up of a long-lived agent ({@code switchml worker host}) at its start, before it takes any job: the
@@ -41,6 +43,10 @@ public final class HostWarmUp
     public static Result run(final WorkerContext hostOptions, final long budgetMs)
     {
         DataPathWarmUp.markStarted();
+        if (hostOptions.macEnabled())
+        {
+            PacketMacBatch.warmUpInBackground(DataHeaderFlyweight.packetLength(ElementType.FLOAT32, hostOptions.lanes()));
+        }
         final long startNs = System.nanoTime();
         final long endNs = startNs + budgetMs * 1_000_000L;
         int rehearsals = 0;

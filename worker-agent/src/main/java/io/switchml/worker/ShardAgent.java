@@ -4,6 +4,7 @@ import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.ElementType;
 import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.quant.BlockFloatingPoint;
+import io.switchml.protocol.security.PacketMacBatch;
 import io.switchml.worker.transport.DatagramTransport;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -65,10 +66,24 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     private final int worldSize;
     private final int lanesPerSlot;
     private final byte elementType;
+    /** Whether the first completed all-reduce starts the packet MACs' warm-up ({@link PacketMacBatch#warmUpInBackground}). */
+    private boolean macWarmUpDue;
     private final boolean isFloat;
     private final DatagramTransport transport;
     private final PacketLink link;
-    private final DatagramTransport.Receiver onDatagram = this::onDatagram;
+    private final DatagramTransport.Receiver onDatagram = new DatagramTransport.Receiver()
+    {
+        public void onDatagram(final UnsafeBuffer buffer, final int length)
+        {
+            ShardAgent.this.onDatagram(buffer, length);
+        }
+
+        public void onDatagrams(final UnsafeBuffer[] buffers, final int[] lengths, final int count)
+        {
+            ShardAgent.this.onDatagrams(buffers, lengths, count);
+        }
+    };
+    private final boolean[] accepted = new boolean[RECEIVE_BUDGET];
     private final SubmissionWindow submissions;
     private final ChunkCodec codec;
     private final WorkerCounters.Cells counters;
@@ -122,6 +137,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         this.rank = context.rank();
         this.worldSize = context.worldSize();
         this.lanesPerSlot = context.lanes();
+        this.macWarmUpDue = macEnabled && !PacketMacBatch.warm();
         this.elementType = context.elementType();
         this.isFloat = ElementType.isFloat(elementType);
         this.transport = transport;
@@ -238,7 +254,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         {
             work += checkProgress(System.nanoTime());
         }
-        work += transport.flush();
+        work += link.flush();
         lastCycleEndNs = System.nanoTime();
         coalescing.onCycle(lastCycleEndNs, inFlightBefore, resultsRead);
         readSinceIdle |= resultsRead > 0;
@@ -264,9 +280,9 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         awaitedNs += waitMs * NANOS_PER_MS;
         counters.selectorWaits++;
         transport.await(waitMs);
-        if (transport.hasQueued())
+        if (link.hasQueued())
         {
-            transport.flush();
+            link.flush();
         }
     }
 
@@ -284,7 +300,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
             return false;
         }
         final long sleepNs =
-            coalescing.sleepNs(inFlight, readSinceIdle, streamTail, untilWakeNs(), transport.hasQueued());
+            coalescing.sleepNs(inFlight, readSinceIdle, streamTail, untilWakeNs(), link.hasQueued());
         if (sleepNs == 0)
         {
             return false;
@@ -450,6 +466,23 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         link.sendSlot(slotViews[l], packetLength);
     }
 
+    private void onDatagrams(final UnsafeBuffer[] receiveViews, final int[] lengths, final int count)
+    {
+        if (client.failure() != null)
+        {
+            return;
+        }
+        final boolean[] accepted = count <= this.accepted.length ? this.accepted : new boolean[count];
+        link.acceptAll(receiveViews, lengths, count, accepted);
+        for (int i = 0; i < count && client.failure() == null; i++)
+        {
+            if (accepted[i])
+            {
+                onResult(receiveViews[i]);
+            }
+        }
+    }
+
     private void onDatagram(final UnsafeBuffer receiveView, final int bytes)
     {
         if (client.failure() != null || !link.accept(receiveView, bytes))
@@ -606,6 +639,14 @@ final class ShardAgent implements Agent, LossRecovery.Actions
                 {
                     counters.allReduces++;
                     submission.future.complete(null);
+                    if (macWarmUpDue)
+                    {
+                        // after the job's first all-reduce, not beside it: the warm-up's C2 work (a few tenths of a
+                        // CPU-second) made a loopback job's first call twice as slow; until it is done, MACs are
+                        // hashed one packet at a time
+                        macWarmUpDue = false;
+                        PacketMacBatch.warmUpInBackground(DataHeaderFlyweight.packetLength(elementType, lanesPerSlot));
+                    }
                 }
                 else
                 {

@@ -2,6 +2,7 @@ package io.switchml.worker;
 
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.ElementType;
+import io.switchml.protocol.security.PacketMacBatch;
 import org.agrona.collections.Long2ObjectHashMap;
 import io.switchml.worker.transport.DatagramTransport;
 import io.switchml.worker.transport.TransportKind;
@@ -119,6 +120,7 @@ public final class WorkerClient implements AutoCloseable
     private final WorkerCounters counters;
     private final String backend;
     private final String fallback;
+    private final boolean macEnabled;
 
     private final ReentrantLock submitLock = new ReentrantLock();
     private final Long2ObjectHashMap<Submission> waitingForPredecessors = new Long2ObjectHashMap<>();
@@ -145,6 +147,7 @@ public final class WorkerClient implements AutoCloseable
         this.slotCount = context.slots();
         this.elementType = context.elementType();
         this.controlSocket = controlSocket;
+        this.macEnabled = terms.macEnabled();
         this.pendingCapacity = Math.max(2, Integer.highestOneBit(context.maxPendingAllReduces() * 2 - 1));
 
         counters = new WorkerCounters(shardCount + 1);
@@ -199,15 +202,15 @@ public final class WorkerClient implements AutoCloseable
     }
 
     /**
-     * @return what the agents' packet I/O is, for the start-up report: the first shard's transport, and why it is
-     * NIO when {@code --transport auto} could not have the native one.
+     * @return what the agents' packet I/O is, for the start-up report: the first shard's transport, why it is NIO when
+     * {@code --transport auto} could not have the native one, and how packet MACs are hashed.
      */
     public String transportDescription()
     {
         final String description = transports[0].description();
         final String nioReason = TransportKind.fallbackReason();
-        return nioReason != null && description.startsWith("nio") ? description + "; native unavailable: " + nioReason :
-            description;
+        return (nioReason != null && description.startsWith("nio") ? description + "; native unavailable: " + nioReason :
+            description) + "; packet MACs " + (macEnabled ? PacketMacBatch.description() : "off");
     }
 
     /**

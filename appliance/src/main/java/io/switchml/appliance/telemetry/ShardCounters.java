@@ -32,6 +32,7 @@ public final class ShardCounters implements AutoCloseable
     private final AtomicCounter probes;
     private final AtomicCounter nacksSent;
     private final AtomicCounter pendingsSent;
+    private final AtomicCounter macsInLanes;
     private final AtomicCounter dutyCycleMaxNs;
     private final AtomicCounter[] drops;
     private final List<AtomicCounter> all = new ArrayList<>();
@@ -55,6 +56,7 @@ public final class ShardCounters implements AutoCloseable
             probes = counter("probes", CounterTypes.KIND_COUNTER, "probes");
             nacksSent = counter("nacks_sent", CounterTypes.KIND_COUNTER, "nacks_sent");
             pendingsSent = counter("pendings_sent", CounterTypes.KIND_COUNTER, "pendings_sent");
+            macsInLanes = counter("macs_in_lanes", CounterTypes.KIND_COUNTER, "macs_in_lanes");
             final DropReason[] reasons = DropReason.values();
             drops = new AtomicCounter[reasons.length];
             for (final DropReason reason : reasons)
@@ -177,6 +179,16 @@ public final class ShardCounters implements AutoCloseable
     public void onPendingSent()
     {
         pendingsSent.incrementRelease();
+    }
+
+    /**
+     * MACs of received packets checked several at once in vector lanes ({@code MacPrecheck}), valid or not.
+     *
+     * @param count packets checked.
+     */
+    public void onMacsInLanes(final int count)
+    {
+        macsInLanes.getAndAddRelease(count);
     }
 
     /**

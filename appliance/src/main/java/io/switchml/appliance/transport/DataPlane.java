@@ -20,7 +20,9 @@ import io.switchml.appliance.ApplianceContext;
 import io.switchml.appliance.control.JobRegistry;
 import io.switchml.appliance.telemetry.Telemetry;
 import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.ElementType;
 import io.switchml.protocol.LossGenerator;
+import io.switchml.protocol.security.PacketMacBatch;
 import org.agrona.concurrent.AgentRunner;
 
 import java.io.IOException;
@@ -54,6 +56,8 @@ public final class DataPlane implements AutoCloseable
 {
     /** How often each shard checks its slots against their jobs' deadlines. */
     public static final long DEADLINE_SCAN_INTERVAL_MS = 100;
+    /** Lanes of the packets the MAC warm-up hashes (float32 at k = 256: 1,064 bytes, sixteen blocks of the lanes). */
+    private static final int WARM_UP_LANES = 256;
 
     private final List<EventLoopGroup> groups = new ArrayList<>();
     private final List<Channel> channels = new ArrayList<>();
@@ -123,6 +127,8 @@ public final class DataPlane implements AutoCloseable
                         Thread.ofPlatform().name("switchml-shard-" + shardId).daemon().unstarted(runnable)));
                     pinning.add("shard " + shard + " " + agent.awaitPinning(5_000));
                     details.add("shard " + shard + " native: " + agent.description());
+                    // the shards check a receive batch's MACs several at once once this has compiled the lanes' code
+                    PacketMacBatch.warmUpInBackground(DataHeaderFlyweight.packetLength(ElementType.FLOAT32, WARM_UP_LANES));
                 }
                 else
                 {

@@ -68,7 +68,8 @@ final class NativeShardAgent implements Agent, ResultSender
     private final MemorySegment callState;
     private final long base;
     private final UnsafeBuffer meta;
-    private final UnsafeBuffer inView = new UnsafeBuffer(0L, 0);
+    /** The sender of each datagram held in the processor's {@link MacPrecheck}. */
+    private final long[] heldSenders = new long[MacPrecheck.CAPACITY];
     private final UnsafeBuffer outView = new UnsafeBuffer(0L, 0);
     private final UnsafeBuffer errno = new UnsafeBuffer(0L, 0);
     private final PollIdleStrategy idleStrategy;
@@ -392,6 +393,36 @@ final class NativeShardAgent implements Agent, ResultSender
     /**
      * @return sendmmsg calls made; for tests on the agent's own thread.
      */
+    /**
+     * Keep a received datagram for {@link #processHeld}, which checks the MACs of the held datagrams together first;
+     * when {@link MacPrecheck#CAPACITY} are held, process those now.
+     */
+    private void hold(final long address, final int length, final long senderKey, final long nowNs)
+    {
+        final MacPrecheck precheck = processor.macPrecheck();
+        if (precheck.isFull())
+        {
+            processHeld(nowNs);
+        }
+        heldSenders[precheck.add(address, length)] = senderKey;
+    }
+
+    /**
+     * Check the held datagrams' MACs together, then hand each to the processor in order.
+     */
+    private void processHeld(final long nowNs)
+    {
+        final MacPrecheck precheck = processor.macPrecheck();
+        final int held = precheck.size();
+        precheck.run();
+        for (int i = 0; i < held; i++)
+        {
+            final UnsafeBuffer view = precheck.view(i);
+            processor.onPacket(view, 0, view.capacity(), heldSenders[i], nowNs, i);
+        }
+        precheck.clear();
+    }
+
     long sendCalls()
     {
         return sendCalls;
@@ -451,17 +482,15 @@ final class NativeShardAgent implements Agent, ResultSender
                 {
                     for (int from = 0; from < length; from += segment)
                     {
-                        final int segmentLength = Math.min(segment, length - from);
-                        inView.wrap(buffer + from, segmentLength);
-                        processor.onPacket(inView, 0, segmentLength, senderKey, nowNs);
+                        hold(buffer + from, Math.min(segment, length - from), senderKey, nowNs);
                     }
                 }
                 else
                 {
-                    inView.wrap(buffer, length);
-                    processor.onPacket(inView, 0, length, senderKey, nowNs);
+                    hold(buffer, length, senderKey, nowNs);
                 }
             }
+            processHeld(nowNs);
             flush();
             receiveBatch = NativeUdp.receiveBatchFor(batch, received, bytes);
             final long endNs = System.nanoTime();

@@ -46,6 +46,7 @@ final class ShardProcessor
     private final ShardDataPath.PacketSink modelSink = this::sendModelOutput;
     private final int multicastBase;
     private final boolean multicast;
+    private final MacPrecheck macPrecheck;
     private int multicastPort;
     private long scanNowNs;
     private volatile long lastScanNs = System.nanoTime();
@@ -79,6 +80,7 @@ final class ShardProcessor
         this.sender = sender;
         this.multicastBase = multicastBase;
         this.multicast = multicast;
+        this.macPrecheck = new MacPrecheck(registry, counters);
     }
 
     /**
@@ -109,6 +111,27 @@ final class ShardProcessor
      * @param nowNs     time of arrival (or of the receive batch), for slot latencies.
      */
     void onPacket(final MutableDirectBuffer buffer, final int offset, final int length, final long senderKey, final long nowNs)
+    {
+        onPacket(buffer, offset, length, senderKey, nowNs, -1);
+    }
+
+    /**
+     * @return the MAC checks of the next receive batch: fill it, {@link MacPrecheck#run()} it, then hand each datagram
+     * to {@link #onPacket(MutableDirectBuffer, int, int, long, long, int)} with its index.
+     */
+    MacPrecheck macPrecheck()
+    {
+        return macPrecheck;
+    }
+
+    /**
+     * Handle one received datagram of a batch whose MACs {@link #macPrecheck()} checked.
+     *
+     * @param precheckIndex the datagram's index in the precheck, or -1 for none.
+     */
+    void onPacket(
+        final MutableDirectBuffer buffer, final int offset, final int length, final long senderKey, final long nowNs,
+        final int precheckIndex)
     {
         counters.onPacketIn(length);
         if (rxLoss.shouldDrop())
@@ -173,7 +196,7 @@ final class ShardProcessor
             jobCounters.onDrop();
             return;
         }
-        if (rejectedForMac(job, buffer, offset, length, jobCounters))
+        if (rejectedForMac(job, buffer, offset, length, jobCounters, precheckIndex))
         {
             return;
         }
@@ -307,12 +330,20 @@ final class ShardProcessor
     }
 
     /**
-     * The MAC check of a job with MAC on. Counts the drop when it fails.
+     * The MAC check of a job with MAC on: the batch's verdict when {@link MacPrecheck} has one for this job, else the
+     * packet hashed alone. Counts the drop when it fails.
      */
     private boolean rejectedForMac(
-        final Job job, final MutableDirectBuffer buffer, final int offset, final int length, final JobCounters jobCounters)
+        final Job job, final MutableDirectBuffer buffer, final int offset, final int length, final JobCounters jobCounters,
+        final int precheckIndex)
     {
-        if (!job.macEnabled() || PacketMac.verify(job.macK0(), job.macK1(), buffer, offset, length))
+        if (!job.macEnabled())
+        {
+            return false;
+        }
+        final byte verdict = macPrecheck.verdict(precheckIndex, job);
+        if (verdict == MacPrecheck.VALID ||
+            (verdict == MacPrecheck.UNKNOWN && PacketMac.verify(job.macK0(), job.macK1(), buffer, offset, length)))
         {
             return false;
         }
@@ -340,7 +371,7 @@ final class ShardProcessor
         }
         final JobCounters jobCounters = job.counters();
         jobCounters.onPacketIn(length);
-        if (rejectedForMac(job, buffer, offset, length, jobCounters))
+        if (rejectedForMac(job, buffer, offset, length, jobCounters, -1))
         {
             return;
         }

@@ -150,6 +150,16 @@ final class ProtocolPeer implements AutoCloseable
      */
     void sendWindow() throws IOException
     {
+        sendWindow(-1);
+    }
+
+    /**
+     * Send the next round's update for every slot, one of them with a payload bit flipped after signing.
+     *
+     * @param forgedSlot the slot whose update is forged, or -1 for none.
+     */
+    void sendWindow(final int forgedSlot) throws IOException
+    {
         final long r = round;
         final int version = (int)(r & 1);
         for (int slot = 0; slot < slots; slot++)
@@ -162,6 +172,10 @@ final class ProtocolPeer implements AutoCloseable
             if (mac)
             {
                 PacketMac.sign(k0, k1, view, 0, DataHeaderFlyweight.packetLength(lanes));
+            }
+            if (slot == forgedSlot)
+            {
+                header.lane(lanes - 1, header.lane(lanes - 1) ^ 1);
             }
             if (batch == null)
             {
@@ -183,15 +197,26 @@ final class ProtocolPeer implements AutoCloseable
      */
     int receiveWindow() throws IOException
     {
+        return receiveWindow(slots);
+    }
+
+    /**
+     * Read the results of the round {@link #sendWindow(int)} sent, checking each: one per slot but a forged one.
+     *
+     * @param results to read.
+     * @return results received.
+     */
+    int receiveWindow(final int results) throws IOException
+    {
         final long r = round++;
         int batched = 0;
-        for (int i = 0; i < slots; i++)
+        for (int i = 0; i < results; i++)
         {
             if (batch != null)
             {
                 while (batched <= i)
                 {
-                    final int received = batch.receive(batched, slots - batched);
+                    final int received = batch.receive(batched, results - batched);
                     if (received == 0)
                     {
                         throw new IllegalStateException("no result within 2 s in round " + r + " after " + i + " of its results");
@@ -220,7 +245,7 @@ final class ProtocolPeer implements AutoCloseable
                     header.chunkSequence() + " lane 0 " + header.lane(0) + ", expected chunk " + expected);
             }
         }
-        return slots;
+        return results;
     }
 
     public void close() throws IOException

@@ -24,6 +24,23 @@ public interface DatagramTransport extends AutoCloseable
          * @param length its length in bytes.
          */
         void onDatagram(UnsafeBuffer buffer, int length);
+
+        /**
+         * Handles datagrams received together (one recvmmsg batch, or the segments of GRO buffers), so that the
+         * receiver can check them together: a job's packet MACs are hashed several at once. The default hands them
+         * to {@link #onDatagram} one by one, in order.
+         *
+         * @param buffers each datagram at offset 0 of its buffer; valid until the call returns.
+         * @param lengths their lengths in bytes.
+         * @param count   datagrams, from index 0.
+         */
+        default void onDatagrams(final UnsafeBuffer[] buffers, final int[] lengths, final int count)
+        {
+            for (int i = 0; i < count; i++)
+            {
+                onDatagram(buffers[i], lengths[i]);
+            }
+        }
     }
 
     /**

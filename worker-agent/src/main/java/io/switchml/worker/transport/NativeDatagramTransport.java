@@ -94,7 +94,11 @@ public final class NativeDatagramTransport extends TransportCounters
     private final int receiveBatch;
     /** Datagrams the next recvmmsg asks for: {@link #receiveBatch} at most, fewer for large datagrams. */
     private int nextReceiveBatch;
-    private final UnsafeBuffer segmentView = new UnsafeBuffer(0L, 0);
+    /** Datagrams handed over together ({@link Receiver#onDatagrams}): at most this many at a time. */
+    private static final int HAND_OVER = 64;
+    private final UnsafeBuffer[] handOverViews = new UnsafeBuffer[HAND_OVER];
+    private final int[] handOverLengths = new int[HAND_OVER];
+    private int handOverCount;
     private final long receiveControlAddress;
     private final UnsafeBuffer receiveControl;
     private final boolean groRequested;
@@ -246,6 +250,10 @@ public final class NativeDatagramTransport extends TransportCounters
                 receiveVec.putLong(i * NativeUdp.MMSGHDR_SIZE + NativeUdp.MSG_CONTROLLEN_OFFSET, NativeUdp.CMSG_SPACE_SMALL);
             }
             receiveViews[i] = new UnsafeBuffer(buffer, receiveLength);
+        }
+        for (int i = 0; i < HAND_OVER; i++)
+        {
+            handOverViews[i] = new UnsafeBuffer(0L, 0);
         }
 
         pollAddress = arena.allocate(3L * NativeUdp.POLLFD_SIZE, 8).address();
@@ -560,16 +568,19 @@ public final class NativeDatagramTransport extends TransportCounters
                     groBuffers++;
                     for (int from = 0; from < length; from += segment)
                     {
-                        final int segmentLength = Math.min(segment, length - from);
-                        segmentView.wrap(receiveViews[i].addressOffset() + from, segmentLength);
-                        receiver.onDatagram(segmentView, segmentLength);
+                        handOver(receiver, receiveViews[i].addressOffset() + from, Math.min(segment, length - from));
                         groSegments++;
                     }
                 }
                 else
                 {
-                    receiver.onDatagram(receiveViews[i], length);
+                    handOver(receiver, receiveViews[i].addressOffset(), length);
                 }
+            }
+            if (handOverCount > 0)
+            {
+                receiver.onDatagrams(handOverViews, handOverLengths, handOverCount);
+                handOverCount = 0;
             }
             nextReceiveBatch = NativeUdp.receiveBatchFor(receiveBatch, count, bytes);
             received += count;
@@ -580,6 +591,18 @@ public final class NativeDatagramTransport extends TransportCounters
             }
         }
         return received;
+    }
+
+    /** Add a datagram to those handed over at the end of the batch, handing them over first when full. */
+    private void handOver(final Receiver receiver, final long address, final int length)
+    {
+        if (handOverCount == HAND_OVER)
+        {
+            receiver.onDatagrams(handOverViews, handOverLengths, handOverCount);
+            handOverCount = 0;
+        }
+        handOverViews[handOverCount].wrap(address, length);
+        handOverLengths[handOverCount++] = length;
     }
 
     public boolean drained()
