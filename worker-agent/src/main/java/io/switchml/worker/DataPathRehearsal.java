@@ -94,7 +94,7 @@ final class DataPathRehearsal
             .elementType(job.elementType())
             .lanes(LANES)
             .slots(SLOTS)
-            .macEnabled(false)
+            .macEnabled(job.macEnabled())
             .transport(job.transport())
             .gso(job.gso())
             .gro(job.gro())
@@ -112,7 +112,10 @@ final class DataPathRehearsal
             Socket controlPeer = server.accept())
         {
             worker = JobJoin.openTransport(kind, context, loopback, RECEIVE_BATCH);
-            reflector = new RehearsalReflector(JobJoin.openTransport(kind, context, loopback), LANES, SLOTS);
+            // the job's MAC setting, under a key of the rehearsal's own: the signing and checking the job will do is rehearsed
+            final JobJoin.JoinTerms terms = new JobJoin.JoinTerms("rehearsal", job.macEnabled(),
+                java.util.concurrent.ThreadLocalRandom.current().nextLong(), java.util.concurrent.ThreadLocalRandom.current().nextLong());
+            reflector = new RehearsalReflector(JobJoin.openTransport(kind, context, loopback), LANES, SLOTS, terms);
             client = reflector.connectClient(context, worker, loopback, control, JOB_ID);
             counters = client.counters();
             return ElementType.isFloat(job.elementType()) ? floatRounds(client, deadline, arena) :

@@ -1,6 +1,7 @@
 package io.switchml.worker;
 
 import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.security.PacketMac;
 import io.switchml.worker.transport.DatagramTransport;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -14,18 +15,30 @@ abstract class LoopbackPeer implements DatagramTransport.Receiver
     final DatagramTransport transport;
     /** The peer thread's view of a datagram's header. */
     final DataHeaderFlyweight header = new DataHeaderFlyweight();
+    /** The key of the job the peer stands in for: it signs what it sends when MACs are on. */
+    private final JobJoin.JoinTerms terms;
     private final Thread thread;
     private volatile boolean running = true;
 
     LoopbackPeer(final DatagramTransport transport, final String threadName)
     {
+        this(transport, threadName, JobJoin.JoinTerms.NO_APPLIANCE);
+    }
+
+    /**
+     * @param terms the job's MAC and key as a join reply would give them: the worker checks the peer's packets, and
+     *              the peer signs them, under that key.
+     */
+    LoopbackPeer(final DatagramTransport transport, final String threadName, final JobJoin.JoinTerms terms)
+    {
         this.transport = transport;
+        this.terms = terms;
         this.thread = Thread.ofPlatform().daemon().name(threadName).unstarted(this::loop);
     }
 
     /**
-     * Pair a worker's transport with this peer on loopback, start the peer, and make the worker's client of it: MAC
-     * off, the given control socket (the other end of which stays silent).
+     * Pair a worker's transport with this peer on loopback, start the peer, and make the worker's client of it: the
+     * peer's MAC and key, the given control socket (the other end of which stays silent).
      */
     final WorkerClient connectClient(final WorkerContext context, final DatagramTransport worker,
         final java.net.Inet4Address loopback, final java.net.Socket control, final int jobId) throws java.io.IOException
@@ -33,7 +46,7 @@ abstract class LoopbackPeer implements DatagramTransport.Receiver
         worker.connect(loopback, transport.localPort());
         transport.connect(loopback, worker.localPort());
         thread.start();
-        return new WorkerClient(context, control, new DatagramTransport[] {worker}, jobId, JobJoin.JoinTerms.NO_APPLIANCE, null);
+        return new WorkerClient(context, control, new DatagramTransport[] {worker}, jobId, terms, null);
     }
 
     /**
@@ -60,12 +73,24 @@ abstract class LoopbackPeer implements DatagramTransport.Receiver
 
     /**
      * Send an update back as its result, as the appliance would for a slot it completed: the update's own header
-     * retyped (the retransmission flag cleared) and lanes, MAC zero (the peer is used with MAC off).
+     * retyped (the retransmission flag cleared) and lanes, signed when MACs are on.
      */
     final void sendAsResult(final UnsafeBuffer update, final int length)
     {
         toResult(update);
-        transport.send(update, length);
+        send(update, length);
+    }
+
+    /**
+     * Sign (with MACs on) and queue a datagram on {@link #transport}.
+     */
+    final void send(final UnsafeBuffer datagram, final int length)
+    {
+        if (terms.macEnabled())
+        {
+            PacketMac.sign(terms.macK0(), terms.macK1(), datagram, 0, length);
+        }
+        transport.send(datagram, length);
     }
 
     /**

@@ -131,7 +131,10 @@ final class PacketLink
         {
             macs.add(unsigned[i], 0);
         }
-        macs.sign(macK0, macK1, length);
+        if (macs.sign(macK0, macK1, length))
+        {
+            counters.macsInLanes += count;
+        }
         macs.clear();
         unsignedCount = 0;
         for (int i = 0; i < count; i++)
@@ -215,7 +218,10 @@ final class PacketLink
         {
             macs.add(datagrams[checking[j]], 0);
         }
-        macs.compute(macK0, macK1, length);
+        if (macs.compute(macK0, macK1, length))
+        {
+            counters.macsInLanes += waiting;
+        }
         for (int j = 0; j < waiting; j++)
         {
             final boolean valid = macs.verified(j);

@@ -67,10 +67,11 @@ final class RehearsalReflector extends LoopbackPeer
      * @param transport the reflector's socket.
      * @param lanes     elements per packet of the rehearsal.
      * @param slots     slot indices of the rehearsal's pool (every shard's).
+     * @param terms     MAC and key: the job's MAC setting, so that its packet path is the one rehearsed.
      */
-    RehearsalReflector(final DatagramTransport transport, final int lanes, final int slots)
+    RehearsalReflector(final DatagramTransport transport, final int lanes, final int slots, final JobJoin.JoinTerms terms)
     {
-        super(transport, "switchml-rehearsal-reflector");
+        super(transport, "switchml-rehearsal-reflector", terms);
         this.slots = slots;
         maxPacket = DataHeaderFlyweight.HEADER_LENGTH + lanes * Integer.BYTES;
         copies = new UnsafeBuffer(new byte[slots * maxPacket]);
@@ -148,10 +149,10 @@ final class RehearsalReflector extends LoopbackPeer
             heldLength = length;
             return;
         }
-        transport.send(buffer, length);
+        send(buffer, length);
         if (rare && n % DUPLICATE_EVERY == DUPLICATE_AT)
         {
-            transport.send(buffer, length);
+            send(buffer, length);
         }
         sendHeld();
     }
@@ -199,14 +200,14 @@ final class RehearsalReflector extends LoopbackPeer
         copies.putByte(flagsAt, (byte)(shadow ?
             flags | DataHeaderFlyweight.FLAG_RETRANSMIT : flags & ~DataHeaderFlyweight.FLAG_RETRANSMIT));
         copyView.wrap(copies, slot * maxPacket, copyLength[slot]);
-        transport.send(copyView, copyLength[slot]);
+        send(copyView, copyLength[slot]);
     }
 
     private void sendHeld()
     {
         if (heldLength != 0)
         {
-            transport.send(held, heldLength);
+            send(held, heldLength);
             heldLength = 0;
         }
     }
@@ -218,6 +219,6 @@ final class RehearsalReflector extends LoopbackPeer
     private void answer(final UnsafeBuffer probe, final byte type)
     {
         header.type(type).mac(0L);
-        transport.send(probe, DataHeaderFlyweight.HEADER_LENGTH);
+        send(probe, DataHeaderFlyweight.HEADER_LENGTH);
     }
 }

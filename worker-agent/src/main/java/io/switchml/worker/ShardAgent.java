@@ -4,7 +4,6 @@ import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.ElementType;
 import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.quant.BlockFloatingPoint;
-import io.switchml.protocol.security.PacketMacBatch;
 import io.switchml.worker.transport.DatagramTransport;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -43,7 +42,7 @@ import static io.switchml.protocol.DataHeaderFlyweight.UNKNOWN_EXPONENT;
  * the client (abort, progress timeout, an ordering violation) go to {@link WorkerClient#fail}, after
  * which every agent fails the futures it holds.
  */
-final class ShardAgent implements Agent, LossRecovery.Actions
+final class ShardAgent implements Agent, LossRecovery.Actions, DatagramTransport.Receiver
 {
     private static final long NANOS_PER_MS = 1_000_000L;
     private static final int WAITING = 0;
@@ -66,23 +65,9 @@ final class ShardAgent implements Agent, LossRecovery.Actions
     private final int worldSize;
     private final int lanesPerSlot;
     private final byte elementType;
-    /** Whether the first completed all-reduce starts the packet MACs' warm-up ({@link PacketMacBatch#warmUpInBackground}). */
-    private boolean macWarmUpDue;
     private final boolean isFloat;
     private final DatagramTransport transport;
     private final PacketLink link;
-    private final DatagramTransport.Receiver onDatagram = new DatagramTransport.Receiver()
-    {
-        public void onDatagram(final UnsafeBuffer buffer, final int length)
-        {
-            ShardAgent.this.onDatagram(buffer, length);
-        }
-
-        public void onDatagrams(final UnsafeBuffer[] buffers, final int[] lengths, final int count)
-        {
-            ShardAgent.this.onDatagrams(buffers, lengths, count);
-        }
-    };
     private final boolean[] accepted = new boolean[RECEIVE_BUDGET];
     private final SubmissionWindow submissions;
     private final ChunkCodec codec;
@@ -137,7 +122,6 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         this.rank = context.rank();
         this.worldSize = context.worldSize();
         this.lanesPerSlot = context.lanes();
-        this.macWarmUpDue = macEnabled && !PacketMacBatch.warm();
         this.elementType = context.elementType();
         this.isFloat = ElementType.isFloat(elementType);
         this.transport = transport;
@@ -243,7 +227,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         {
             work += pollSubmissions();
         }
-        work += transport.receive(onDatagram, RECEIVE_BUDGET);
+        work += transport.receive(this, RECEIVE_BUDGET);
         if (transport.drained())
         {
             // judge the timers only once every result that has arrived was seen: a thread that did not run for a
@@ -466,7 +450,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         link.sendSlot(slotViews[l], packetLength);
     }
 
-    private void onDatagrams(final UnsafeBuffer[] receiveViews, final int[] lengths, final int count)
+    public void onDatagrams(final UnsafeBuffer[] receiveViews, final int[] lengths, final int count)
     {
         if (client.failure() != null)
         {
@@ -483,7 +467,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
         }
     }
 
-    private void onDatagram(final UnsafeBuffer receiveView, final int bytes)
+    public void onDatagram(final UnsafeBuffer receiveView, final int bytes)
     {
         if (client.failure() != null || !link.accept(receiveView, bytes))
         {
@@ -639,14 +623,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions
                 {
                     counters.allReduces++;
                     submission.future.complete(null);
-                    if (macWarmUpDue)
-                    {
-                        // after the job's first all-reduce, not beside it: the warm-up's C2 work (a few tenths of a
-                        // CPU-second) made a loopback job's first call twice as slow; until it is done, MACs are
-                        // hashed one packet at a time
-                        macWarmUpDue = false;
-                        PacketMacBatch.warmUpInBackground(DataHeaderFlyweight.packetLength(elementType, lanesPerSlot));
-                    }
+                    client.onAllReduceDone();
                 }
                 else
                 {

@@ -28,6 +28,7 @@ public final class WorkerCounters
         volatile long exponentOnlyPackets;
         volatile long lookaheadMisses;
         volatile long nonFiniteChunks;
+        volatile long macsInLanes;
         volatile long spuriousProbes;
         volatile long spuriousRetransmissions;
         volatile long pausesNs;
@@ -219,6 +220,15 @@ public final class WorkerCounters
         return sum(c -> c.nonFiniteChunks);
     }
 
+    /**
+     * @return packets whose MACs were computed (signed or checked) eight at a time in vector lanes: 0 with MACs off,
+     * before the lanes' warm-up is done, or where the JVM cannot (see the start-up report's "packet MACs").
+     */
+    public long macsInLanes()
+    {
+        return sum(c -> c.macsInLanes);
+    }
+
     @Override
     public String toString()
     {
@@ -230,6 +240,7 @@ public final class WorkerCounters
             " pausedMs=" + pausesNs() / 1_000_000 + " selectorWaits=" + selectorWaits() +
             " coalescedSleeps=" + coalescedSleeps() +
             " lossInjected=" + lossInjected() + " allReduces=" + allReduces() + " exponentOnly=" + exponentOnlyPackets() +
-            " lookaheadMisses=" + lookaheadMisses() + " nonFiniteChunks=" + nonFiniteChunks();
+            " lookaheadMisses=" + lookaheadMisses() + " nonFiniteChunks=" + nonFiniteChunks() +
+            " macsInLanes=" + macsInLanes();
     }
 }

@@ -67,6 +67,7 @@ public final class ChildProcess implements AutoCloseable
     {
         final List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElse("java"));
+        command.add("--add-modules=jdk.incubator.vector");
         command.add("--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED");
         command.add("--enable-native-access=ALL-UNNAMED");
         command.add("--sun-misc-unsafe-memory-access=allow");

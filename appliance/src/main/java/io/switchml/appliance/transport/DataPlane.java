@@ -127,8 +127,13 @@ public final class DataPlane implements AutoCloseable
                         Thread.ofPlatform().name("switchml-shard-" + shardId).daemon().unstarted(runnable)));
                     pinning.add("shard " + shard + " " + agent.awaitPinning(5_000));
                     details.add("shard " + shard + " native: " + agent.description());
-                    // the shards check a receive batch's MACs several at once once this has compiled the lanes' code
-                    PacketMacBatch.warmUpInBackground(DataHeaderFlyweight.packetLength(ElementType.FLOAT32, WARM_UP_LANES));
+                    if (shard == 0)
+                    {
+                        // the shards check a receive batch's MACs several at once once this has compiled the lanes'
+                        // code: before the appliance is ready (a few tenths of a second), not beside its first jobs
+                        PacketMacBatch.warmUp(
+                            DataHeaderFlyweight.packetLength(ElementType.FLOAT32, WARM_UP_LANES), PacketMacBatch.WARM_UP_CALLS);
+                    }
                 }
                 else
                 {

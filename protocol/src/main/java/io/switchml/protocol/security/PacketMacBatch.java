@@ -125,11 +125,14 @@ public final class PacketMacBatch
 
     /** Calls of the lanes' code a warm-up makes at most before it gives up (a few thousand reach C2 here). */
     public static final int WARM_UP_CALLS = 12_000;
+    /** Longest a warm-up goes on: a JVM whose C2 has not compiled the lanes by then hashes one packet at a time. */
+    private static final long WARM_UP_NS = 3_000_000_000L;
     private static final int WARM_UP_ROUND = 16;
 
     /**
      * Hash scratch packets in the lanes until the JIT has compiled that code (a round of calls runs at least twice as
-     * fast as hashing the same packets one at a time), then let every batch use it. It sleeps a millisecond between
+     * fast as hashing the same packets one at a time, and at a gigabyte a second at least), then let every batch use
+     * it; give up after {@code maxCalls} or 3 seconds. It sleeps a millisecond between
      * rounds, so that the compiler threads get the cores. Nothing happens in a JVM whose C2 is off
      * ({@code -XX:TieredStopAtLevel} below 4, {@code -Xint}): its vector code would stay slow.
      *
@@ -160,7 +163,8 @@ public final class PacketMacBatch
             batch.add(scratch[i], 0);
         }
         long sink = 0;
-        for (int calls = 0; calls < maxCalls; calls += WARM_UP_ROUND)
+        final long deadlineNs = System.nanoTime() + WARM_UP_NS;
+        for (int calls = 0; calls < maxCalls && System.nanoTime() - deadlineNs < 0; calls += WARM_UP_ROUND)
         {
             final long startNs = System.nanoTime();
             for (int r = 0; r < WARM_UP_ROUND; r++)
@@ -176,7 +180,8 @@ public final class PacketMacBatch
                 sink += PacketMac.compute(calls, i, scratch[i], 0, packetLength);
             }
             final long scalarNs = (System.nanoTime() - scalarStartNs) * WARM_UP_ROUND;
-            if (vectorNs * 2 < scalarNs)
+            // twice one at a time's speed, and a gigabyte a second at least: both kinds were compiled
+            if (vectorNs * 2 < scalarNs && vectorNs < (long)WARM_UP_ROUND * LANES * packetLength)
             {
                 warm = true;
                 break;
@@ -313,14 +318,16 @@ public final class PacketMacBatch
      * @param k0     key bytes 0..7 read little-endian.
      * @param k1     key bytes 8..15 read little-endian.
      * @param length of every packet, header included.
+     * @return true when they were hashed in vector lanes.
      */
-    public void sign(final long k0, final long k1, final int length)
+    public boolean sign(final long k0, final long k1, final int length)
     {
-        compute(k0, k1, length);
+        final boolean lanes = compute(k0, k1, length);
         for (int i = 0; i < size; i++)
         {
             packets[i].putLong(offsets[i] + DataHeaderFlyweight.MAC_OFFSET, macs[i], ByteOrder.BIG_ENDIAN);
         }
+        return lanes;
     }
 
     /**

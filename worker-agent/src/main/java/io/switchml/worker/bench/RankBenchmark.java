@@ -59,6 +59,7 @@ final class RankBenchmark
         long packetsReceived;
         long staleResults;
         long spuriousProbes;
+        long macsInLanes;
         long selectorWaits;
         long coalescedSleeps;
         long spuriousRetransmissions;
@@ -197,6 +198,7 @@ final class RankBenchmark
             result.packetsReceived = counters.packetsReceived();
             result.staleResults = counters.staleResults();
             result.spuriousProbes = counters.spuriousProbes();
+            result.macsInLanes = counters.macsInLanes();
             result.selectorWaits = counters.selectorWaits();
             result.coalescedSleeps = counters.coalescedSleeps();
             result.spuriousRetransmissions = counters.spuriousRetransmissions();

@@ -383,6 +383,7 @@ public final class WorkerBenchCommand implements Callable<Integer>
                 .field("packets_received", sum(r -> r.packetsReceived))
                 .field("stale_results", sum(r -> r.staleResults))
                 .field("spurious_probes_total", sum(r -> r.spuriousProbes))
+                .field("macs_in_lanes_total", sum(r -> r.macsInLanes))
                 .field("selector_waits_total", sum(r -> r.selectorWaits))
                 .field("coalesced_sleeps_total", sum(r -> r.coalescedSleeps))
                 .field("spurious_retransmissions_total", sum(r -> r.spuriousRetransmissions))

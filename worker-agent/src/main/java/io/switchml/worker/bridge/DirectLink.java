@@ -186,6 +186,7 @@ final class DirectLink implements JobLink
         counters.put("exponentOnlyPackets", WorkerCounters::exponentOnlyPackets);
         counters.put("lookaheadMisses", WorkerCounters::lookaheadMisses);
         counters.put("nonFiniteChunks", WorkerCounters::nonFiniteChunks);
+        counters.put("macsInLanes", WorkerCounters::macsInLanes);
         counters.put("sendFailures", WorkerCounters::sendFailures);
         return java.util.Collections.unmodifiableMap(counters);
     }
