@@ -43,7 +43,7 @@ import java.util.regex.Pattern;
  * <p>
  * GB/s is bytes per operation over nanoseconds per operation (1 byte/ns = 1 GB/s = 10^9 bytes/s). Bytes per
  * operation come from each benchmark's size parameter: {@code elements} and {@code lanes} and {@code k} count 4-byte
- * values, {@code packetBytes} counts bytes.
+ * values, {@code packetBytes} counts bytes (eight packets for a {@code batchOfEight}).
  */
 public final class BenchReport
 {
@@ -183,7 +183,13 @@ public final class BenchReport
             }
         }
         final String packetBytes = params.getParam("packetBytes");
-        return packetBytes == null ? 0 : Long.parseLong(packetBytes);
+        if (packetBytes == null)
+        {
+            return 0;
+        }
+        // a batch benchmark handles PacketMacBatch.LANES packets per operation
+        final long packets = params.getBenchmark().endsWith("batchOfEight") ? 8 : 1;
+        return packets * Long.parseLong(packetBytes);
     }
 
     private static String shortName(final BenchmarkParams params)

@@ -9,6 +9,8 @@ public final class JvmFlags
     public static final String ADD_EXPORTS = "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED";
     public static final String NATIVE_ACCESS = "--enable-native-access=ALL-UNNAMED";
     public static final String UNSAFE_MEMORY_ACCESS = "--sun-misc-unsafe-memory-access=allow";
+    /** The JDK's vector module, for the packet MACs' lanes (PacketMacBatch). */
+    public static final String VECTOR_MODULE = "--add-modules=jdk.incubator.vector";
 
     private JvmFlags()
     {
