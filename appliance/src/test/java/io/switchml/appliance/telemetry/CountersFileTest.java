@@ -81,7 +81,7 @@ class CountersFileTest
     {
         final ShardCounters shard = countersFile.newShardCounters(3);
         final Map<String, Integer> idsByLabel = counters(reader.countersReader(), CounterTypes.SHARD);
-        assertEquals(11 + 1 + DropReason.values().length - 1, idsByLabel.size(), idsByLabel.toString());
+        assertEquals(12 + 1 + DropReason.values().length - 1, idsByLabel.size(), idsByLabel.toString());
         assertTrue(idsByLabel.containsKey("shard 3 packets_in"), idsByLabel.toString());
         assertTrue(idsByLabel.containsKey("shard 3 drop bad_magic"), idsByLabel.toString());
         assertTrue(idsByLabel.containsKey("shard 3 duty_cycle_max_ns"), idsByLabel.toString());
@@ -201,7 +201,7 @@ class CountersFileTest
     void aFullFileRefusesAJobAndFreesWhatItHadAllocated()
     {
         final int systemCounters = SystemCounter.values().length;
-        final int perShard = 8 + 1 + DropReason.values().length - 1;
+        final int perShard = 9 + 1 + DropReason.values().length - 1;
         try (CountersFile small = new CountersFile(
             directory.resolve("small"), systemCounters + perShard + 10, 1024, SystemEpochClock.INSTANCE, 0))
         {

@@ -32,6 +32,9 @@ import static jdk.incubator.vector.VectorOperators.XOR;
  * eight, and the last word (0 to 7 trailing bytes and the length), are gathered one lane at a time. The MAC field
  * (word {@link DataHeaderFlyweight#MAC_OFFSET} / 8) is taken as zero, as {@link PacketMac#compute} takes it.
  * <p>
+ * The SipRound is written out in each of the three loops (block, remaining words, finalization), as {@link SipHash24}
+ * writes it out: a helper would have to hand back four vectors.
+ * <p>
  * Only {@link PacketMacBatch} calls this class, and only once it has found the incubator module in the boot layer
  * (the JVM option {@code --add-modules=jdk.incubator.vector}) and a vector unit of 512 bits: without them the class is
  * never loaded. Addresses are native (off-heap) memory; nothing is allocated per call once compiled.
