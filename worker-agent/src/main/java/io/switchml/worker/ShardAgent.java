@@ -68,7 +68,7 @@ final class ShardAgent implements Agent, LossRecovery.Actions, DatagramTransport
     private final boolean isFloat;
     private final DatagramTransport transport;
     private final PacketLink link;
-    private final boolean[] accepted = new boolean[RECEIVE_BUDGET];
+    private final boolean[] accepted = new boolean[DatagramTransport.Receiver.MAX_HAND_OVER];
     private final SubmissionWindow submissions;
     private final ChunkCodec codec;
     private final WorkerCounters.Cells counters;
@@ -456,7 +456,6 @@ final class ShardAgent implements Agent, LossRecovery.Actions, DatagramTransport
         {
             return;
         }
-        final boolean[] accepted = count <= this.accepted.length ? this.accepted : new boolean[count];
         link.acceptAll(receiveViews, lengths, count, accepted);
         for (int i = 0; i < count && client.failure() == null; i++)
         {

@@ -19,6 +19,9 @@ public interface DatagramTransport extends AutoCloseable
     @FunctionalInterface
     interface Receiver
     {
+        /** Most datagrams one {@link #onDatagrams} call hands over, so a receiver can size its arrays once. */
+        int MAX_HAND_OVER = 64;
+
         /**
          * @param buffer the datagram at offset 0; valid until the call returns.
          * @param length its length in bytes.
@@ -32,7 +35,7 @@ public interface DatagramTransport extends AutoCloseable
          *
          * @param buffers each datagram at offset 0 of its buffer; valid until the call returns.
          * @param lengths their lengths in bytes.
-         * @param count   datagrams, from index 0.
+         * @param count   datagrams, from index 0; at most {@link #MAX_HAND_OVER}.
          */
         default void onDatagrams(final UnsafeBuffer[] buffers, final int[] lengths, final int count)
         {

@@ -95,7 +95,7 @@ public final class NativeDatagramTransport extends TransportCounters
     /** Datagrams the next recvmmsg asks for: {@link #receiveBatch} at most, fewer for large datagrams. */
     private int nextReceiveBatch;
     /** Datagrams handed over together ({@link Receiver#onDatagrams}): at most this many at a time. */
-    private static final int HAND_OVER = 64;
+    private static final int HAND_OVER = Receiver.MAX_HAND_OVER;
     private final UnsafeBuffer[] handOverViews = new UnsafeBuffer[HAND_OVER];
     private final int[] handOverLengths = new int[HAND_OVER];
     private int handOverCount;
