@@ -310,22 +310,25 @@ set -e
 [ "$jit_bad_rc" -eq 2 ] && grep -q "SWITCHML_JIT_DIRECTIVES must be on or off" <<<"$jit_bad" ||
   fail "SWITCHML_JIT_DIRECTIVES=maybe: exit 2 naming the variable (got $jit_bad_rc: $jit_bad)"
 ok "the launcher gives the JVM the JIT directives for data-path commands only (AOT cache accepted with them); SWITCHML_JIT_DIRECTIVES=off and a bad value work"
-# The vector module for packet MACs in lanes (packaging/README.md, "Start-up: the vector module"): by default for the
-# appliance and the host agent only (they start without the AOT cache, trained without it), never for the ops CLI.
+# Packet MACs in lanes (packaging/README.md, "Start-up: packet MACs in vector lanes"): by default the native library
+# in the protocol jar, no JVM option; the JDK's vector module only with SWITCHML_MAC_LANES=on (data-path commands, which
+# then start without the AOT cache), never for the ops CLI.
 lanes_app=$(as_switchml /usr/bin/switchml appliance --help 2>&1 >/dev/null) || fail "switchml appliance --help: $lanes_app"
 lanes_host=$(as_switchml /usr/bin/switchml worker host --help 2>&1 >/dev/null) || fail "switchml worker host --help: $lanes_host"
 lanes_serve=$(as_switchml /usr/bin/switchml worker serve --help 2>&1 >/dev/null) || fail "switchml worker serve --help: $lanes_serve"
 lanes_on=$(as_switchml SWITCHML_MAC_LANES=on /usr/bin/switchml worker serve --help 2>&1 >/dev/null) || fail "SWITCHML_MAC_LANES=on: $lanes_on"
-grep -q "Using incubator modules: jdk.incubator.vector" <<<"$lanes_app$lanes_host" &&
-  grep -q "Using incubator modules: jdk.incubator.vector" <<<"$lanes_on" &&
-  ! grep -q "incubator" <<<"$lanes_serve$jit_ops" ||
-  fail "vector module: appliance and worker host (and worker serve with SWITCHML_MAC_LANES=on) only: $lanes_app | $lanes_host | $lanes_serve | $lanes_on"
-! grep -q '\[error *\]\[aot\]' <<<"$lanes_app$lanes_host$lanes_on" || fail "AOT cache errors with the vector module: $lanes_app$lanes_on"
+lanes_off=$(as_switchml SWITCHML_MAC_LANES=off /usr/bin/switchml appliance --help 2>&1 >/dev/null) || fail "SWITCHML_MAC_LANES=off: $lanes_off"
+grep -q "Using incubator modules: jdk.incubator.vector" <<<"$lanes_on" &&
+  ! grep -q "incubator" <<<"$lanes_app$lanes_host$lanes_serve$lanes_off$jit_ops" ||
+  fail "vector module: only with SWITCHML_MAC_LANES=on: $lanes_app | $lanes_host | $lanes_serve | $lanes_on | $lanes_off"
+! grep -q '\[error *\]\[aot\]' <<<"$lanes_app$lanes_host$lanes_on$lanes_off" || fail "AOT cache errors: $lanes_app$lanes_on$lanes_off"
+unzip -l /usr/lib/switchml/protocol-*.jar 2>/dev/null | grep -q 'native/linux-amd64/libswitchml_mac.so' ||
+  fail "the packet MACs' native library is not in the installed protocol jar"
 lanes_bad_rc=0
 lanes_bad=$(as_switchml SWITCHML_MAC_LANES=maybe /usr/bin/switchml --version 2>&1) || lanes_bad_rc=$?
 [ "$lanes_bad_rc" -eq 2 ] && grep -q "SWITCHML_MAC_LANES must be auto, on or off" <<<"$lanes_bad" ||
   fail "SWITCHML_MAC_LANES=maybe: exit 2 naming the variable (got $lanes_bad_rc: $lanes_bad)"
-ok "the vector module (packet MACs in lanes) for the appliance and the host agent by default, every data-path command with SWITCHML_MAC_LANES=on, never with the AOT cache; a bad value exits 2"
+ok "packet MACs in lanes: the native library in the installed protocol jar, no JVM option by default; the vector module only with SWITCHML_MAC_LANES=on; a bad value exits 2"
 if unshare -m true 2>/dev/null; then
   set +e
   nojdk=$(unshare -m bash -c 'mount -t tmpfs none /usr/lib/jvm && env -i PATH=/usr/bin:/bin JAVA_HOME=/nonexistent /usr/bin/switchml --version' 2>&1)

@@ -206,10 +206,7 @@ class JobHostAgent(_AgentChild):
         self._make_directory("switchml-%s-node%d-" % (safe_name(config.job, 32), config.node), shm_dir)
         command = [launcher, "worker", "host"] + config.host_args(self.socket_path, os.getpid()) + [
             "--shm-dir", self.directory]
-        # started for one job, its start-up counts: no vector module (packet MACs in lanes) unless the user asks, so
-        # that it keeps the AOT cache (the launcher's SWITCHML_MAC_LANES gives the module to long-lived agents only)
-        env = {} if "SWITCHML_MAC_LANES" in os.environ else {"SWITCHML_MAC_LANES": "off"}
-        self._start(launcher, command, env, config.rank, config.job, ready_timeout_s)
+        self._start(launcher, command, {}, config.rank, config.job, ready_timeout_s)
 
     def describe(self):
         """How the other local ranks' errors name it."""

@@ -129,10 +129,12 @@ public final class DataPlane implements AutoCloseable
                     details.add("shard " + shard + " native: " + agent.description());
                     if (shard == 0)
                     {
-                        // the shards check a receive batch's MACs several at once once this has compiled the lanes'
-                        // code: before the appliance is ready (a few tenths of a second), not beside its first jobs
+                        // the shards check a receive batch's MACs several at once: at once with the native library,
+                        // with the Java lanes once this has compiled their code, before the appliance is ready (a few
+                        // tenths of a second), not beside its first jobs
                         PacketMacBatch.warmUp(
                             DataHeaderFlyweight.packetLength(ElementType.FLOAT32, WARM_UP_LANES), PacketMacBatch.WARM_UP_CALLS);
+                        details.add("packet MACs " + PacketMacBatch.description());
                     }
                 }
                 else

@@ -10,18 +10,24 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@link PacketMac} of up to {@link #LANES} packets of one length together: the duty cycles that send or receive a
- * burst of packets gather them here and hash them at once. With the JDK's vector incubator module in the boot layer
- * ({@code --add-modules=jdk.incubator.vector}, which every launcher of this project passes) and a 512-bit vector unit,
- * the packets are hashed in the lanes of {@link SipHash24x8}, 3.5 to 4 times faster per byte than one at a time; without
- * them, with fewer than {@link #MIN_VECTOR_PACKETS} packets, or with a packet on the Java heap, each is hashed alone
- * by {@link PacketMac}. Both give the same MACs, byte for byte ({@code PacketMacBatchTest}).
+ * burst of packets gather them here and hash them at once, in the first of these that this JVM has:
+ * <ol>
+ * <li>the project's native library ({@link NativePacketMac}, carried in this jar): 8 packets in AVX-512F registers or
+ * 4 in AVX2 registers, from the first packet on;</li>
+ * <li>the JDK's vector incubator module in the boot layer ({@code --add-modules=jdk.incubator.vector}) and a 512-bit
+ * vector unit: the lanes of {@link SipHash24x8}, once {@link #warmUp} has seen their code compiled by C2;</li>
+ * <li>else each packet alone, by {@link PacketMac}.</li>
+ * </ol>
+ * Fewer than {@link #MIN_VECTOR_PACKETS} packets, or a packet on the Java heap, are hashed one at a time by any of
+ * them. All give the same MACs, byte for byte ({@code PacketMacBatchTest}).
  * <p>
- * The lanes are used only once {@link #warmUp} has seen their code compiled by C2: a JVM that hashes MACs starts
+ * The Java lanes' warm-up costs a few tenths of a CPU-second per JVM, most of it C2's: a JVM that hashes MACs starts
  * {@link #warmUpInBackground} (the worker agent when its job uses MACs, the appliance at start-up), and until it is
- * done every packet is hashed alone. That warm-up costs a few tenths of a CPU-second per JVM, most of it C2's.
+ * done every packet is hashed alone. The native library needs none.
  * <p>
- * {@link #description()} says which one this JVM uses, for the start-up reports; the system property
- * {@code switchml.mac.vector=false} forces one at a time (to compare the two in one run).
+ * {@link #description()} says which one this JVM uses, for the start-up reports; the system properties
+ * {@code switchml.mac.native=false} and {@code switchml.mac.vector=false} turn the first two off (to compare them in
+ * one run).
  * <p>
  * An instance belongs to one thread. It keeps references to the buffers added until {@link #clear()}, and allocates
  * nothing once made.
@@ -38,6 +44,7 @@ public final class PacketMacBatch
     static final int MIN_VECTOR_PACKETS = 3;
 
     private static final String VECTOR_MODULE = "jdk.incubator.vector";
+    private static final boolean NATIVE = NativePacketMac.available();
     private static final boolean VECTOR;
     private static final String DESCRIPTION;
 
@@ -48,6 +55,10 @@ public final class PacketMacBatch
         if (!Boolean.parseBoolean(System.getProperty("switchml.mac.vector", "true")))
         {
             why = "switchml.mac.vector=false";
+        }
+        else if (NATIVE)
+        {
+            why = "the native library's lanes are used";
         }
         else if (ModuleLayer.boot().findModule(VECTOR_MODULE).isEmpty())
         {
@@ -63,9 +74,13 @@ public final class PacketMacBatch
             why = "";
         }
         VECTOR = vector;
-        DESCRIPTION = vector ?
+        DESCRIPTION = NATIVE ?
+            "SipHash-2-4, up to " + NativePacketMac.lanes() + " packets at once (native library, " +
+            NativePacketMac.description() + ")" :
+            vector ?
             "SipHash-2-4, up to " + LANES + " packets at once (512-bit vectors, once the JIT has compiled them)" :
-            "SipHash-2-4, one packet at a time (" + why + ")";
+            "SipHash-2-4, one packet at a time (native library: " + NativePacketMac.description() + "; Java lanes: " +
+            why + ")";
     }
 
     /**
@@ -83,6 +98,8 @@ public final class PacketMacBatch
     private final long[] addresses = new long[LANES];
     private final long[] macs = new long[LANES];
     private final long[] scratch = new long[SipHash24x8.SCRATCH];
+    /** The native library's arguments: the packets' addresses, then their MACs; only when it is in use. */
+    private final UnsafeBuffer nativeArgs = NATIVE ? new UnsafeBuffer(ByteBuffer.allocateDirect(2 * LANES * Long.BYTES)) : null;
     private int size;
     private boolean onHeap;
 
@@ -91,7 +108,7 @@ public final class PacketMacBatch
      */
     public static boolean vectorized()
     {
-        return VECTOR;
+        return NATIVE || VECTOR;
     }
 
     /**
@@ -103,11 +120,12 @@ public final class PacketMacBatch
     }
 
     /**
-     * @return true once the lanes' code is compiled and in use ({@link #warmUp}).
+     * @return true when batches are hashed in lanes: with the native library always, with the Java lanes once their
+     * code is compiled ({@link #warmUp}).
      */
     public static boolean warm()
     {
-        return warm;
+        return NATIVE || warm;
     }
 
     /**
@@ -142,6 +160,10 @@ public final class PacketMacBatch
      */
     public static boolean warmUp(final int length, final int maxCalls)
     {
+        if (NATIVE)
+        {
+            return true;
+        }
         if (!VECTOR || warm)
         {
             return warm;
@@ -279,13 +301,28 @@ public final class PacketMacBatch
             throw new IllegalArgumentException(
                 "packet length " + length + " is shorter than the header (" + DataHeaderFlyweight.HEADER_LENGTH + ")");
         }
-        if (!warm || size < MIN_VECTOR_PACKETS || onHeap)
+        if (!(NATIVE || warm) || size < MIN_VECTOR_PACKETS || onHeap)
         {
             for (int i = 0; i < size; i++)
             {
                 macs[i] = PacketMac.compute(k0, k1, packets[i], offsets[i], length);
             }
             return false;
+        }
+        if (NATIVE)
+        {
+            final long args = nativeArgs.addressOffset();
+            for (int i = 0; i < size; i++)
+            {
+                packets[i].boundsCheck(offsets[i], length);
+                nativeArgs.putLong(i * Long.BYTES, packets[i].addressOffset() + offsets[i]);
+            }
+            NativePacketMac.compute(k0, k1, args, size, length, args + LANES * Long.BYTES);
+            for (int i = 0; i < size; i++)
+            {
+                macs[i] = nativeArgs.getLong((LANES + i) * Long.BYTES);
+            }
+            return true;
         }
         addresses(length);
         SipHash24x8.hash(k0, k1, addresses, length, macs, scratch);

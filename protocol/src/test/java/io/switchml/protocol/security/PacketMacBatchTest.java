@@ -2,9 +2,7 @@ package io.switchml.protocol.security;
 
 import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.TestSeed;
-import jdk.incubator.vector.LongVector;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
@@ -20,28 +18,84 @@ class PacketMacBatchTest
     /** Header only, partial words, exactly one and two blocks of eight words, the k = 256 packet, a jumbo one. */
     private static final int[] LENGTHS = { 40, 41, 44, 47, 48, 63, 64, 65, 71, 72, 128, 129, 135, 1064, 1067, 8972 };
 
-    @BeforeAll
-    static void warmUp()
+    @Test
+    void theTestJvmHashesInTheNativeLibrarysLanesWhereTheCpuHasThem()
     {
-        // the lanes are used once their code is compiled: the cases below then compare them with one at a time
-        PacketMacBatch.warmUp(1064, PacketMacBatch.WARM_UP_CALLS);
+        // the library is built by the protocol module and carried in its classes: without it every MAC is scalar
+        assertTrue(NativePacketMac.lanes() >= 1, "native library not loaded: " + NativePacketMac.description());
+        final boolean lanes = NativePacketMac.lanes() > 1;
+        assertEquals(lanes, PacketMacBatch.vectorized(), PacketMacBatch.description());
+        assertEquals(lanes, PacketMacBatch.warm(), "no warm-up needed: " + PacketMacBatch.description());
+        assertTrue(PacketMacBatch.description().contains("native library"), PacketMacBatch.description());
     }
 
     @Test
-    void theTestJvmHashesInVectorLanesWhereTheCpuHasThem()
-    {
-        // the launchers and the tests pass --add-modules=jdk.incubator.vector: without it every MAC is scalar
-        assertTrue(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent(), PacketMacBatch.description());
-        final boolean hardware = LongVector.SPECIES_PREFERRED.vectorBitSize() >= 512;
-        assertEquals(hardware, PacketMacBatch.vectorized(), PacketMacBatch.description());
-        assertEquals(hardware, PacketMacBatch.warm(), "the warm-up saw the lanes compiled: " + PacketMacBatch.description());
-    }
-
-    @Test
-    void everyCountAndLengthGivesEachPacketsOwnMacOffHeapAndOnHeap()
+    void everyCountAndLengthGivesEachPacketsOwnMacOffHeapAndOnHeapAtEveryNativeWidth()
     {
         final long seed = TestSeed.seed();
+        final int cpuLanes = NativePacketMac.lanes();
+        assertTrue(cpuLanes >= 1, "native library not loaded: " + NativePacketMac.description());
+        int widths = 0;
+        try
+        {
+            for (final int width : new int[]{ 8, 4, 1 })
+            {
+                if (width > cpuLanes)
+                {
+                    continue;
+                }
+                assertEquals(width, NativePacketMac.limitLanes(width));
+                checkEveryCountAndLength(new SplittableRandom(seed + width), "native, " + width + " lanes, " +
+                    TestSeed.describe(seed));
+                widths++;
+            }
+        }
+        finally
+        {
+            NativePacketMac.limitLanes(PacketMacBatch.LANES);
+        }
+        // one at a time always, and every vector width below the CPU's
+        assertEquals(cpuLanes == 8 ? 3 : cpuLanes == 4 ? 2 : 1, widths);
+    }
+
+    @Test
+    void theJavaLanesGiveEachPacketsOwnMac()
+    {
+        // SipHash24x8 (the JDK's vector module; used where the native library does not load) called directly: the
+        // test JVM's PacketMacBatch uses the native library
+        assertTrue(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent(), "the tests pass the module");
+        final long seed = TestSeed.seed();
         final SplittableRandom random = new SplittableRandom(seed);
+        final long[] addresses = new long[SipHash24x8.LANES];
+        final long[] macs = new long[SipHash24x8.LANES];
+        final long[] scratch = new long[SipHash24x8.SCRATCH];
+        for (final int length : LENGTHS)
+        {
+            final UnsafeBuffer[] packets = new UnsafeBuffer[SipHash24x8.LANES];
+            final int[] offsets = new int[SipHash24x8.LANES];
+            for (int j = 0; j < packets.length; j++)
+            {
+                offsets[j] = random.nextInt(16);
+                packets[j] = new UnsafeBuffer(ByteBuffer.allocateDirect(offsets[j] + length + 7));
+                for (int b = 0; b < packets[j].capacity(); b++)
+                {
+                    packets[j].putByte(b, (byte)random.nextInt());
+                }
+                addresses[j] = packets[j].addressOffset() + offsets[j];
+            }
+            final long k0 = random.nextLong();
+            final long k1 = random.nextLong();
+            SipHash24x8.hash(k0, k1, addresses, length, macs, scratch);
+            for (int j = 0; j < packets.length; j++)
+            {
+                assertEquals(PacketMac.compute(k0, k1, packets[j], offsets[j], length), macs[j],
+                    "length " + length + ", lane " + j + ", " + TestSeed.describe(seed));
+            }
+        }
+    }
+
+    private static void checkEveryCountAndLength(final SplittableRandom random, final String what)
+    {
         final PacketMacBatch batch = new PacketMacBatch();
         for (final int length : LENGTHS)
         {
@@ -66,12 +120,14 @@ class PacketMacBatchTest
                         }
                         assertEquals(j, batch.add(packets[j], offsets[j]));
                     }
-                    batch.compute(k0, k1, length);
+                    final boolean lanes = batch.compute(k0, k1, length);
+                    assertEquals(!heap && count >= PacketMacBatch.MIN_VECTOR_PACKETS && PacketMacBatch.vectorized(),
+                        lanes, what + ": lanes for " + count + (heap ? " packets on the heap" : " packets off heap"));
                     for (int j = 0; j < count; j++)
                     {
                         assertEquals(PacketMac.compute(k0, k1, packets[j], offsets[j], length), batch.mac(j),
                             "length " + length + ", packet " + j + " of " + count + (heap ? " on the heap" : " off heap") +
-                            ", " + TestSeed.describe(seed));
+                            ", " + what);
                     }
 
                     batch.sign(k0, k1, length);
@@ -91,7 +147,8 @@ class PacketMacBatchTest
                         final boolean macField = bit / 8 >= DataHeaderFlyweight.MAC_OFFSET &&
                             bit / 8 < DataHeaderFlyweight.MAC_OFFSET + 8;
                         assertEquals(j != victim, batch.verified(j),
-                            "length " + length + ", bit " + bit + " of packet " + victim + (macField ? " (MAC field)" : ""));
+                            "length " + length + ", bit " + bit + " of packet " + victim +
+                            (macField ? " (MAC field)" : "") + ", " + what);
                     }
                 }
             }

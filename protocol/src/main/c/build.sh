@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# build.sh CLANG CLASSES SRCDIR: compile SRCDIR/switchml_mac.c into the protocol jar's resources as
+# CLASSES/native/linux-<os.arch>/libswitchml_mac.so (os.arch as the JVM names it: amd64, aarch64), freestanding (no
+# libc: it depends on nothing). Fails naming the package to install when clang is missing.
+set -euo pipefail
+clang=$1 classes=$2 src=$3
+command -v "$clang" >/dev/null 2>&1 || { echo "protocol: '$clang' not found; install Debian's clang (scripts/ensure-test-deps.sh does)" >&2; exit 1; }
+case "$(uname -m)" in
+  x86_64) arch=amd64 ;;
+  *) arch=$(uname -m) ;;
+esac
+out="$classes/native/linux-$arch"
+mkdir -p "$out"
+"$clang" -O2 -g0 -Wall -Wextra -Werror -fPIC -ffreestanding -fno-builtin -nostdlib -shared \
+  -Wl,-z,relro,-z,now,-z,noexecstack -Wl,--build-id -Wl,--hash-style=gnu \
+  -o "$out/libswitchml_mac.so" "$src/switchml_mac.c"

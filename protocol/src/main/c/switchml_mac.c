@@ -1,0 +1,284 @@
+/*
+ * switchml_mac.c: the packet MAC (SipHash-2-4 over a data packet whose 8-byte MAC field, word 4, is taken as zero;
+ * io.switchml.protocol.security.PacketMac) of several packets of one length at once, in the lanes of the CPU's vector
+ * unit: 8 packets in AVX-512F registers, 4 in AVX2 registers, else one at a time. Called from Java through the FFM
+ * API (NativePacketMac); it reads the packets and writes only the MACs out, allocates nothing, calls no library and
+ * keeps no state but the vector width found once.
+ *
+ * Our own code because it is the product's MAC: no library offers multi-buffer SipHash over our packet layout. Built
+ * freestanding (no libc), so the shared object depends on nothing and loads in any process on x86-64 Linux; on other
+ * CPUs it builds with the one-at-a-time path only.
+ */
+#include <stdint.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+#define MAC_WORD 4
+#define EXPORT __attribute__((visibility("default")))
+
+static const uint64_t INIT_V0 = 0x736f6d6570736575ULL;
+static const uint64_t INIT_V1 = 0x646f72616e646f6dULL;
+static const uint64_t INIT_V2 = 0x6c7967656e657261ULL;
+static const uint64_t INIT_V3 = 0x7465646279746573ULL;
+
+static inline uint64_t load64(const uint8_t *p)
+{
+    uint64_t v;
+    __builtin_memcpy(&v, p, 8);
+    return v; /* x86-64 and every target we build for here are little-endian, as SipHash reads words */
+}
+
+/* The final word: the packet's trailing length % 8 bytes and, in the top byte, the length. */
+static inline uint64_t last_word(const uint8_t *p, int32_t length)
+{
+    const uint8_t *tail = p + (length & ~7);
+    uint64_t last = ((uint64_t)length) << 56;
+    for (int i = (length & 7) - 1; i >= 0; i--)
+    {
+        last |= ((uint64_t)tail[i]) << (i * 8);
+    }
+    return last;
+}
+
+#define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                            \
+    do                                                                      \
+    {                                                                       \
+        v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);           \
+        v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                              \
+        v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                              \
+        v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);           \
+    } while (0)
+
+static uint64_t mac_one(uint64_t k0, uint64_t k1, const uint8_t *p, int32_t length)
+{
+    const int32_t words = length >> 3;
+    uint64_t v0 = k0 ^ INIT_V0, v1 = k1 ^ INIT_V1, v2 = k0 ^ INIT_V2, v3 = k1 ^ INIT_V3;
+    for (int32_t w = 0; w <= words; w++)
+    {
+        const uint64_t m = w == MAC_WORD ? 0 : (w < words ? load64(p + 8 * w) : last_word(p, length));
+        v3 ^= m;
+        SIPROUND;
+        SIPROUND;
+        v0 ^= m;
+    }
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+#if defined(__x86_64__)
+
+#define ROTL512(x, b) _mm512_rol_epi64((x), (b))
+#define SIPROUND512                                                                                          \
+    do                                                                                                       \
+    {                                                                                                        \
+        v0 = _mm512_add_epi64(v0, v1); v1 = ROTL512(v1, 13); v1 = _mm512_xor_si512(v1, v0);                  \
+        v0 = ROTL512(v0, 32);                                                                                \
+        v2 = _mm512_add_epi64(v2, v3); v3 = ROTL512(v3, 16); v3 = _mm512_xor_si512(v3, v2);                  \
+        v0 = _mm512_add_epi64(v0, v3); v3 = ROTL512(v3, 21); v3 = _mm512_xor_si512(v3, v0);                  \
+        v2 = _mm512_add_epi64(v2, v1); v1 = ROTL512(v1, 17); v1 = _mm512_xor_si512(v1, v2);                  \
+        v2 = ROTL512(v2, 32);                                                                                \
+    } while (0)
+
+/* Eight packets, lane j hashing packets[j]; word w of every lane is gathered from packets[j] + 8w. */
+__attribute__((target("avx512f"))) static void mac_eight(
+    uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t length, uint64_t *macs)
+{
+    const int32_t words = length >> 3;
+    const __m512i base = _mm512_loadu_si512((const void *)packets);
+    __m512i v0 = _mm512_set1_epi64((long long)(k0 ^ INIT_V0));
+    __m512i v1 = _mm512_set1_epi64((long long)(k1 ^ INIT_V1));
+    __m512i v2 = _mm512_set1_epi64((long long)(k0 ^ INIT_V2));
+    __m512i v3 = _mm512_set1_epi64((long long)(k1 ^ INIT_V3));
+    uint64_t lasts[8];
+    for (int j = 0; j < 8; j++)
+    {
+        lasts[j] = last_word((const uint8_t *)(uintptr_t)packets[j], length);
+    }
+    for (int32_t w = 0; w <= words; w++)
+    {
+        __m512i m;
+        if (w == MAC_WORD)
+        {
+            m = _mm512_setzero_si512();
+        }
+        else if (w < words)
+        {
+            m = _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(8LL * w)), (const void *)0, 1);
+        }
+        else
+        {
+            m = _mm512_loadu_si512((const void *)lasts);
+        }
+        v3 = _mm512_xor_si512(v3, m);
+        SIPROUND512;
+        SIPROUND512;
+        v0 = _mm512_xor_si512(v0, m);
+    }
+    v2 = _mm512_xor_si512(v2, _mm512_set1_epi64(0xff));
+    SIPROUND512;
+    SIPROUND512;
+    SIPROUND512;
+    SIPROUND512;
+    _mm512_storeu_si512((void *)macs, _mm512_xor_si512(_mm512_xor_si512(v0, v1), _mm512_xor_si512(v2, v3)));
+}
+
+#define ROTL256(x, b) _mm256_or_si256(_mm256_slli_epi64((x), (b)), _mm256_srli_epi64((x), 64 - (b)))
+#define ROTL256_32(x) _mm256_shuffle_epi32((x), _MM_SHUFFLE(2, 3, 0, 1))
+#define SIPROUND256                                                                                          \
+    do                                                                                                       \
+    {                                                                                                        \
+        v0 = _mm256_add_epi64(v0, v1); v1 = ROTL256(v1, 13); v1 = _mm256_xor_si256(v1, v0);                  \
+        v0 = ROTL256_32(v0);                                                                                 \
+        v2 = _mm256_add_epi64(v2, v3); v3 = ROTL256(v3, 16); v3 = _mm256_xor_si256(v3, v2);                  \
+        v0 = _mm256_add_epi64(v0, v3); v3 = ROTL256(v3, 21); v3 = _mm256_xor_si256(v3, v0);                  \
+        v2 = _mm256_add_epi64(v2, v1); v1 = ROTL256(v1, 17); v1 = _mm256_xor_si256(v1, v2);                  \
+        v2 = ROTL256_32(v2);                                                                                 \
+    } while (0)
+
+/* Four packets in AVX2 lanes, as mac_eight. */
+__attribute__((target("avx2"))) static void mac_four(
+    uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t length, uint64_t *macs)
+{
+    const int32_t words = length >> 3;
+    const __m256i base = _mm256_loadu_si256((const __m256i *)packets);
+    __m256i v0 = _mm256_set1_epi64x((long long)(k0 ^ INIT_V0));
+    __m256i v1 = _mm256_set1_epi64x((long long)(k1 ^ INIT_V1));
+    __m256i v2 = _mm256_set1_epi64x((long long)(k0 ^ INIT_V2));
+    __m256i v3 = _mm256_set1_epi64x((long long)(k1 ^ INIT_V3));
+    uint64_t lasts[4];
+    for (int j = 0; j < 4; j++)
+    {
+        lasts[j] = last_word((const uint8_t *)(uintptr_t)packets[j], length);
+    }
+    for (int32_t w = 0; w <= words; w++)
+    {
+        __m256i m;
+        if (w == MAC_WORD)
+        {
+            m = _mm256_setzero_si256();
+        }
+        else if (w < words)
+        {
+            m = _mm256_i64gather_epi64((const long long *)0, _mm256_add_epi64(base, _mm256_set1_epi64x(8LL * w)), 1);
+        }
+        else
+        {
+            m = _mm256_loadu_si256((const __m256i *)lasts);
+        }
+        v3 = _mm256_xor_si256(v3, m);
+        SIPROUND256;
+        SIPROUND256;
+        v0 = _mm256_xor_si256(v0, m);
+    }
+    v2 = _mm256_xor_si256(v2, _mm256_set1_epi64x(0xff));
+    SIPROUND256;
+    SIPROUND256;
+    SIPROUND256;
+    SIPROUND256;
+    _mm256_storeu_si256((__m256i *)macs, _mm256_xor_si256(_mm256_xor_si256(v0, v1), _mm256_xor_si256(v2, v3)));
+}
+
+/* 8 when the CPU and the kernel give AVX-512F (zmm state enabled in XCR0), 4 for AVX2 (ymm state), else 1. */
+static int32_t detect_lanes(void)
+{
+    unsigned int eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE) || !(ecx & bit_AVX))
+    {
+        return 1;
+    }
+    unsigned int xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 0x6) != 0x6 || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
+    {
+        return 1;
+    }
+    if ((ebx & bit_AVX512F) && (xcr0_lo & 0xe6) == 0xe6)
+    {
+        return 8;
+    }
+    return (ebx & bit_AVX2) ? 4 : 1;
+}
+
+#else
+
+static int32_t detect_lanes(void)
+{
+    return 1;
+}
+
+#endif
+
+static int32_t lanes = 0;
+
+/* Packets this CPU hashes at once: 8 (AVX-512F), 4 (AVX2) or 1. */
+EXPORT int32_t switchml_mac_lanes(void)
+{
+    if (lanes == 0)
+    {
+        lanes = detect_lanes(); /* idempotent: a race only computes the same value twice */
+    }
+    return lanes;
+}
+
+/*
+ * Use at most this many lanes from now on (8, 4 or 1; the CPU's own width caps it), for the tests that compare each
+ * width with the Java MAC on one machine. Returns the width now in use.
+ */
+EXPORT int32_t switchml_mac_limit_lanes(int32_t most)
+{
+    const int32_t found = detect_lanes();
+    const int32_t wanted = most >= 8 ? 8 : most >= 4 ? 4 : 1;
+    lanes = wanted < found ? wanted : found;
+    return lanes;
+}
+
+/*
+ * The MACs of count packets of length bytes each: macs[i] of the packet at address packets[i]. The caller has checked
+ * that every packet lies in readable memory and that length covers a header (40 bytes), and that count is 1 to 8.
+ */
+EXPORT void switchml_mac_packets(
+    uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t count, int32_t length, uint64_t *macs)
+{
+    const int32_t width = switchml_mac_lanes();
+#if defined(__x86_64__)
+    if (width > 1 && count > 1)
+    {
+        uint64_t lane_packets[8];
+        uint64_t lane_macs[8];
+        int32_t done = 0;
+        while (done < count)
+        {
+            for (int j = 0; j < width; j++)
+            {
+                lane_packets[j] = packets[done + j < count ? done + j : done];
+            }
+            if (width == 8)
+            {
+                mac_eight(k0, k1, lane_packets, length, lane_macs);
+            }
+            else
+            {
+                mac_four(k0, k1, lane_packets, length, lane_macs);
+            }
+            for (int j = 0; j < width && done + j < count; j++)
+            {
+                macs[done + j] = lane_macs[j];
+            }
+            done += width;
+        }
+        return;
+    }
+#endif
+    for (int32_t i = 0; i < count; i++)
+    {
+        macs[i] = mac_one(k0, k1, (const uint8_t *)(uintptr_t)packets[i], length);
+    }
+}

@@ -1,0 +1,164 @@
+package io.switchml.protocol.security;
+
+import java.io.InputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * The packet MAC of up to {@link PacketMacBatch#LANES} packets at once in the CPU's vector lanes, computed by the
+ * project's own shared object {@code libswitchml_mac.so} (source: {@code protocol/src/main/c/switchml_mac.c}; built by
+ * the protocol module with clang and carried inside its jar) through the FFM API: 8 packets in AVX-512F registers, 4
+ * in AVX2 registers, else one at a time. Unlike the Java lanes ({@link SipHash24x8}), it needs neither the JDK's
+ * vector incubator module (whose presence costs a JVM its AOT-linked classes) nor a JIT warm-up: a JVM hashes in
+ * lanes from its first packet.
+ * <p>
+ * At class initialisation the library is copied from the class path to a temporary file (deleted at exit) and
+ * loaded; when that fails (no such resource for this CPU architecture, no writable temporary directory, a loader
+ * error) or the system property {@code switchml.mac.native=false} is set, {@link #available()} is false and
+ * {@link #description()} says why. The library calls nothing, allocates nothing and keeps no state; every call is a
+ * critical downcall (no thread-state transition), so it is cheap next to the microseconds a batch takes.
+ * <p>
+ * Our own code because it is the product's MAC: no library offers multi-buffer SipHash over our packet layout. Its
+ * MACs equal {@link PacketMac}'s byte for byte ({@code PacketMacBatchTest}).
+ */
+final class NativePacketMac
+{
+    private static final String LIBRARY = "libswitchml_mac.so";
+    private static final MethodHandle MAC_PACKETS;
+    private static final MethodHandle LIMIT_LANES;
+    private static final int LANES;
+    private static final String DESCRIPTION;
+
+    static
+    {
+        MethodHandle macPackets = null;
+        MethodHandle limitLanes = null;
+        int lanes = 0;
+        String description;
+        if (!Boolean.parseBoolean(System.getProperty("switchml.mac.native", "true")))
+        {
+            description = "switchml.mac.native=false";
+        }
+        else
+        {
+            final String resource = "/native/linux-" + System.getProperty("os.arch") + "/" + LIBRARY;
+            try (InputStream in = NativePacketMac.class.getResourceAsStream(resource))
+            {
+                if (in == null)
+                {
+                    description = resource + " not on the class path (built without clang, or another CPU)";
+                }
+                else
+                {
+                    final Path file = Files.createTempFile("switchml-", "-" + LIBRARY);
+                    file.toFile().deleteOnExit();
+                    Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+                    final Linker linker = Linker.nativeLinker();
+                    final SymbolLookup library = SymbolLookup.libraryLookup(file, Arena.global());
+                    final MethodHandle lanesCall = linker.downcallHandle(
+                        library.findOrThrow("switchml_mac_lanes"), FunctionDescriptor.of(JAVA_INT),
+                        Linker.Option.critical(false));
+                    macPackets = linker.downcallHandle(
+                        library.findOrThrow("switchml_mac_packets"),
+                        FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG),
+                        Linker.Option.critical(false));
+                    limitLanes = linker.downcallHandle(
+                        library.findOrThrow("switchml_mac_limit_lanes"), FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+                    lanes = (int)lanesCall.invokeExact();
+                    description = lanes == 8 ? "AVX-512F" : lanes == 4 ? "AVX2" : "no AVX2 or AVX-512F";
+                }
+            }
+            catch (final Throwable ex)
+            {
+                macPackets = null;
+                limitLanes = null;
+                lanes = 0;
+                description = LIBRARY + " not loaded: " + ex;
+            }
+        }
+        MAC_PACKETS = macPackets;
+        LIMIT_LANES = limitLanes;
+        LANES = lanes;
+        DESCRIPTION = description;
+    }
+
+    private NativePacketMac()
+    {
+    }
+
+    /**
+     * @return true when the library is loaded and the CPU has vector lanes for it (AVX2 at least).
+     */
+    static boolean available()
+    {
+        return LANES > 1;
+    }
+
+    /**
+     * @return packets the library hashes at once: 8 or 4; 1 without vector lanes; 0 when it is not loaded.
+     */
+    static int lanes()
+    {
+        return LANES;
+    }
+
+    /**
+     * @return the CPU feature it uses, or why it is not used.
+     */
+    static String description()
+    {
+        return DESCRIPTION;
+    }
+
+    /**
+     * The MACs of {@code count} packets of {@code length} bytes each.
+     *
+     * @param k0        key bytes 0..7 read little-endian.
+     * @param k1        key bytes 8..15 read little-endian.
+     * @param addresses native address of {@code count} longs: each packet's address. The caller has checked that
+     *                  every packet lies inside its buffer, length bytes long.
+     * @param count     packets, 1 to {@link PacketMacBatch#LANES}.
+     * @param length    of every packet, at least a header.
+     * @param macs      native address of {@code count} longs the MACs are written to.
+     */
+    static void compute(
+        final long k0, final long k1, final long addresses, final int count, final int length, final long macs)
+    {
+        try
+        {
+            MAC_PACKETS.invokeExact(k0, k1, addresses, count, length, macs);
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException("switchml_mac_packets failed", ex);
+        }
+    }
+
+    /**
+     * Make the library use at most this many lanes from now on, in every thread: for tests that compare each width
+     * this CPU has with {@link PacketMac}. {@link #lanes()} still says what the CPU has.
+     *
+     * @param most 8, 4 or 1; the CPU's own width caps it.
+     * @return the width now in use.
+     */
+    static int limitLanes(final int most)
+    {
+        try
+        {
+            return (int)LIMIT_LANES.invokeExact(most);
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException("switchml_mac_limit_lanes failed", ex);
+        }
+    }
+}
