@@ -200,7 +200,8 @@ public final class ApplianceCommand implements Callable<Integer>
             appliance.dataPort() + " (" + context.shards() + " shard(s), " + appliance.transportName() + "), control tcp " +
             context.resolvedBindAddress().getHostAddress() + ":" + appliance.controlPort() +
             (appliance.httpPort() >= 0 ? ", http " + context.resolvedBindAddress().getHostAddress() + ":" + appliance.httpPort() : "") +
-            ", counters " + appliance.telemetry().countersFile().file());
+            ", counters " + appliance.telemetry().countersFile().file() + "; packet MACs " +
+            io.switchml.protocol.security.PacketMacBatch.description());
         if (context.controlCredentials() != null)
         {
             LOG.info("control authorization on: " + context.controlCredentials().size() + " credential(s) from " +

@@ -52,6 +52,14 @@ final class PacketLink
     }
 
     /**
+     * @return true when {@link #acceptAll} checks MACs in vector lanes (the job uses MACs and this JVM has lanes).
+     */
+    boolean checksMacsInLanes()
+    {
+        return macEnabled && PacketMacBatch.vectorized();
+    }
+
+    /**
      * Sign (when the job uses a MAC) and send one datagram: a probe, or anything else whose buffer the caller reuses
      * before the next flush. The transport copies it, after the slots' packets waiting to be signed.
      */

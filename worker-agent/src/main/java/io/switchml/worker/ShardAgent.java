@@ -450,6 +450,11 @@ final class ShardAgent implements Agent, LossRecovery.Actions, DatagramTransport
         link.sendSlot(slotViews[l], packetLength);
     }
 
+    public boolean checksMacsInLanes()
+    {
+        return link.checksMacsInLanes();
+    }
+
     public void onDatagrams(final UnsafeBuffer[] receiveViews, final int[] lengths, final int count)
     {
         if (client.failure() != null)

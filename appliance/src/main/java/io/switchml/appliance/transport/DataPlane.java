@@ -134,7 +134,6 @@ public final class DataPlane implements AutoCloseable
                         // tenths of a second), not beside its first jobs
                         PacketMacBatch.warmUp(
                             DataHeaderFlyweight.packetLength(ElementType.FLOAT32, WARM_UP_LANES), PacketMacBatch.WARM_UP_CALLS);
-                        details.add("packet MACs " + PacketMacBatch.description());
                     }
                 }
                 else

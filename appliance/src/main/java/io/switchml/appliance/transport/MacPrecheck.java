@@ -101,13 +101,16 @@ final class MacPrecheck
 
     /**
      * Hash the MACs of the datagrams added that belong to a job with MAC on, a run of one job and length at a time.
+     *
+     * @return true when some were hashed in vector lanes.
      */
-    void run()
+    boolean run()
     {
         if (!PacketMacBatch.warm())
         {
-            return;
+            return false;
         }
+        boolean lanes = false;
         Job runJob = null;
         int runLength = 0;
         int runSize = 0;
@@ -131,7 +134,7 @@ final class MacPrecheck
             }
             if (runSize > 0 && (job != runJob || length != runLength))
             {
-                check(runJob, runLength, runSize);
+                lanes |= check(runJob, runLength, runSize);
                 runSize = 0;
             }
             runJob = job;
@@ -139,14 +142,15 @@ final class MacPrecheck
             run[runSize++] = i;
             if (runSize == PacketMacBatch.LANES)
             {
-                check(runJob, runLength, runSize);
+                lanes |= check(runJob, runLength, runSize);
                 runSize = 0;
             }
         }
         if (runSize > 0)
         {
-            check(runJob, runLength, runSize);
+            lanes |= check(runJob, runLength, runSize);
         }
+        return lanes;
     }
 
     /**
@@ -159,13 +163,14 @@ final class MacPrecheck
         return index >= 0 && index < count && jobs[index] == job ? verdicts[index] : UNKNOWN;
     }
 
-    private void check(final Job job, final int length, final int size)
+    private boolean check(final Job job, final int length, final int size)
     {
         for (int j = 0; j < size; j++)
         {
             macs.add(views[run[j]], 0);
         }
-        if (macs.compute(job.macK0(), job.macK1(), length))
+        final boolean lanes = macs.compute(job.macK0(), job.macK1(), length);
+        if (lanes)
         {
             counters.onMacsInLanes(size);
         }
@@ -176,5 +181,6 @@ final class MacPrecheck
             jobs[i] = job;
         }
         macs.clear();
+        return lanes;
     }
 }

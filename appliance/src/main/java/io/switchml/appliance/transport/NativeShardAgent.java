@@ -61,6 +61,8 @@ final class NativeShardAgent implements Agent, ResultSender
     private final int batch;
     /** Datagrams the next recvmmsg(2) asks for: {@link #batch} at most, fewer for large datagrams. */
     private int receiveBatch;
+    /** Whether the batch being processed had MACs checked in vector lanes: the next one may then be larger. */
+    private boolean macsInLanes;
     private final int fd;
     private final int port;
     private final String description;
@@ -414,7 +416,7 @@ final class NativeShardAgent implements Agent, ResultSender
     {
         final MacPrecheck precheck = processor.macPrecheck();
         final int held = precheck.size();
-        precheck.run();
+        macsInLanes |= precheck.run();
         for (int i = 0; i < held; i++)
         {
             final UnsafeBuffer view = precheck.view(i);
@@ -492,7 +494,8 @@ final class NativeShardAgent implements Agent, ResultSender
             }
             processHeld(nowNs);
             flush();
-            receiveBatch = NativeUdp.receiveBatchFor(batch, received, bytes);
+            receiveBatch = NativeUdp.receiveBatchFor(batch, received, bytes, macsInLanes);
+            macsInLanes = false;
             final long endNs = System.nanoTime();
             counters.onDutyCycleNs(endNs - nowNs);
             nowNs = endNs;

@@ -14,11 +14,14 @@ class NativeUdpReceiveBatchTest
     @Test
     void theReceiveBatchHoldsAboutAFixedNumberOfBytes()
     {
-        assertEquals(4, NativeUdp.receiveBatchFor(32, 32, 32 * 32_744L), "k = 8176 on loopback");
-        assertEquals(14, NativeUdp.receiveBatchFor(32, 32, 32 * 8_972L), "k = 2233, MTU 9000");
-        assertEquals(32, NativeUdp.receiveBatchFor(32, 7, 7 * 1_064L), "k = 256: the configured batch");
-        assertEquals(2, NativeUdp.receiveBatchFor(32, 2, 2 * 65_507L), "never fewer than 2");
-        assertEquals(1, NativeUdp.receiveBatchFor(1, 1, 65_507L), "nor more than configured");
-        assertEquals(32, NativeUdp.receiveBatchFor(32, 3, 0), "empty datagrams");
+        assertEquals(4, NativeUdp.receiveBatchFor(32, 32, 32 * 32_744L, false), "k = 8176 on loopback");
+        assertEquals(14, NativeUdp.receiveBatchFor(32, 32, 32 * 8_972L, false), "k = 2233, MTU 9000");
+        assertEquals(32, NativeUdp.receiveBatchFor(32, 7, 7 * 1_064L, false), "k = 256: the configured batch");
+        assertEquals(2, NativeUdp.receiveBatchFor(32, 2, 2 * 65_507L, false), "never fewer than 2");
+        assertEquals(1, NativeUdp.receiveBatchFor(1, 1, 65_507L, false), "nor more than configured");
+        assertEquals(32, NativeUdp.receiveBatchFor(32, 3, 0, false), "empty datagrams");
+        assertEquals(8, NativeUdp.receiveBatchFor(32, 4, 4 * 32_744L, true), "k = 8176, MACs in lanes: 8 lanes full");
+        assertEquals(29, NativeUdp.receiveBatchFor(32, 32, 32 * 8_972L, true), "k = 2233, MACs in lanes");
+        assertEquals(32, NativeUdp.receiveBatchFor(32, 32, 32 * 1_064L, true), "k = 256, MACs in lanes");
     }
 }

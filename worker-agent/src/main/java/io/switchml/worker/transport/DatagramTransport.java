@@ -37,6 +37,15 @@ public interface DatagramTransport extends AutoCloseable
          * @param lengths their lengths in bytes.
          * @param count   datagrams, from index 0; at most {@link #MAX_HAND_OVER}.
          */
+        /**
+         * @return true when {@link #onDatagrams} checks the datagrams' MACs in vector lanes: a native transport then
+         * receives more large datagrams per call ({@code NativeUdp.RECEIVE_BATCH_BYTES_MAC_LANES}).
+         */
+        default boolean checksMacsInLanes()
+        {
+            return false;
+        }
+
         default void onDatagrams(final UnsafeBuffer[] buffers, final int[] lengths, final int count)
         {
             for (int i = 0; i < count; i++)

@@ -582,7 +582,7 @@ public final class NativeDatagramTransport extends TransportCounters
                 receiver.onDatagrams(handOverViews, handOverLengths, handOverCount);
                 handOverCount = 0;
             }
-            nextReceiveBatch = NativeUdp.receiveBatchFor(receiveBatch, count, bytes);
+            nextReceiveBatch = NativeUdp.receiveBatchFor(receiveBatch, count, bytes, receiver.checksMacsInLanes());
             received += count;
             if (count < batch)
             {
