@@ -23,7 +23,9 @@ import java.util.concurrent.TimeUnit;
  * SipHash-2-4 MAC of a whole data packet in a direct buffer: 1064 bytes is a k = 256 packet (40-byte header and
  * 1 KiB of lanes), 32768 bytes a 32 KiB datagram. {@link #compute} hashes one packet (bytes per operation: the packet
  * length); {@link #batchOfEight} signs eight packets of that length together through {@link PacketMacBatch}, in vector
- * lanes after its warm-up (bytes per operation: eight packet lengths; it fails when the lanes are not in use).
+ * lanes (bytes per operation: eight packet lengths; it fails when the lanes are not in use): the native library's by
+ * default, the Java lanes ({@code SipHash24x8}, after their warm-up) with {@code -jvmArgsAppend
+ * -Dswitchml.mac.native=false}.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
