@@ -10,6 +10,7 @@ import io.switchml.appliance.telemetry.ErrorLog;
 import io.switchml.appliance.telemetry.ShardCounters;
 import io.switchml.appliance.telemetry.SlotLatency;
 import io.switchml.protocol.LossGenerator;
+import io.switchml.protocol.security.PacketMac;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -107,6 +108,11 @@ final class DataPlaneHandler extends ChannelInboundHandlerAdapter implements Res
     public int claimOffset()
     {
         return 0;
+    }
+
+    public void sign(final Job job, final int lengthBytes)
+    {
+        PacketMac.sign(job.macK0(), job.macK1(), outView, 0, lengthBytes);
     }
 
     public boolean sendToMember(final Job job, final int rank, final int lengthBytes)

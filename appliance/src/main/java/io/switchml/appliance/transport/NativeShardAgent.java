@@ -5,6 +5,8 @@ import io.switchml.appliance.control.Job;
 import io.switchml.appliance.telemetry.ErrorLog;
 import io.switchml.appliance.telemetry.ShardCounters;
 import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.security.PacketMac;
+import io.switchml.protocol.security.PacketMacBatch;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -63,6 +65,18 @@ final class NativeShardAgent implements Agent, ResultSender
     private int receiveBatch;
     /** Whether the batch being processed had MACs checked in vector lanes: the next one may then be larger. */
     private boolean macsInLanes;
+    /**
+     * Results to sign before the batch leaves ({@link #sign}), in claim order: each a view of its place in the arena,
+     * its length and its job; hashed together in {@link #signResults()}, at the start of every {@link #flush()}.
+     * Every entry but the open claim's has a datagram queued, so there are at most {@link #SEND_CAPACITY} + 1.
+     */
+    private final UnsafeBuffer[] toSign = views(SEND_CAPACITY + 1);
+    private final int[] toSignLength = new int[SEND_CAPACITY + 1];
+    private final Job[] toSignJob = new Job[SEND_CAPACITY + 1];
+    private int toSignCount;
+    /** Whether the open claim's entry is the last of {@link #toSign}, not yet signed. */
+    private boolean claimToSign;
+    private final PacketMacBatch resultMacs = new PacketMacBatch();
     private final int fd;
     private final int port;
     private final String description;
@@ -425,6 +439,16 @@ final class NativeShardAgent implements Agent, ResultSender
         precheck.clear();
     }
 
+    private static UnsafeBuffer[] views(final int count)
+    {
+        final UnsafeBuffer[] views = new UnsafeBuffer[count];
+        for (int i = 0; i < count; i++)
+        {
+            views[i] = new UnsafeBuffer(0L, 0);
+        }
+        return views;
+    }
+
     long sendCalls()
     {
         return sendCalls;
@@ -525,6 +549,10 @@ final class NativeShardAgent implements Agent, ResultSender
      */
     private int flush()
     {
+        if (toSignCount > 0)
+        {
+            signResults();
+        }
         int sent = 0;
         while (sendHead < sendCount)
         {
@@ -658,6 +686,57 @@ final class NativeShardAgent implements Agent, ResultSender
         return 0;
     }
 
+    /**
+     * Sign the open claim's result when the batch leaves (with the others of one job and length, in vector lanes
+     * where this JVM has them), or at once when it is not in the arena (it cannot be queued then).
+     */
+    public void sign(final Job job, final int lengthBytes)
+    {
+        if (!claimInArena)
+        {
+            PacketMac.sign(job.macK0(), job.macK1(), outView, 0, lengthBytes);
+            return;
+        }
+        toSign[toSignCount].wrap(base + claimOffset, lengthBytes);
+        toSignLength[toSignCount] = lengthBytes;
+        toSignJob[toSignCount] = job;
+        toSignCount++;
+        claimToSign = true;
+    }
+
+    /**
+     * Hash the MACs of the results signed since the last flush, a run of one job and length at a time, and write
+     * them into the results' MAC fields.
+     */
+    private void signResults()
+    {
+        int i = 0;
+        while (i < toSignCount)
+        {
+            final Job job = toSignJob[i];
+            final int length = toSignLength[i];
+            int n = 0;
+            while (i + n < toSignCount && n < PacketMacBatch.LANES && toSignJob[i + n] == job &&
+                toSignLength[i + n] == length)
+            {
+                resultMacs.add(toSign[i + n], 0);
+                n++;
+            }
+            if (resultMacs.sign(job.macK0(), job.macK1(), length))
+            {
+                counters.onMacsInLanes(n);
+            }
+            resultMacs.clear();
+            i += n;
+        }
+        for (int j = 0; j < toSignCount; j++)
+        {
+            toSignJob[j] = null;
+        }
+        toSignCount = 0;
+        claimToSign = false;
+    }
+
     public boolean sendToMember(final Job job, final int rank, final int lengthBytes)
     {
         return queue(job.memberKey(rank, shardId), lengthBytes);
@@ -708,6 +787,12 @@ final class NativeShardAgent implements Agent, ResultSender
         {
             arenaPosition = align(claimOffset - arenaOffset + claimLength);
         }
+        else if (claimToSign)
+        {
+            // nothing of it was queued: its place is the next claim's, so it must not be signed later
+            toSignJob[--toSignCount] = null;
+        }
+        claimToSign = false;
         claimInArena = false;
     }
 

@@ -52,6 +52,17 @@ interface ResultSender
     boolean sendToGroup(long groupKey, int lengthBytes);
 
     /**
+     * Sign the claimed result (its job uses MACs): write the MAC of its first {@code lengthBytes} bytes into its MAC
+     * field, before any of it leaves. Called once the result is written and before it is queued; its bytes do not
+     * change after. An implementation may hash it later, with the other results of the batch, as long as that happens
+     * before it hands them to the kernel.
+     *
+     * @param job         the result's job: its MAC key.
+     * @param lengthBytes of the result.
+     */
+    void sign(Job job, int lengthBytes);
+
+    /**
      * End the claim; what was queued stays queued.
      */
     void release();

@@ -225,7 +225,7 @@ final class ShardProcessor
                     counters.onSlotCompleted();
                     jobCounters.onSlotCompleted();
                     slotLatency.recordNs(pool.lastCompletionLatencyNs());
-                    sign(job, result, resultOffset, resultLength);
+                    sign(job, resultLength);
                     if (multicast && !job.resultsToMembers())
                     {
                         if (!txLoss.shouldDrop())
@@ -412,7 +412,7 @@ final class ShardProcessor
         final long senderKey,
         final JobCounters jobCounters)
     {
-        sign(job, result, offset, length);
+        sign(job, length);
         if (txLoss.shouldDrop())
         {
             counters.onDrop(DropReason.LOSS_INJECTED);
@@ -453,11 +453,11 @@ final class ShardProcessor
         }
     }
 
-    private static void sign(final Job job, final MutableDirectBuffer result, final int offset, final int length)
+    private void sign(final Job job, final int length)
     {
         if (job.macEnabled())
         {
-            PacketMac.sign(job.macK0(), job.macK1(), result, offset, length);
+            sender.sign(job, length);
         }
     }
 

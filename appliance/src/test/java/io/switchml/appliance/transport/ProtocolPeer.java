@@ -244,6 +244,12 @@ final class ProtocolPeer implements AutoCloseable
                 throw new IllegalStateException("unexpected result: slot " + header.slotIndex() + " chunk " +
                     header.chunkSequence() + " lane 0 " + header.lane(0) + ", expected chunk " + expected);
             }
+            if (mac && !PacketMac.verify(k0, k1, batch != null ? batch.receiveView(i) : receivedView, 0,
+                DataHeaderFlyweight.packetLength(lanes)))
+            {
+                throw new IllegalStateException("result of slot " + header.slotIndex() + " in round " + r +
+                    " has a bad MAC");
+            }
         }
         return results;
     }
