@@ -182,9 +182,10 @@ public final class ShardCounters implements AutoCloseable
     }
 
     /**
-     * MACs of received packets checked several at once in vector lanes ({@code MacPrecheck}), valid or not.
+     * MACs computed several at once in vector lanes: of received packets checked ({@code MacPrecheck}), valid or
+     * not, and of results signed ({@code NativeShardAgent}).
      *
-     * @param count packets checked.
+     * @param count packets hashed.
      */
     public void onMacsInLanes(final int count)
     {
