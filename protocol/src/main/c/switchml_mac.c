@@ -5,6 +5,9 @@
  * API (NativePacketMac); it reads the packets and writes only the MACs out, allocates nothing, calls no library and
  * keeps no state but the vector width found once.
  *
+ * mac_eight and mac_four are the same loop at two vector widths, written out twice because their intrinsics differ
+ * (AVX-512F has a 64-bit rotate, AVX2 needs two shifts and an or).
+ *
  * Our own code because it is the product's MAC: no library offers multi-buffer SipHash over our packet layout. Built
  * freestanding (no libc), so the shared object depends on nothing and loads in any process on x86-64 Linux; on other
  * CPUs it builds with the one-at-a-time path only.
