@@ -122,7 +122,12 @@ run_unit_exec_start() {
   [ "$code" = 200 ] && grep -Eq '"status": *"up"' /root/health.json ||
     fail "GET http://$bind:$port/health after ExecStart=$exec_start: $code $(head -c 200 /root/health.json 2>/dev/null)"
   [ "$(stat -c %U "/proc/$APP_PID")" = "$user" ] || fail "the appliance runs as $user"
-  # the packet MACs' native library (inside the protocol jar, loaded from the private /tmp) works as the unit's user
+  # the packet MACs' native library (inside the protocol jar, loaded from the private /tmp) works as the unit's user:
+  # the "ready" line names it, logged after the data path rehearsal (which may still run when /health answers)
+  while [ "$SECONDS" -lt "$deadline" ] && ! grep -q 'appliance ready' /root/appliance.log; do
+    kill -0 "$APP_PID" 2>/dev/null || fail "ExecStart=$exec_start exited before its ready line"
+    sleep 0.5
+  done
   grep -Eq 'packet MACs SipHash-2-4, (up to [48] packets at once \(native library|one packet at a time \(native library: no AVX2)' \
     /root/appliance.log || fail "packet MACs' native library not in use: $(grep -o 'packet MACs[^;]*' /root/appliance.log)"
   ok "ExecStart=$exec_start (as $user in $dir): GET /health -> 200 \"up\" after $((SECONDS - deadline + 90)) s; $(grep -o 'packet MACs[^;]*' /root/appliance.log | head -1)"
