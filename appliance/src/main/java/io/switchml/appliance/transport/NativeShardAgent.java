@@ -66,12 +66,12 @@ final class NativeShardAgent implements Agent, ResultSender
     /** Whether the batch being processed had MACs checked in vector lanes: the next one may then be larger. */
     private boolean macsInLanes;
     /**
-     * Results to sign before the batch leaves ({@link #sign}), in claim order: each a view of its place in the arena,
-     * its length and its job; hashed together in {@link #signResults()}, at the start of every {@link #flush()}.
+     * Results to sign before the batch leaves ({@link #sign}), in claim order: each a view of its place in the arena
+     * (as long as the result) and its job; hashed together in {@link #signResults()}, at the start of every
+     * {@link #flush()}.
      * Every entry but the open claim's has a datagram queued, so there are at most {@link #SEND_CAPACITY} + 1.
      */
     private final UnsafeBuffer[] toSign = views(SEND_CAPACITY + 1);
-    private final int[] toSignLength = new int[SEND_CAPACITY + 1];
     private final Job[] toSignJob = new Job[SEND_CAPACITY + 1];
     private int toSignCount;
     /** Whether the open claim's entry is the last of {@link #toSign}, not yet signed. */
@@ -698,7 +698,6 @@ final class NativeShardAgent implements Agent, ResultSender
             return;
         }
         toSign[toSignCount].wrap(base + claimOffset, lengthBytes);
-        toSignLength[toSignCount] = lengthBytes;
         toSignJob[toSignCount] = job;
         toSignCount++;
         claimToSign = true;
@@ -714,10 +713,10 @@ final class NativeShardAgent implements Agent, ResultSender
         while (i < toSignCount)
         {
             final Job job = toSignJob[i];
-            final int length = toSignLength[i];
+            final int length = toSign[i].capacity();
             int n = 0;
             while (i + n < toSignCount && n < PacketMacBatch.LANES && toSignJob[i + n] == job &&
-                toSignLength[i + n] == length)
+                toSign[i + n].capacity() == length)
             {
                 resultMacs.add(toSign[i + n], 0);
                 n++;

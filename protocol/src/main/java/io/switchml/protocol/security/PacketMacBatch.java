@@ -301,7 +301,7 @@ public final class PacketMacBatch
             throw new IllegalArgumentException(
                 "packet length " + length + " is shorter than the header (" + DataHeaderFlyweight.HEADER_LENGTH + ")");
         }
-        if (!(NATIVE || warm) || size < MIN_VECTOR_PACKETS || onHeap)
+        if (!warm() || size < MIN_VECTOR_PACKETS || onHeap)
         {
             for (int i = 0; i < size; i++)
             {
