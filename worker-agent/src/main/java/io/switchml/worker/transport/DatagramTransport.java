@@ -29,15 +29,6 @@ public interface DatagramTransport extends AutoCloseable
         void onDatagram(UnsafeBuffer buffer, int length);
 
         /**
-         * Handles datagrams received together (one recvmmsg batch, or the segments of GRO buffers), so that the
-         * receiver can check them together: a job's packet MACs are hashed several at once. The default hands them
-         * to {@link #onDatagram} one by one, in order.
-         *
-         * @param buffers each datagram at offset 0 of its buffer; valid until the call returns.
-         * @param lengths their lengths in bytes.
-         * @param count   datagrams, from index 0; at most {@link #MAX_HAND_OVER}.
-         */
-        /**
          * @return true when {@link #onDatagrams} checks the datagrams' MACs in vector lanes: a native transport then
          * receives more large datagrams per call ({@code NativeUdp.RECEIVE_BATCH_BYTES_MAC_LANES}).
          */
@@ -46,6 +37,15 @@ public interface DatagramTransport extends AutoCloseable
             return false;
         }
 
+        /**
+         * Handles datagrams received together (one recvmmsg batch, or the segments of GRO buffers), so that the
+         * receiver can check them together: a job's packet MACs are hashed several at once. The default hands them
+         * to {@link #onDatagram} one by one, in order.
+         *
+         * @param buffers each datagram at offset 0 of its buffer; valid until the call returns.
+         * @param lengths their lengths in bytes.
+         * @param count   datagrams, from index 0; at most {@link #MAX_HAND_OVER}.
+         */
         default void onDatagrams(final UnsafeBuffer[] buffers, final int[] lengths, final int count)
         {
             for (int i = 0; i < count; i++)
