@@ -90,7 +90,58 @@ static uint64_t mac_one(uint64_t k0, uint64_t k1, const uint8_t *p, int32_t leng
         v2 = ROTL512(v2, 32);                                                                                \
     } while (0)
 
-/* Eight packets, lane j hashing packets[j]; word w of every lane is gathered from packets[j] + 8w. */
+/*
+ * Words w to w + 7 of eight packets, as eight vectors of one word each: columns[q] holds word w + q of packet j in lane
+ * j. Eight 64-byte loads and an 8 x 8 transpose of 64-bit words (24 shuffles) cost less than eight gathers: mac_eight
+ * ran at 9.4 GB/s with it against 7.8 with a gather per word (scratch benchmark, 8,232-byte packets, Zen 4).
+ */
+__attribute__((target("avx512f"))) static inline void load_columns(const uint8_t *const *p, int32_t w, __m512i *columns)
+{
+    const __m512i low = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+    const __m512i high = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+    const __m512i r0 = _mm512_loadu_si512((const void *)(p[0] + 8 * w));
+    const __m512i r1 = _mm512_loadu_si512((const void *)(p[1] + 8 * w));
+    const __m512i r2 = _mm512_loadu_si512((const void *)(p[2] + 8 * w));
+    const __m512i r3 = _mm512_loadu_si512((const void *)(p[3] + 8 * w));
+    const __m512i r4 = _mm512_loadu_si512((const void *)(p[4] + 8 * w));
+    const __m512i r5 = _mm512_loadu_si512((const void *)(p[5] + 8 * w));
+    const __m512i r6 = _mm512_loadu_si512((const void *)(p[6] + 8 * w));
+    const __m512i r7 = _mm512_loadu_si512((const void *)(p[7] + 8 * w));
+    /* pairs: t0 = words 0 2 4 6 of packets 0 and 1 interleaved, t1 = words 1 3 5 7 of them; and so on */
+    const __m512i t0 = _mm512_unpacklo_epi64(r0, r1), t1 = _mm512_unpackhi_epi64(r0, r1);
+    const __m512i t2 = _mm512_unpacklo_epi64(r2, r3), t3 = _mm512_unpackhi_epi64(r2, r3);
+    const __m512i t4 = _mm512_unpacklo_epi64(r4, r5), t5 = _mm512_unpackhi_epi64(r4, r5);
+    const __m512i t6 = _mm512_unpacklo_epi64(r6, r7), t7 = _mm512_unpackhi_epi64(r6, r7);
+    /* quads: s0 = word 0 of packets 0-3, then word 4 of them; s1 = words 2 and 6; s2 = 1 and 5; s3 = 3 and 7 */
+    const __m512i s0 = _mm512_permutex2var_epi64(t0, low, t2), s1 = _mm512_permutex2var_epi64(t0, high, t2);
+    const __m512i s2 = _mm512_permutex2var_epi64(t1, low, t3), s3 = _mm512_permutex2var_epi64(t1, high, t3);
+    const __m512i s4 = _mm512_permutex2var_epi64(t4, low, t6), s5 = _mm512_permutex2var_epi64(t4, high, t6);
+    const __m512i s6 = _mm512_permutex2var_epi64(t5, low, t7), s7 = _mm512_permutex2var_epi64(t5, high, t7);
+    /* halves: packets 0-3 from s, packets 4-7 from the s four on */
+    columns[0] = _mm512_shuffle_i64x2(s0, s4, 0x44);
+    columns[4] = _mm512_shuffle_i64x2(s0, s4, 0xee);
+    columns[2] = _mm512_shuffle_i64x2(s1, s5, 0x44);
+    columns[6] = _mm512_shuffle_i64x2(s1, s5, 0xee);
+    columns[1] = _mm512_shuffle_i64x2(s2, s6, 0x44);
+    columns[5] = _mm512_shuffle_i64x2(s2, s6, 0xee);
+    columns[3] = _mm512_shuffle_i64x2(s3, s7, 0x44);
+    columns[7] = _mm512_shuffle_i64x2(s3, s7, 0xee);
+}
+
+/* One word m of every lane's message. */
+#define ABSORB512(m)                                                                                         \
+    do                                                                                                       \
+    {                                                                                                        \
+        v3 = _mm512_xor_si512(v3, (m));                                                                      \
+        SIPROUND512;                                                                                         \
+        SIPROUND512;                                                                                         \
+        v0 = _mm512_xor_si512(v0, (m));                                                                      \
+    } while (0)
+
+/*
+ * Eight packets, lane j hashing packets[j]: eight words at a time through load_columns while eight whole words remain,
+ * then word w of every lane gathered from packets[j] + 8w, then the final word.
+ */
 __attribute__((target("avx512f"))) static void mac_eight(
     uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t length, uint64_t *macs)
 {
@@ -100,31 +151,34 @@ __attribute__((target("avx512f"))) static void mac_eight(
     __m512i v1 = _mm512_set1_epi64((long long)(k1 ^ INIT_V1));
     __m512i v2 = _mm512_set1_epi64((long long)(k0 ^ INIT_V2));
     __m512i v3 = _mm512_set1_epi64((long long)(k1 ^ INIT_V3));
+    const uint8_t *p[8];
     uint64_t lasts[8];
     for (int j = 0; j < 8; j++)
     {
-        lasts[j] = last_word((const uint8_t *)(uintptr_t)packets[j], length);
+        p[j] = (const uint8_t *)(uintptr_t)packets[j];
+        lasts[j] = last_word(p[j], length);
     }
-    for (int32_t w = 0; w <= words; w++)
+    int32_t w = 0;
+    for (; w + 8 <= words; w += 8)
     {
-        __m512i m;
-        if (w == MAC_WORD)
+        __m512i columns[8];
+        load_columns(p, w, columns);
+        if (w == 0)
         {
-            m = _mm512_setzero_si512();
+            columns[MAC_WORD] = _mm512_setzero_si512();
         }
-        else if (w < words)
+        for (int q = 0; q < 8; q++)
         {
-            m = _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(8LL * w)), (const void *)0, 1);
+            ABSORB512(columns[q]);
         }
-        else
-        {
-            m = _mm512_loadu_si512((const void *)lasts);
-        }
-        v3 = _mm512_xor_si512(v3, m);
-        SIPROUND512;
-        SIPROUND512;
-        v0 = _mm512_xor_si512(v0, m);
     }
+    for (; w < words; w++)
+    {
+        ABSORB512(w == MAC_WORD ?
+            _mm512_setzero_si512() :
+            _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(8LL * w)), (const void *)0, 1));
+    }
+    ABSORB512(_mm512_loadu_si512((const void *)lasts));
     v2 = _mm512_xor_si512(v2, _mm512_set1_epi64(0xff));
     SIPROUND512;
     SIPROUND512;
