@@ -6,7 +6,7 @@
  * keeps no state but the vector width found once.
  *
  * mac_eight and mac_four are the same loop at two vector widths, written out twice because their intrinsics differ
- * (AVX-512F has a 64-bit rotate, AVX2 needs two shifts and an or).
+ * (AVX-512F has a 64-bit rotate, AVX2 needs two shifts and an or; the transposes differ too).
  *
  * Our own code because it is the product's MAC: no library offers multi-buffer SipHash over our packet layout. Built
  * freestanding (no libc), so the shared object depends on nothing and loads in any process on x86-64 Linux; on other
@@ -128,14 +128,15 @@ __attribute__((target("avx512f"))) static inline void load_columns(const uint8_t
     columns[7] = _mm512_shuffle_i64x2(s3, s7, 0xee);
 }
 
-/* One word m of every lane's message. */
+/* One word m of every lane's message (m evaluated once). */
 #define ABSORB512(m)                                                                                         \
     do                                                                                                       \
     {                                                                                                        \
-        v3 = _mm512_xor_si512(v3, (m));                                                                      \
+        const __m512i word_ = (m);                                                                           \
+        v3 = _mm512_xor_si512(v3, word_);                                                                    \
         SIPROUND512;                                                                                         \
         SIPROUND512;                                                                                         \
-        v0 = _mm512_xor_si512(v0, (m));                                                                      \
+        v0 = _mm512_xor_si512(v0, word_);                                                                    \
     } while (0)
 
 /*
@@ -163,9 +164,9 @@ __attribute__((target("avx512f"))) static void mac_eight(
     {
         __m512i columns[8];
         load_columns(p, w, columns);
-        if (w == 0)
+        if (w <= MAC_WORD && MAC_WORD < w + 8)
         {
-            columns[MAC_WORD] = _mm512_setzero_si512();
+            columns[MAC_WORD - w] = _mm512_setzero_si512();
         }
         for (int q = 0; q < 8; q++)
         {
@@ -200,7 +201,37 @@ __attribute__((target("avx512f"))) static void mac_eight(
         v2 = ROTL256_32(v2);                                                                                 \
     } while (0)
 
-/* Four packets in AVX2 lanes, as mac_eight. */
+/*
+ * Words w to w + 3 of four packets as four vectors, as load_columns: four 32-byte loads and a 4 x 4 transpose (8
+ * shuffles). 6.5 GB/s against 5.8 with a gather per word (the same scratch benchmark, on Zen 4 with AVX2 only; no
+ * CPU without AVX-512 was at hand).
+ */
+__attribute__((target("avx2"))) static inline void load_columns4(const uint8_t *const *p, int32_t w, __m256i *columns)
+{
+    const __m256i r0 = _mm256_loadu_si256((const __m256i *)(p[0] + 8 * w));
+    const __m256i r1 = _mm256_loadu_si256((const __m256i *)(p[1] + 8 * w));
+    const __m256i r2 = _mm256_loadu_si256((const __m256i *)(p[2] + 8 * w));
+    const __m256i r3 = _mm256_loadu_si256((const __m256i *)(p[3] + 8 * w));
+    /* t0 = words 0 and 2 of packets 0 and 1 interleaved, t1 = words 1 and 3 of them; t2, t3 the same of 2 and 3 */
+    const __m256i t0 = _mm256_unpacklo_epi64(r0, r1), t1 = _mm256_unpackhi_epi64(r0, r1);
+    const __m256i t2 = _mm256_unpacklo_epi64(r2, r3), t3 = _mm256_unpackhi_epi64(r2, r3);
+    columns[0] = _mm256_permute2x128_si256(t0, t2, 0x20);
+    columns[2] = _mm256_permute2x128_si256(t0, t2, 0x31);
+    columns[1] = _mm256_permute2x128_si256(t1, t3, 0x20);
+    columns[3] = _mm256_permute2x128_si256(t1, t3, 0x31);
+}
+
+#define ABSORB256(m)                                                                                         \
+    do                                                                                                       \
+    {                                                                                                        \
+        const __m256i word_ = (m);                                                                           \
+        v3 = _mm256_xor_si256(v3, word_);                                                                    \
+        SIPROUND256;                                                                                         \
+        SIPROUND256;                                                                                         \
+        v0 = _mm256_xor_si256(v0, word_);                                                                    \
+    } while (0)
+
+/* Four packets in AVX2 lanes, as mac_eight, four words at a time through load_columns4. */
 __attribute__((target("avx2"))) static void mac_four(
     uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t length, uint64_t *macs)
 {
@@ -210,31 +241,34 @@ __attribute__((target("avx2"))) static void mac_four(
     __m256i v1 = _mm256_set1_epi64x((long long)(k1 ^ INIT_V1));
     __m256i v2 = _mm256_set1_epi64x((long long)(k0 ^ INIT_V2));
     __m256i v3 = _mm256_set1_epi64x((long long)(k1 ^ INIT_V3));
+    const uint8_t *p[4];
     uint64_t lasts[4];
     for (int j = 0; j < 4; j++)
     {
-        lasts[j] = last_word((const uint8_t *)(uintptr_t)packets[j], length);
+        p[j] = (const uint8_t *)(uintptr_t)packets[j];
+        lasts[j] = last_word(p[j], length);
     }
-    for (int32_t w = 0; w <= words; w++)
+    int32_t w = 0;
+    for (; w + 4 <= words; w += 4)
     {
-        __m256i m;
-        if (w == MAC_WORD)
+        __m256i columns[4];
+        load_columns4(p, w, columns);
+        if (w <= MAC_WORD && MAC_WORD < w + 4)
         {
-            m = _mm256_setzero_si256();
+            columns[MAC_WORD - w] = _mm256_setzero_si256();
         }
-        else if (w < words)
+        for (int q = 0; q < 4; q++)
         {
-            m = _mm256_i64gather_epi64((const long long *)0, _mm256_add_epi64(base, _mm256_set1_epi64x(8LL * w)), 1);
+            ABSORB256(columns[q]);
         }
-        else
-        {
-            m = _mm256_loadu_si256((const __m256i *)lasts);
-        }
-        v3 = _mm256_xor_si256(v3, m);
-        SIPROUND256;
-        SIPROUND256;
-        v0 = _mm256_xor_si256(v0, m);
     }
+    for (; w < words; w++)
+    {
+        ABSORB256(w == MAC_WORD ?
+            _mm256_setzero_si256() :
+            _mm256_i64gather_epi64((const long long *)0, _mm256_add_epi64(base, _mm256_set1_epi64x(8LL * w)), 1));
+    }
+    ABSORB256(_mm256_loadu_si256((const __m256i *)lasts));
     v2 = _mm256_xor_si256(v2, _mm256_set1_epi64x(0xff));
     SIPROUND256;
     SIPROUND256;

@@ -1,0 +1,154 @@
+/*
+ * lanes_bench.c: GB/s of the native MAC lanes (protocol/src/main/c/switchml_mac.c, included as it is) against the
+ * loops they replaced in session 49, which gathered each word of every lane from its packet (_mm512_i64gather_epi64,
+ * _mm256_i64gather_epi64). Every variant's MACs are first checked against the one-packet-at-a-time SipHash-2-4 of
+ * the same file. Best of 5 runs of about 4 GB each; single-threaded. Run it with bench/mac/run.sh.
+ */
+#include "../../protocol/src/main/c/switchml_mac.c"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* Session 48's loop: word w of every lane gathered from packets[j] + 8w. */
+__attribute__((target("avx512f"))) static void gather_eight(
+    uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t length, uint64_t *macs)
+{
+    const int32_t words = length >> 3;
+    const __m512i base = _mm512_loadu_si512((const void *)packets);
+    __m512i v0 = _mm512_set1_epi64((long long)(k0 ^ INIT_V0));
+    __m512i v1 = _mm512_set1_epi64((long long)(k1 ^ INIT_V1));
+    __m512i v2 = _mm512_set1_epi64((long long)(k0 ^ INIT_V2));
+    __m512i v3 = _mm512_set1_epi64((long long)(k1 ^ INIT_V3));
+    uint64_t lasts[8];
+    for (int j = 0; j < 8; j++)
+    {
+        lasts[j] = last_word((const uint8_t *)(uintptr_t)packets[j], length);
+    }
+    for (int32_t w = 0; w < words; w++)
+    {
+        ABSORB512(w == MAC_WORD ?
+            _mm512_setzero_si512() :
+            _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(8LL * w)), (const void *)0, 1));
+    }
+    ABSORB512(_mm512_loadu_si512((const void *)lasts));
+    v2 = _mm512_xor_si512(v2, _mm512_set1_epi64(0xff));
+    SIPROUND512;
+    SIPROUND512;
+    SIPROUND512;
+    SIPROUND512;
+    _mm512_storeu_si512((void *)macs, _mm512_xor_si512(_mm512_xor_si512(v0, v1), _mm512_xor_si512(v2, v3)));
+}
+
+/* The same at AVX2's width. */
+__attribute__((target("avx2"))) static void gather_four(
+    uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t length, uint64_t *macs)
+{
+    const int32_t words = length >> 3;
+    const __m256i base = _mm256_loadu_si256((const __m256i *)packets);
+    __m256i v0 = _mm256_set1_epi64x((long long)(k0 ^ INIT_V0));
+    __m256i v1 = _mm256_set1_epi64x((long long)(k1 ^ INIT_V1));
+    __m256i v2 = _mm256_set1_epi64x((long long)(k0 ^ INIT_V2));
+    __m256i v3 = _mm256_set1_epi64x((long long)(k1 ^ INIT_V3));
+    uint64_t lasts[4];
+    for (int j = 0; j < 4; j++)
+    {
+        lasts[j] = last_word((const uint8_t *)(uintptr_t)packets[j], length);
+    }
+    for (int32_t w = 0; w < words; w++)
+    {
+        ABSORB256(w == MAC_WORD ?
+            _mm256_setzero_si256() :
+            _mm256_i64gather_epi64((const long long *)0, _mm256_add_epi64(base, _mm256_set1_epi64x(8LL * w)), 1));
+    }
+    ABSORB256(_mm256_loadu_si256((const __m256i *)lasts));
+    v2 = _mm256_xor_si256(v2, _mm256_set1_epi64x(0xff));
+    SIPROUND256;
+    SIPROUND256;
+    SIPROUND256;
+    SIPROUND256;
+    _mm256_storeu_si256((__m256i *)macs, _mm256_xor_si256(_mm256_xor_si256(v0, v1), _mm256_xor_si256(v2, v3)));
+}
+
+/* Eight packets one after the other, as without vector lanes. */
+static void one_at_a_time(uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t length, uint64_t *macs)
+{
+    for (int j = 0; j < 8; j++)
+    {
+        macs[j] = mac_one(k0, k1, (const uint8_t *)(uintptr_t)packets[j], length);
+    }
+}
+
+typedef void (*lanes_fn)(uint64_t, uint64_t, const uint64_t *, int32_t, uint64_t *);
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int run(const char *name, lanes_fn f, int lanes, int length, uint8_t *const *packets)
+{
+    uint64_t addresses[8], macs[8];
+    for (int j = 0; j < lanes; j++)
+    {
+        addresses[j] = (uint64_t)(uintptr_t)packets[j];
+    }
+    f(0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL, addresses, length, macs);
+    for (int j = 0; j < lanes; j++)
+    {
+        if (macs[j] != mac_one(0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL, packets[j], length))
+        {
+            printf("%s, %d-byte packets: lane %d differs from the one-packet MAC\n", name, length, j);
+            return 1;
+        }
+    }
+    const long calls = (long)(4e9 / ((double)length * lanes));
+    double best = 1e9;
+    for (int rep = 0; rep < 5; rep++)
+    {
+        const double start = now();
+        for (long i = 0; i < calls; i++)
+        {
+            f((uint64_t)i, 2, addresses, length, macs);
+            __asm__ volatile("" ::: "memory");
+        }
+        const double seconds = now() - start;
+        best = seconds < best ? seconds : best;
+    }
+    printf("| %s | %d | %.2f |\n", name, length, (double)calls * length * lanes / best / 1e9);
+    return 0;
+}
+
+int main(void)
+{
+    static const int lengths[] = { 1064, 8972, 32808 };
+    const int32_t width = switchml_mac_lanes();
+    uint8_t *packets[8];
+    for (int j = 0; j < 8; j++)
+    {
+        packets[j] = aligned_alloc(64, 65536);
+        for (int i = 0; i < 65536; i++)
+        {
+            packets[j][i] = (uint8_t)(j * 131 + i * 7 + (i >> 8));
+        }
+    }
+    printf("this CPU's lanes: %d\n\n| loop | packet bytes | GB/s |\n|---|---:|---:|\n", width);
+    int failed = 0;
+    for (int l = 0; l < 3; l++)
+    {
+        if (width >= 8)
+        {
+            failed |= run("mac_eight (transposed loads)", mac_eight, 8, lengths[l], packets);
+            failed |= run("gather_eight (session 48)", gather_eight, 8, lengths[l], packets);
+        }
+        if (width >= 4)
+        {
+            failed |= run("mac_four (transposed loads)", mac_four, 4, lengths[l], packets);
+            failed |= run("gather_four (session 48)", gather_four, 4, lengths[l], packets);
+        }
+        failed |= run("mac_one, each packet alone", one_at_a_time, 8, lengths[l], packets);
+    }
+    return failed;
+}
