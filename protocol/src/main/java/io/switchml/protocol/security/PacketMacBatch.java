@@ -50,37 +50,29 @@ public final class PacketMacBatch
 
     static
     {
-        boolean vector = false;
-        String why;
-        if (!Boolean.parseBoolean(System.getProperty("switchml.mac.vector", "true")))
-        {
-            why = "switchml.mac.vector=false";
-        }
-        else if (NATIVE)
-        {
-            why = "the native library's lanes are used";
-        }
-        else if (ModuleLayer.boot().findModule(VECTOR_MODULE).isEmpty())
-        {
-            why = VECTOR_MODULE + " not in the JVM (--add-modules=" + VECTOR_MODULE + ")";
-        }
-        else if (!SipHash24x8.hardwareSupported())
-        {
-            why = "no 512-bit vector unit";
-        }
-        else
-        {
-            vector = true;
-            why = "";
-        }
-        VECTOR = vector;
+        final String javaLanesMissing = NATIVE ? null : javaLanesMissing();
+        VECTOR = !NATIVE && javaLanesMissing == null;
         DESCRIPTION = NATIVE ?
             "SipHash-2-4, up to " + NativePacketMac.lanes() + " packets at once (native library, " +
             NativePacketMac.description() + ")" :
-            vector ?
+            VECTOR ?
             "SipHash-2-4, up to " + LANES + " packets at once (512-bit vectors, once the JIT has compiled them)" :
             "SipHash-2-4, one packet at a time (native library: " + NativePacketMac.description() + "; Java lanes: " +
-            why + ")";
+            javaLanesMissing + ")";
+    }
+
+    /** Why this JVM cannot use the Java lanes, or null when it can (asked only without the native library). */
+    private static String javaLanesMissing()
+    {
+        if (!Boolean.parseBoolean(System.getProperty("switchml.mac.vector", "true")))
+        {
+            return "switchml.mac.vector=false";
+        }
+        if (ModuleLayer.boot().findModule(VECTOR_MODULE).isEmpty())
+        {
+            return VECTOR_MODULE + " not in the JVM (--add-modules=" + VECTOR_MODULE + ")";
+        }
+        return SipHash24x8.hardwareSupported() ? null : "no 512-bit vector unit";
     }
 
     /**
