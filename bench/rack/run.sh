@@ -269,6 +269,8 @@ cleanup() {
   fi
   for pid in $pids; do wait "$pid" 2>/dev/null || true; done
   loopback_multicast_down
+  # the build's copy (about 100 MB) is needed only while the JVMs run; the cells' logs and results stay
+  if [ -n "${WORK:-}" ]; then rm -rf "$WORK/snap"; fi
   if [ $code -ne 0 ] && [ -n "${WORK:-}" ]; then log "work directory kept: $WORK"; fi
   exit $code
 }

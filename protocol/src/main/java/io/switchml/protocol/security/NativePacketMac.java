@@ -21,11 +21,12 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * vector incubator module (whose presence costs a JVM its AOT-linked classes) nor a JIT warm-up: a JVM hashes in
  * lanes from its first packet.
  * <p>
- * At class initialisation the library is copied from the class path to a temporary file (deleted at exit) and
- * loaded; when that fails (no such resource for this CPU architecture, no writable temporary directory, a loader
- * error) or the system property {@code switchml.mac.native=false} is set, {@link #available()} is false and
- * {@link #description()} says why. The library calls nothing, allocates nothing and keeps no state; every call is a
- * critical downcall (no thread-state transition), so it is cheap next to the microseconds a batch takes.
+ * At class initialisation the library is copied from the class path to a temporary file, loaded, and the file deleted
+ * at once (the mapping stays; a JVM killed later leaves nothing in the temporary directory); when that fails (no such
+ * resource for this CPU architecture, no writable temporary directory, a loader error) or the system property {@code
+ * switchml.mac.native=false} is set, {@link #available()} is false and {@link #description()} says why. The library
+ * calls nothing, allocates nothing and keeps no state; every call is a critical downcall (no thread-state transition),
+ * so it is cheap next to the microseconds a batch takes.
  * <p>
  * Our own code because it is the product's MAC: no library offers multi-buffer SipHash over our packet layout. Its
  * MACs equal {@link PacketMac}'s byte for byte ({@code PacketMacBatchTest}).
@@ -37,6 +38,8 @@ final class NativePacketMac
     private static final MethodHandle LIMIT_LANES;
     private static final int LANES;
     private static final String DESCRIPTION;
+    /** The temporary file the library was loaded from (deleted by then), for a test; null when none was made. */
+    static final Path LOADED_FROM;
 
     static
     {
@@ -44,6 +47,7 @@ final class NativePacketMac
         MethodHandle limitLanes = null;
         int lanes = 0;
         String description;
+        Path loadedFrom = null;
         if (!Boolean.parseBoolean(System.getProperty("switchml.mac.native", "true")))
         {
             description = "switchml.mac.native=false";
@@ -60,10 +64,19 @@ final class NativePacketMac
                 else
                 {
                     final Path file = Files.createTempFile("switchml-", "-" + LIBRARY);
-                    file.toFile().deleteOnExit();
-                    Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+                    loadedFrom = file;
+                    final SymbolLookup library;
+                    try
+                    {
+                        Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+                        library = SymbolLookup.libraryLookup(file, Arena.global());
+                    }
+                    finally
+                    {
+                        // mapped once loaded: the file is not needed, and a JVM killed later leaves none behind
+                        Files.deleteIfExists(file);
+                    }
                     final Linker linker = Linker.nativeLinker();
-                    final SymbolLookup library = SymbolLookup.libraryLookup(file, Arena.global());
                     final MethodHandle lanesCall = linker.downcallHandle(
                         library.findOrThrow("switchml_mac_lanes"), FunctionDescriptor.of(JAVA_INT),
                         Linker.Option.critical(false));
@@ -89,6 +102,7 @@ final class NativePacketMac
         LIMIT_LANES = limitLanes;
         LANES = lanes;
         DESCRIPTION = description;
+        LOADED_FROM = loadedFrom;
     }
 
     private NativePacketMac()
