@@ -68,9 +68,42 @@ public final class BpfObject implements AutoCloseable
     }
 
     /**
-     * Copy a classpath resource (an object shipped in a jar) to a temporary file that is deleted at exit.
+     * Open an object shipped on the class path: copied to a temporary file that is deleted as soon as libbpf has
+     * opened it (libbpf keeps it open), so that nothing is left behind however the JVM ends.
+     */
+    public static BpfObject openResource(final String resource) throws BpfException
+    {
+        final Path file = copyResource(resource);
+        try
+        {
+            return open(file);
+        }
+        finally
+        {
+            try
+            {
+                Files.deleteIfExists(file);
+            }
+            catch (final IOException ex)
+            {
+                // a temporary file we cannot delete is not worth failing the load for; it goes at exit
+                file.toFile().deleteOnExit();
+            }
+        }
+    }
+
+    /**
+     * Copy a classpath resource (an object shipped in a jar) to a temporary file that is deleted at exit, for a caller
+     * that hands the file to another program.
      */
     public static Path extractResource(final String resource) throws BpfException
+    {
+        final Path file = copyResource(resource);
+        file.toFile().deleteOnExit();
+        return file;
+    }
+
+    private static Path copyResource(final String resource) throws BpfException
     {
         try (InputStream in = BpfObject.class.getResourceAsStream(resource))
         {
@@ -80,8 +113,15 @@ public final class BpfObject implements AutoCloseable
                     "built with clang? see scripts/ensure-test-deps.sh)");
             }
             final Path file = Files.createTempFile("switchml-", "-" + Path.of(resource).getFileName());
-            file.toFile().deleteOnExit();
-            Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+            try
+            {
+                Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+            }
+            catch (final IOException ex)
+            {
+                Files.deleteIfExists(file);
+                throw ex;
+            }
             return file;
         }
         catch (final IOException ex)

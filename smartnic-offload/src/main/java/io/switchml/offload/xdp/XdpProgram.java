@@ -62,7 +62,8 @@ public final class XdpProgram implements AutoCloseable
      */
     public static XdpProgram load(final int slotEntries, final int maxLanes) throws BpfException
     {
-        return load(BpfObject.extractResource(RESOURCE), slotEntries, maxLanes);
+        checkMaxLanes(maxLanes);
+        return load(BpfObject.openResource(RESOURCE), slotEntries, maxLanes);
     }
 
     /**
@@ -70,11 +71,20 @@ public final class XdpProgram implements AutoCloseable
      */
     public static XdpProgram load(final Path objectFile, final int slotEntries, final int maxLanes) throws BpfException
     {
+        checkMaxLanes(maxLanes);
+        return load(BpfObject.open(objectFile), slotEntries, maxLanes);
+    }
+
+    private static void checkMaxLanes(final int maxLanes)
+    {
         if (maxLanes < 1 || maxLanes > XdpLayout.MAX_LANES)
         {
             throw new IllegalArgumentException("the XDP program takes k up to 1.." + XdpLayout.MAX_LANES + ": " + maxLanes);
         }
-        final BpfObject object = BpfObject.open(objectFile);
+    }
+
+    private static XdpProgram load(final BpfObject object, final int slotEntries, final int maxLanes) throws BpfException
+    {
         try
         {
             object.setMaxEntries(XdpLayout.SLOTS_MAP, slotEntries);

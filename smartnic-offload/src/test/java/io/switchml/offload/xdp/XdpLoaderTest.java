@@ -14,6 +14,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -35,7 +36,7 @@ final class XdpLoaderTest
     {
         final long startNs = System.nanoTime();
         try (XdpProgram program = XdpProgram.load(1024, maxLanes);
-            BpfObject object = BpfObject.open(BpfObject.extractResource(XdpProgram.RESOURCE)))
+            BpfObject object = BpfObject.openResource(XdpProgram.RESOURCE))
         {
             final long loadMs = (System.nanoTime() - startNs) / 1_000_000;
             final long processed = program.verifiedInstructions();
@@ -55,9 +56,11 @@ final class XdpLoaderTest
     void verifierAcceptsTheAggregatorAndItsMapsMatchTheLayout() throws Exception
     {
         try (XdpProgram program = XdpProgram.load(128, 256);
-            BpfObject object = BpfObject.open(BpfObject.extractResource(XdpProgram.RESOURCE)))
+            BpfObject object = BpfObject.openResource(XdpProgram.RESOURCE))
         {
             assertTrue(program.programFd() > 0);
+            // the temporary copy is gone once libbpf opened it: nothing is left behind however the JVM ends
+            assertFalse(java.nio.file.Files.exists(object.path()), object.path() + " left behind");
             object.load(XdpLayout.PROGRAM_NAME);
             assertEquals(XdpLayout.CONFIG_SIZE, object.map(XdpLayout.CONFIG_MAP).valueSize());
             assertEquals(XdpLayout.JOB_SIZE, object.map(XdpLayout.JOBS_MAP).valueSize());
