@@ -334,24 +334,29 @@ EXPORT int32_t switchml_mac_limit_lanes(int32_t most)
 /*
  * The MACs of count packets of length bytes each: macs[i] of the packet at address packets[i]. The caller has checked
  * that every packet lies in readable memory and that length covers a header (40 bytes), and that count is 1 to 8.
+ *
+ * Eight lanes while more than four packets are left, four lanes for two to four, a last packet alone: on Zen 4 a
+ * call of four lanes takes about 72 % of the time of one of eight, and two packets one after the other 112 % of it
+ * (bench/mac/run.sh).
  */
 EXPORT void switchml_mac_packets(
     uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t count, int32_t length, uint64_t *macs)
 {
     const int32_t width = switchml_mac_lanes();
+    int32_t done = 0;
 #if defined(__x86_64__)
-    if (width > 1 && count > 1)
+    if (width > 1)
     {
         uint64_t lane_packets[8];
         uint64_t lane_macs[8];
-        int32_t done = 0;
-        while (done < count)
+        while (count - done > 1)
         {
-            for (int j = 0; j < width; j++)
+            const int32_t step = width == 8 && count - done > 4 ? 8 : 4;
+            for (int j = 0; j < step; j++)
             {
                 lane_packets[j] = packets[done + j < count ? done + j : done];
             }
-            if (width == 8)
+            if (step == 8)
             {
                 mac_eight(k0, k1, lane_packets, length, lane_macs);
             }
@@ -359,16 +364,15 @@ EXPORT void switchml_mac_packets(
             {
                 mac_four(k0, k1, lane_packets, length, lane_macs);
             }
-            for (int j = 0; j < width && done + j < count; j++)
+            for (int j = 0; j < step && done + j < count; j++)
             {
                 macs[done + j] = lane_macs[j];
             }
-            done += width;
+            done = done + step < count ? done + step : count;
         }
-        return;
     }
 #endif
-    for (int32_t i = 0; i < count; i++)
+    for (int32_t i = done; i < count; i++)
     {
         macs[i] = mac_one(k0, k1, (const uint8_t *)(uintptr_t)packets[i], length);
     }

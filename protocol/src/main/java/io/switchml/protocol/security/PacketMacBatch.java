@@ -38,10 +38,11 @@ public final class PacketMacBatch
     public static final int LANES = 8;
 
     /**
-     * Fewer packets than this are hashed one at a time: the lanes' work is the same for one packet as for eight, and
-     * one packet alone costs about an eighth of it.
+     * Fewer packets than this are hashed one at a time. The Java lanes' work is the same for one packet as for eight,
+     * and one packet alone costs about an eighth of it: 3. The native library takes two to four packets in four lanes,
+     * which cost less than two packets one after the other (bench/mac/run.sh): 2.
      */
-    static final int MIN_VECTOR_PACKETS = 3;
+    static final int MIN_VECTOR_PACKETS;
 
     private static final String VECTOR_MODULE = "jdk.incubator.vector";
     private static final boolean NATIVE = NativePacketMac.available();
@@ -50,6 +51,7 @@ public final class PacketMacBatch
 
     static
     {
+        MIN_VECTOR_PACKETS = NATIVE ? 2 : 3;
         final String javaLanesMissing = NATIVE ? null : javaLanesMissing();
         VECTOR = !NATIVE && javaLanesMissing == null;
         DESCRIPTION = NATIVE ?
