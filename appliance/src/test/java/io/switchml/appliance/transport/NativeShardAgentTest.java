@@ -144,17 +144,23 @@ class NativeShardAgentTest
 
             large.sendWindow();
             receiveCalls = agent.receiveCalls();
-            assertEquals(slots, drain(slots));
+            assertDrained(slots, drain(slots));
             assertEquals(receiveCalls + slots / 4, agent.receiveCalls(), "32,744-byte datagrams, 128 KiB a call: 4");
             assertEquals(slots, large.receiveWindow());
 
             small.sendWindow();
             receiveCalls = agent.receiveCalls();
-            assertEquals(SLOTS, drain(SLOTS));
+            assertDrained(SLOTS, drain(SLOTS));
             assertEquals(receiveCalls + 2, agent.receiveCalls(), "4 at the large datagrams' batch, then the other 28");
             assertEquals(SLOTS, small.receiveWindow());
             assertEquals(0L, agent.syscallErrors());
         }
+    }
+
+    /** The packets' work, and 1 more when the slots' deadline scan (every 100 ms) fell due meanwhile. */
+    private static void assertDrained(final int packets, final int work)
+    {
+        assertTrue(work == packets || work == packets + 1, "work " + work + " for " + packets + " packets");
     }
 
     private int drain(final int packets)
