@@ -90,7 +90,7 @@ static double now(void)
 
 static int run(const char *name, lanes_fn f, int lanes, int length, uint8_t *const *packets)
 {
-    uint64_t addresses[8], macs[8];
+    uint64_t addresses[16], macs[16];
     for (int j = 0; j < lanes; j++)
     {
         addresses[j] = (uint64_t)(uintptr_t)packets[j];
@@ -125,8 +125,8 @@ int main(void)
 {
     static const int lengths[] = { 1064, 8972, 32808 };
     const int32_t width = switchml_mac_lanes();
-    uint8_t *packets[8];
-    for (int j = 0; j < 8; j++)
+    uint8_t *packets[16];
+    for (int j = 0; j < 16; j++)
     {
         packets[j] = aligned_alloc(64, 65536);
         for (int i = 0; i < 65536; i++)
@@ -140,6 +140,7 @@ int main(void)
     {
         if (width >= 8)
         {
+            failed |= run("mac_sixteen (two sets of eight lanes)", mac_sixteen, 16, lengths[l], packets);
             failed |= run("mac_eight (transposed loads)", mac_eight, 8, lengths[l], packets);
             failed |= run("gather_eight (session 48)", gather_eight, 8, lengths[l], packets);
         }
@@ -150,15 +151,15 @@ int main(void)
         }
         failed |= run("mac_one, each packet alone", one_at_a_time, 8, lengths[l], packets);
     }
-    printf("\nswitchml_mac_packets as the library dispatches it, %d-byte packets (eight lanes for more than four, four"
-        " lanes for two to four, one alone):\n\n| packets per call | ns per call | ns per packet |\n|---:|---:|---:|\n",
+    printf("\nswitchml_mac_packets as the library dispatches it, %d-byte packets (sixteen lanes for 10 or more, eight"
+        " for more than four, four for two to four, one alone):\n\n| packets per call | ns per call | ns per packet |\n|---:|---:|---:|\n",
         lengths[1]);
-    uint64_t addresses[8], macs[8];
-    for (int j = 0; j < 8; j++)
+    uint64_t addresses[16], macs[16];
+    for (int j = 0; j < 16; j++)
     {
         addresses[j] = (uint64_t)(uintptr_t)packets[j];
     }
-    for (int count = 1; count <= 8; count++)
+    for (int count = 1; count <= 16; count++)
     {
         const long calls = (long)(2e9 / ((double)lengths[1] * count));
         double best = 1e9;

@@ -16,8 +16,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 /**
  * The packet MAC of up to {@link PacketMacBatch#LANES} packets at once in the CPU's vector lanes, computed by the
  * project's own shared object {@code libswitchml_mac.so} (source: {@code protocol/src/main/c/switchml_mac.c}; built by
- * the protocol module with clang and carried inside its jar) through the FFM API: 8 packets in AVX-512F registers, 4
- * in AVX2 registers, else one at a time. Unlike the Java lanes ({@link SipHash24x8}), it needs neither the JDK's
+ * the protocol module with clang and carried inside its jar) through the FFM API: 8 or 16 packets in AVX-512F
+ * registers, 4 in AVX2 registers, else one at a time. Unlike the Java lanes ({@link SipHash24x8}), it needs neither the JDK's
  * vector incubator module (whose presence costs a JVM its AOT-linked classes) nor a JIT warm-up: a JVM hashes in
  * lanes from its first packet.
  * <p>
@@ -118,11 +118,20 @@ final class NativePacketMac
     }
 
     /**
-     * @return packets the library hashes at once: 8 or 4; 1 without vector lanes; 0 when it is not loaded.
+     * @return the width of the CPU's lanes the library uses: 8 (AVX-512F) or 4 (AVX2); 1 without vector lanes; 0 when
+     * it is not loaded.
      */
     static int lanes()
     {
         return LANES;
+    }
+
+    /**
+     * @return packets one call hashes together at most: 16 with AVX-512F (two sets of eight lanes), else {@link #lanes}.
+     */
+    static int mostPerCall()
+    {
+        return LANES == 8 ? 16 : LANES;
     }
 
     /**

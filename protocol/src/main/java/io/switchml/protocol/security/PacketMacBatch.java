@@ -12,8 +12,8 @@ import java.util.concurrent.locks.LockSupport;
  * {@link PacketMac} of up to {@link #LANES} packets of one length together: the duty cycles that send or receive a
  * burst of packets gather them here and hash them at once, in the first of these that this JVM has:
  * <ol>
- * <li>the project's native library ({@link NativePacketMac}, carried in this jar): 8 packets in AVX-512F registers or
- * 4 in AVX2 registers, from the first packet on;</li>
+ * <li>the project's native library ({@link NativePacketMac}, carried in this jar): up to 16 packets in AVX-512F
+ * registers (two sets of eight lanes) or 4 in AVX2 registers, from the first packet on;</li>
  * <li>the JDK's vector incubator module in the boot layer ({@code --add-modules=jdk.incubator.vector}) and a 512-bit
  * vector unit: the lanes of {@link SipHash24x8}, once {@link #warmUp} has seen their code compiled by C2;</li>
  * <li>else each packet alone, by {@link PacketMac}.</li>
@@ -34,8 +34,11 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class PacketMacBatch
 {
-    /** Packets hashed together at most. */
-    public static final int LANES = 8;
+    /**
+     * Packets hashed together at most: the native library's two sets of eight AVX-512 lanes; the Java lanes take them
+     * eight at a time.
+     */
+    public static final int LANES = 16;
 
     /**
      * Fewer packets than this are hashed one at a time. The Java lanes' work is the same for one packet as for eight,
@@ -43,6 +46,7 @@ public final class PacketMacBatch
      * which cost less than two packets one after the other (bench/mac/run.sh): 2.
      */
     static final int MIN_VECTOR_PACKETS;
+    private static final int JAVA_LANES_MIN_PACKETS = 3;
 
     private static final String VECTOR_MODULE = "jdk.incubator.vector";
     private static final boolean NATIVE = NativePacketMac.available();
@@ -51,14 +55,14 @@ public final class PacketMacBatch
 
     static
     {
-        MIN_VECTOR_PACKETS = NATIVE ? 2 : 3;
+        MIN_VECTOR_PACKETS = NATIVE ? 2 : JAVA_LANES_MIN_PACKETS;
         final String javaLanesMissing = NATIVE ? null : javaLanesMissing();
         VECTOR = !NATIVE && javaLanesMissing == null;
         DESCRIPTION = NATIVE ?
-            "SipHash-2-4, up to " + NativePacketMac.lanes() + " packets at once (native library, " +
+            "SipHash-2-4, up to " + NativePacketMac.mostPerCall() + " packets at once (native library, " +
             NativePacketMac.description() + ")" :
             VECTOR ?
-            "SipHash-2-4, up to " + LANES + " packets at once (512-bit vectors, once the JIT has compiled them)" :
+            "SipHash-2-4, up to " + SipHash24x8.LANES + " packets at once (512-bit vectors, once the JIT has compiled them)" :
             "SipHash-2-4, one packet at a time (native library: " + NativePacketMac.description() + "; Java lanes: " +
             javaLanesMissing + ")";
     }
@@ -89,7 +93,8 @@ public final class PacketMacBatch
 
     private final UnsafeBuffer[] packets = new UnsafeBuffer[LANES];
     private final int[] offsets = new int[LANES];
-    private final long[] addresses = new long[LANES];
+    private final long[] addresses = new long[SipHash24x8.LANES];
+    private final long[] laneMacs = new long[SipHash24x8.LANES];
     private final long[] macs = new long[LANES];
     private final long[] scratch = new long[SipHash24x8.SCRATCH];
     /** The native library's arguments: the packets' addresses, then their MACs; only when it is in use. */
@@ -168,8 +173,8 @@ public final class PacketMacBatch
         }
         final int packetLength = Math.max(DataHeaderFlyweight.HEADER_LENGTH, length);
         final PacketMacBatch batch = new PacketMacBatch();
-        final UnsafeBuffer[] scratch = new UnsafeBuffer[LANES];
-        for (int i = 0; i < LANES; i++)
+        final UnsafeBuffer[] scratch = new UnsafeBuffer[SipHash24x8.LANES];
+        for (int i = 0; i < SipHash24x8.LANES; i++)
         {
             scratch[i] = new UnsafeBuffer(ByteBuffer.allocateDirect(packetLength));
             for (int b = 0; b < packetLength; b++)
@@ -185,19 +190,19 @@ public final class PacketMacBatch
             final long startNs = System.nanoTime();
             for (int r = 0; r < WARM_UP_ROUND; r++)
             {
-                batch.addresses(packetLength);
-                SipHash24x8.hash(r, calls, batch.addresses, packetLength, batch.macs, batch.scratch);
-                sink += batch.macs[r & (LANES - 1)];
+                batch.addresses(0, packetLength);
+                SipHash24x8.hash(r, calls, batch.addresses, packetLength, batch.laneMacs, batch.scratch);
+                sink += batch.laneMacs[r & (SipHash24x8.LANES - 1)];
             }
             final long vectorNs = System.nanoTime() - startNs;
             final long scalarStartNs = System.nanoTime();
-            for (int i = 0; i < LANES; i++)
+            for (int i = 0; i < SipHash24x8.LANES; i++)
             {
                 sink += PacketMac.compute(calls, i, scratch[i], 0, packetLength);
             }
             final long scalarNs = (System.nanoTime() - scalarStartNs) * WARM_UP_ROUND;
             // twice one at a time's speed, and a gigabyte a second at least: both kinds were compiled
-            if (vectorNs * 2 < scalarNs && vectorNs < (long)WARM_UP_ROUND * LANES * packetLength)
+            if (vectorNs * 2 < scalarNs && vectorNs < (long)WARM_UP_ROUND * SipHash24x8.LANES * packetLength)
             {
                 warm = true;
                 break;
@@ -318,17 +323,39 @@ public final class PacketMacBatch
             }
             return true;
         }
-        addresses(length);
-        SipHash24x8.hash(k0, k1, addresses, length, macs, scratch);
+        javaLanes(k0, k1, length);
         return true;
     }
 
-    /** The lanes' addresses: each packet's, the first's again for lanes past the last. */
-    private void addresses(final int length)
+    /**
+     * The MACs of the packets added by {@link SipHash24x8}, eight lanes at a time (a last one or two packets alone);
+     * package-private so that a test reaches it in a JVM that has the native library.
+     */
+    void javaLanes(final long k0, final long k1, final int length)
     {
-        for (int i = 0; i < LANES; i++)
+        for (int from = 0; from < size; from += SipHash24x8.LANES)
         {
-            final int p = i < size ? i : 0;
+            final int count = Math.min(SipHash24x8.LANES, size - from);
+            if (count < JAVA_LANES_MIN_PACKETS)
+            {
+                for (int i = from; i < size; i++)
+                {
+                    macs[i] = PacketMac.compute(k0, k1, packets[i], offsets[i], length);
+                }
+                break;
+            }
+            addresses(from, length);
+            SipHash24x8.hash(k0, k1, addresses, length, laneMacs, scratch);
+            System.arraycopy(laneMacs, 0, macs, from, count);
+        }
+    }
+
+    /** The eight lanes' addresses from packet {@code from} on: each packet's, the first's again past the last. */
+    private void addresses(final int from, final int length)
+    {
+        for (int i = 0; i < SipHash24x8.LANES; i++)
+        {
+            final int p = from + i < size ? from + i : from;
             packets[p].boundsCheck(offsets[p], length);
             addresses[i] = packets[p].addressOffset() + offsets[p];
         }

@@ -62,6 +62,42 @@ class PacketMacBatchTest
     }
 
     @Test
+    void aBatchInTheJavaLanesTakesEveryCountEightAtATime()
+    {
+        // PacketMacBatch's own path through SipHash24x8 (where the native library does not load): up to 16 packets
+        // in runs of eight lanes, a last one or two alone
+        assertTrue(SipHash24x8.hardwareSupported(), "the test machines have 512-bit vectors");
+        final long seed = TestSeed.seed();
+        final SplittableRandom random = new SplittableRandom(seed);
+        final PacketMacBatch batch = new PacketMacBatch();
+        for (final int length : new int[]{ 40, 65, 1064, 8972 })
+        {
+            for (int count = 1; count <= PacketMacBatch.LANES; count++)
+            {
+                final long k0 = random.nextLong();
+                final long k1 = random.nextLong();
+                final UnsafeBuffer[] packets = new UnsafeBuffer[count];
+                batch.clear();
+                for (int j = 0; j < count; j++)
+                {
+                    packets[j] = new UnsafeBuffer(ByteBuffer.allocateDirect(length));
+                    for (int b = 0; b < length; b++)
+                    {
+                        packets[j].putByte(b, (byte)random.nextInt());
+                    }
+                    batch.add(packets[j], 0);
+                }
+                batch.javaLanes(k0, k1, length);
+                for (int j = 0; j < count; j++)
+                {
+                    assertEquals(PacketMac.compute(k0, k1, packets[j], 0, length), batch.mac(j),
+                        "length " + length + ", packet " + j + " of " + count + ", " + TestSeed.describe(seed));
+                }
+            }
+        }
+    }
+
+    @Test
     void theJavaLanesGiveEachPacketsOwnMac()
     {
         // SipHash24x8 (the JDK's vector module; used where the native library does not load) called directly: the
