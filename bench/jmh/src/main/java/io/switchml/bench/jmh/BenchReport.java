@@ -43,7 +43,8 @@ import java.util.regex.Pattern;
  * <p>
  * GB/s is bytes per operation over nanoseconds per operation (1 byte/ns = 1 GB/s = 10^9 bytes/s). Bytes per
  * operation come from each benchmark's size parameter: {@code elements} and {@code lanes} and {@code k} count 4-byte
- * values, {@code packetBytes} counts bytes (eight packets for a {@code batchOfEight}).
+ * values, {@code packetBytes} counts bytes (eight packets for a {@code batchOfEight}, sixteen for a
+ * {@code batchOfSixteen}).
  */
 public final class BenchReport
 {
@@ -188,7 +189,8 @@ public final class BenchReport
             return 0;
         }
         // a batch benchmark handles PacketMacBatch.LANES packets per operation
-        final long packets = params.getBenchmark().endsWith("batchOfEight") ? 8 : 1;
+        final long packets = params.getBenchmark().endsWith("batchOfEight") ? 8 :
+            params.getBenchmark().endsWith("batchOfSixteen") ? 16 : 1;
         return packets * Long.parseLong(packetBytes);
     }
 

@@ -22,8 +22,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * SipHash-2-4 MAC of a whole data packet in a direct buffer: 1064 bytes is a k = 256 packet (40-byte header and
  * 1 KiB of lanes), 32768 bytes a 32 KiB datagram. {@link #compute} hashes one packet (bytes per operation: the packet
- * length); {@link #batchOfEight} signs eight packets of that length together through {@link PacketMacBatch}, in vector
- * lanes (bytes per operation: eight packet lengths; it fails when the lanes are not in use): the native library's by
+ * length); {@link #batchOfEight} and {@link #batchOfSixteen} sign eight or sixteen packets of that length together
+ * through {@link PacketMacBatch}, in vector lanes (bytes per operation: eight or sixteen packet lengths; they fail when
+ * the lanes are not in use): the native library's (sixteen: two sets of eight AVX-512 lanes interleaved) by
  * default, the Java lanes ({@code SipHash24x8}, after their warm-up) with {@code -jvmArgsAppend
  * -Dswitchml.mac.native=false}.
  */
@@ -76,9 +77,20 @@ public class PacketMacBenchmark
     @Benchmark
     public boolean batchOfEight()
     {
-        for (final UnsafeBuffer p : packets)
+        return sign(8);
+    }
+
+    @Benchmark
+    public boolean batchOfSixteen()
+    {
+        return sign(16);
+    }
+
+    private boolean sign(final int count)
+    {
+        for (int i = 0; i < count; i++)
         {
-            batch.add(p, 0);
+            batch.add(packets[i], 0);
         }
         final boolean lanes = batch.sign(k0, k1, packetBytes);
         batch.clear();
