@@ -102,7 +102,7 @@ public final class NativeUdp
      * per GB 2.42-3.03 s against 1.93-2.39, lower in every pair, TAT p50 median 360 against 323 ms; with MAC off (2
      * pairs) 256 KiB was slower (TAT 179-253 against 170-189 ms, the appliance 0.92-0.98 s per GB against
      * 0.83-1.06), hence only for MAC lanes. 512 KiB, which would fill the native library's sixteen lanes with 32 KiB
-     * datagrams, was no better (session 49, 3 such pairs against 256 KiB: the appliance's CPU per GB 1.62-1.99 s
+     * datagrams, was no better (session 49, 3 such pairs against 256 KiB: the appliance's CPU per GB 1.58-1.99 s
      * against 1.60-2.14, TAT p50 261-328 ms against 240-326).
      */
     public static final int RECEIVE_BATCH_BYTES_MAC_LANES = 256 * 1024;
