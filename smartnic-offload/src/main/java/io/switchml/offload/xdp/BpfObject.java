@@ -69,7 +69,8 @@ public final class BpfObject implements AutoCloseable
 
     /**
      * Open an object shipped on the class path: copied to a temporary file that is deleted as soon as libbpf has
-     * opened it (libbpf keeps it open), so that nothing is left behind however the JVM ends.
+     * opened it (libbpf holds it open until the program is loaded), so that nothing is left behind however the JVM
+     * ends.
      */
     public static BpfObject openResource(final String resource) throws BpfException
     {
