@@ -10,64 +10,35 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* Session 48's loop: word w of every lane gathered from packets[j] + 8w. */
+/* Session 48's loops: word w of every lane gathered from packets[j] + 8w, on the library's own SipHash helpers. */
 __attribute__((target("avx512f"))) static void gather_eight(
     uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t length, uint64_t *macs)
 {
-    const int32_t words = length >> 3;
-    const __m512i base = _mm512_loadu_si512((const void *)packets);
-    __m512i v0 = _mm512_set1_epi64((long long)(k0 ^ INIT_V0));
-    __m512i v1 = _mm512_set1_epi64((long long)(k1 ^ INIT_V1));
-    __m512i v2 = _mm512_set1_epi64((long long)(k0 ^ INIT_V2));
-    __m512i v3 = _mm512_set1_epi64((long long)(k1 ^ INIT_V3));
+    const uint8_t *p[8];
     uint64_t lasts[8];
-    for (int j = 0; j < 8; j++)
+    lanes_of(packets, 8, length, p, lasts);
+    const __m512i base = _mm512_loadu_si512((const void *)packets);
+    state512 s = start512(k0, k1);
+    for (int32_t w = 0; w < length >> 3; w++)
     {
-        lasts[j] = last_word((const uint8_t *)(uintptr_t)packets[j], length);
+        absorb512(&s, gather_word512(base, w));
     }
-    for (int32_t w = 0; w < words; w++)
-    {
-        ABSORB512(w == MAC_WORD ?
-            _mm512_setzero_si512() :
-            _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(8LL * w)), (const void *)0, 1));
-    }
-    ABSORB512(_mm512_loadu_si512((const void *)lasts));
-    v2 = _mm512_xor_si512(v2, _mm512_set1_epi64(0xff));
-    SIPROUND512;
-    SIPROUND512;
-    SIPROUND512;
-    SIPROUND512;
-    _mm512_storeu_si512((void *)macs, _mm512_xor_si512(_mm512_xor_si512(v0, v1), _mm512_xor_si512(v2, v3)));
+    finish512(&s, lasts, macs);
 }
 
-/* The same at AVX2's width. */
 __attribute__((target("avx2"))) static void gather_four(
     uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t length, uint64_t *macs)
 {
-    const int32_t words = length >> 3;
-    const __m256i base = _mm256_loadu_si256((const __m256i *)packets);
-    __m256i v0 = _mm256_set1_epi64x((long long)(k0 ^ INIT_V0));
-    __m256i v1 = _mm256_set1_epi64x((long long)(k1 ^ INIT_V1));
-    __m256i v2 = _mm256_set1_epi64x((long long)(k0 ^ INIT_V2));
-    __m256i v3 = _mm256_set1_epi64x((long long)(k1 ^ INIT_V3));
+    const uint8_t *p[4];
     uint64_t lasts[4];
-    for (int j = 0; j < 4; j++)
+    lanes_of(packets, 4, length, p, lasts);
+    const __m256i base = _mm256_loadu_si256((const __m256i *)packets);
+    state256 s = start256(k0, k1);
+    for (int32_t w = 0; w < length >> 3; w++)
     {
-        lasts[j] = last_word((const uint8_t *)(uintptr_t)packets[j], length);
+        absorb256(&s, gather_word256(base, w));
     }
-    for (int32_t w = 0; w < words; w++)
-    {
-        ABSORB256(w == MAC_WORD ?
-            _mm256_setzero_si256() :
-            _mm256_i64gather_epi64((const long long *)0, _mm256_add_epi64(base, _mm256_set1_epi64x(8LL * w)), 1));
-    }
-    ABSORB256(_mm256_loadu_si256((const __m256i *)lasts));
-    v2 = _mm256_xor_si256(v2, _mm256_set1_epi64x(0xff));
-    SIPROUND256;
-    SIPROUND256;
-    SIPROUND256;
-    SIPROUND256;
-    _mm256_storeu_si256((__m256i *)macs, _mm256_xor_si256(_mm256_xor_si256(v0, v1), _mm256_xor_si256(v2, v3)));
+    finish256(&s, lasts, macs);
 }
 
 /* Eight packets one after the other, as without vector lanes. */

@@ -5,7 +5,6 @@ import io.switchml.appliance.control.Job;
 import io.switchml.appliance.telemetry.ErrorLog;
 import io.switchml.appliance.telemetry.ShardCounters;
 import io.switchml.protocol.DataHeaderFlyweight;
-import io.switchml.protocol.security.PacketMac;
 import io.switchml.protocol.security.PacketMacBatch;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.Agent;
@@ -688,13 +687,13 @@ final class NativeShardAgent implements Agent, ResultSender
 
     /**
      * Sign the open claim's result when the batch leaves (with the others of one job and length, in vector lanes
-     * where this JVM has them), or at once when it is not in the arena (it cannot be queued then).
+     * where this JVM has them). A result outside the arena is never sent ({@link #queue} drops and counts it), so
+     * there is nothing to sign.
      */
     public void sign(final Job job, final int lengthBytes)
     {
         if (!claimInArena)
         {
-            PacketMac.sign(job.macK0(), job.macK1(), outView, 0, lengthBytes);
             return;
         }
         toSign[toSignCount].wrap(base + claimOffset, lengthBytes);
