@@ -104,7 +104,7 @@ class NativeShardAgentTest
             peer.sendWindow();
             assertTrue(agent.doWork() >= SLOTS);
             assertEquals(SLOTS, peer.receiveWindow());
-            // one recvmmsg took the window: its 32 MACs in four batches of eight, and its 32 results' (each update
+            // one recvmmsg took the window: its 32 MACs in two batches of sixteen, and its 32 results' (each update
             // completes its slot at world 1) when the batch is sent; the peer checks every result's MAC
             assertEquals(lanes ? 2 * SLOTS : 0, counter("shard_macs_in_lanes") - inLanesBefore);
 

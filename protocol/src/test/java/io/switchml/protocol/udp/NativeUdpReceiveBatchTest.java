@@ -20,7 +20,7 @@ class NativeUdpReceiveBatchTest
         assertEquals(2, NativeUdp.receiveBatchFor(32, 2, 2 * 65_507L, false), "never fewer than 2");
         assertEquals(1, NativeUdp.receiveBatchFor(1, 1, 65_507L, false), "nor more than configured");
         assertEquals(32, NativeUdp.receiveBatchFor(32, 3, 0, false), "empty datagrams");
-        assertEquals(8, NativeUdp.receiveBatchFor(32, 4, 4 * 32_744L, true), "k = 8176, MACs in lanes: 8 lanes full");
+        assertEquals(8, NativeUdp.receiveBatchFor(32, 4, 4 * 32_744L, true), "k = 8176, MACs in lanes: 8 a call");
         assertEquals(29, NativeUdp.receiveBatchFor(32, 32, 32 * 8_972L, true), "k = 2233, MACs in lanes");
         assertEquals(32, NativeUdp.receiveBatchFor(32, 32, 32 * 1_064L, true), "k = 256, MACs in lanes");
     }
