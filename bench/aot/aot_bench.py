@@ -7,6 +7,9 @@ bridge protocol of worker-agent/python, with numpy in place of torch) all-reduce
 times through shared memory, a barrier before each. Figures:
   appliance_ready_ms   exec of the launcher to "switchml appliance ready" on its stdout
   agent_ready_ms       exec of an agent's launcher to its "switchml worker serve ready" (every rank joined)
+  agent_ready_cpu      each agent JVM's CPU seconds (user + sys, every thread) from exec to that line, and the part
+                       of it its live JIT compiler threads spent: on a host of fewer cores than JVMs starting at
+                       once, readiness is bound by their sum, not by one JVM's wall time
   tat_ms[i]            all-reduce i: barrier release to the last rank's reply (the demo's TAT)
   rss_mb               VmRSS of each JVM after the last all-reduce (and VmHWM, its peak)
 SWITCHML_AOT=on|off is passed to the launcher as SWITCHML_AOT=auto|off; anything in SWITCHML_JAVA_OPTS reaches
@@ -106,6 +109,22 @@ def cpu_s(pid):
     return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def jit_cpu_s(pid):
+    """CPU seconds of a JVM's live JIT compiler threads (C1 and C2), from /proc/PID/task."""
+    total = 0.0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                if "CompilerThre" not in f.read():
+                    continue
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                v = f.read().rsplit(")", 1)[1].split()
+            total += (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return total
+
+
 def mem(pid):
     out = {}
     with open("/proc/%d/status" % pid) as f:
@@ -176,9 +195,12 @@ def one_rep(args, rep, aot):
             ours.add(p.pid)
             agents.append((p, t, sock))
         ready = []
+        ready_cpu = []
         for r, (p, t, _) in enumerate(agents):
             logs["agent%d" % r] = []
             ready.append(wait_line(p, t, "switchml worker serve ready", 90, logs["agent%d" % r]))
+            # the launcher execs the JVM, so the pid is the JVM's: its CPU from exec to ready, and the JIT's part
+            ready_cpu.append({"cpu_s": cpu_s(p.pid), "jit_s": jit_cpu_s(p.pid)})
             drain(p, logs["agent%d" % r])
         elements = args.size_mb * 1000000 // 4
         clients = [Client(sock) for (_, _, sock) in agents]
@@ -234,7 +256,7 @@ def one_rep(args, rep, aot):
             c.close()
         return {"aot": aot, "quiet_before": quiet, "foreign_jvms_during": watch.done(),
                 "foreign_cpu_s": foreign_cpu, "appliance_ready_ms": appliance_ms,
-                "agent_ready_ms": ready, "tat_ms": tats, "mem_mb": rss}
+                "agent_ready_ms": ready, "agent_ready_cpu": ready_cpu, "tat_ms": tats, "mem_mb": rss}
     finally:
         for name, p in procs:
             if p.poll() is None:
@@ -277,11 +299,13 @@ def main():
         res["steady_median_ms"] = steady
         res["first_over_steady"] = tats[0] / steady
         reps.append(res)
-        print("aot=%s rep %d%s, other processes' CPU %.1f s: appliance ready %.0f ms, agents ready %s ms, first all-reduce %.1f ms, second %.1f ms, "
+        print("aot=%s rep %d%s, other processes' CPU %.1f s: appliance ready %.0f ms, agents ready %s ms (CPU s at ready %s, "
+              "of it the JIT's %s), first all-reduce %.1f ms, second %.1f ms, "
               "steady (median of the 2nd half) %.1f ms, first/steady %.2f; RSS MB %s" % (
                   aot, rep, "" if not res["foreign_jvms_during"] else " (CONTENDED: another JVM ran)",
                   res["foreign_cpu_s"],
-                  res["appliance_ready_ms"], [round(x) for x in res["agent_ready_ms"]], tats[0],
+                  res["appliance_ready_ms"], [round(x) for x in res["agent_ready_ms"]],
+                  [round(c["cpu_s"], 2) for c in res["agent_ready_cpu"]], [round(c["jit_s"], 2) for c in res["agent_ready_cpu"]], tats[0],
                   tats[1] if len(tats) > 1 else float("nan"), steady, res["first_over_steady"],
                   {k: round(v["VmRSS"]) for k, v in res["mem_mb"].items()}), flush=True)
     print(json.dumps({"aot": args.aot, "args": vars(args), "reps": reps}))
