@@ -435,8 +435,12 @@ EXPORT int32_t switchml_mac_limit_lanes(int32_t most)
  * With AVX-512: sixteen lanes while ten packets or more are left, eight while more than four, four for two to four, a
  * last packet alone. On Zen 4 a call of four lanes takes about 72 % of the time of one of eight, two packets one after
  * the other 112 % of four lanes' call, and sixteen lanes 170 % of eight (bench/mac/run.sh). With AVX2: four lanes.
+ * Returns count.
+ *
+ * Java calls every export of this file on one shape, int f(six 64-bit integers), the unused ones 0 (NativeCalls: one
+ * downcall stub for the three, which x86-64's and AArch64's calling conventions make sound), hence an int back here.
  */
-EXPORT void switchml_mac_packets(
+EXPORT int32_t switchml_mac_packets(
     uint64_t k0, uint64_t k1, const uint64_t *packets, int32_t count, int32_t length, uint64_t *macs)
 {
     const int32_t width = switchml_mac_lanes();
@@ -478,4 +482,5 @@ EXPORT void switchml_mac_packets(
     {
         macs[i] = mac_one(k0, k1, (const uint8_t *)(uintptr_t)packets[i], length);
     }
+    return count;
 }

@@ -1,7 +1,8 @@
 package io.switchml.appliance.transport;
 
+import io.switchml.protocol.NativeCalls;
+
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -9,7 +10,7 @@ import java.lang.invoke.MethodHandle;
 
 /**
  * Pins the calling thread to one CPU with Linux sched_setaffinity(2), called through the JDK's
- * foreign function interface (no native library of our own).
+ * foreign function interface (no native library of our own), on the call shape of {@link NativeCalls}.
  */
 public final class CpuAffinity
 {
@@ -26,9 +27,7 @@ public final class CpuAffinity
         {
             final Linker linker = Linker.nativeLinker();
             return linker.defaultLookup().find("sched_setaffinity")
-                .map(symbol -> linker.downcallHandle(symbol,
-                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS),
-                    Linker.Option.captureCallState("errno")))
+                .map(symbol -> NativeCalls.intCall(symbol, Linker.Option.captureCallState("errno")))
                 .orElse(null);
         }
         catch (final RuntimeException | LinkageError ex)
@@ -58,7 +57,7 @@ public final class CpuAffinity
             final MemorySegment mask = arena.allocate(CPU_SET_BYTES);
             mask.set(ValueLayout.JAVA_BYTE, cpu / 8, (byte)(1 << (cpu % 8)));
             final MemorySegment callState = arena.allocate(Linker.Option.captureStateLayout());
-            final int result = (int)SCHED_SETAFFINITY.invokeExact(callState, 0, (long)CPU_SET_BYTES, mask);
+            final int result = (int)SCHED_SETAFFINITY.invokeExact(callState, 0L, (long)CPU_SET_BYTES, mask.address(), 0L, 0L, 0L);
             if (result != 0)
             {
                 final int errno = callState.get(ValueLayout.JAVA_INT,

@@ -1,17 +1,15 @@
 package io.switchml.protocol.security;
 
+import io.switchml.protocol.NativeCalls;
+
 import java.io.InputStream;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The packet MAC of up to {@link PacketMacBatch#LANES} packets at once in the CPU's vector lanes, computed by the
@@ -76,17 +74,13 @@ final class NativePacketMac
                         // mapped once loaded: the file is not needed, and a JVM killed later leaves none behind
                         Files.deleteIfExists(file);
                     }
-                    final Linker linker = Linker.nativeLinker();
-                    final MethodHandle lanesCall = linker.downcallHandle(
-                        library.findOrThrow("switchml_mac_lanes"), FunctionDescriptor.of(JAVA_INT),
-                        Linker.Option.critical(false));
-                    macPackets = linker.downcallHandle(
-                        library.findOrThrow("switchml_mac_packets"),
-                        FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG),
-                        Linker.Option.critical(false));
-                    limitLanes = linker.downcallHandle(
-                        library.findOrThrow("switchml_mac_limit_lanes"), FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-                    lanes = (int)lanesCall.invokeExact();
+                    // one critical stub for the three, on the transport's call shape (see NativeCalls)
+                    final Linker.Option critical = Linker.Option.critical(false);
+                    final MethodHandle lanesCall =
+                        NativeCalls.intCall(library.findOrThrow("switchml_mac_lanes"), critical);
+                    macPackets = NativeCalls.intCall(library.findOrThrow("switchml_mac_packets"), critical);
+                    limitLanes = NativeCalls.intCall(library.findOrThrow("switchml_mac_limit_lanes"), critical);
+                    lanes = (int)lanesCall.invokeExact(0L, 0L, 0L, 0L, 0L, 0L);
                     description = lanes == 8 ? "AVX-512F" : lanes == 4 ? "AVX2" : "no AVX2 or AVX-512F";
                 }
             }
@@ -158,7 +152,7 @@ final class NativePacketMac
     {
         try
         {
-            MAC_PACKETS.invokeExact(k0, k1, addresses, count, length, macs);
+            final int ignore = (int)MAC_PACKETS.invokeExact(k0, k1, addresses, (long)count, (long)length, macs);
         }
         catch (final Throwable ex)
         {
@@ -177,7 +171,7 @@ final class NativePacketMac
     {
         try
         {
-            return (int)LIMIT_LANES.invokeExact(most);
+            return (int)LIMIT_LANES.invokeExact((long)most, 0L, 0L, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {

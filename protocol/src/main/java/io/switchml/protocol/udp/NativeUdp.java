@@ -1,7 +1,8 @@
 package io.switchml.protocol.udp;
 
+import io.switchml.protocol.NativeCalls;
+
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
@@ -10,19 +11,18 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.Locale;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * Linux UDP socket calls (socket, setsockopt, bind, connect, recvmmsg, sendmmsg, sendmsg, recvmsg, poll, eventfd,
  * close) through the JDK's foreign function interface: no native library of our own, and no allocation per call.
  * Shared by the appliance's shards and the workers' I/O agents (one copy of the bindings for both sides).
  * <p>
- * Pointer arguments are declared as {@code long} (a pointer and a long are passed alike on LP64 Linux),
- * so that callers pass raw addresses into one preallocated native block instead of slicing
- * {@link MemorySegment}s, which allocates. The handles are static finals invoked with
- * {@code invokeExact} at their exact types, so nothing is boxed.
+ * Every call is linked on one of {@link NativeCalls}' two shapes (six 64-bit arguments, an int or a long back), so that
+ * a JVM spins three downcall stubs at start-up rather than one per distinct C signature. Pointer arguments are
+ * passed as {@code long} (a pointer and a long are passed alike on LP64 Linux), so that callers pass raw addresses
+ * into one preallocated native block instead of slicing {@link MemorySegment}s, which allocates. The handles are
+ * static finals invoked with {@code invokeExact} at their exact types, so nothing is boxed.
  * <p>
  * errno: the set-up calls capture it into a call-state segment ({@link #allocateCallState},
  * {@link #errno}), the JDK's exact way. The packet-path calls (recvmmsg, sendmmsg, poll) do not: a
@@ -162,26 +162,12 @@ public final class NativeUdp
 
     static
     {
+        // every call on one of NativeCalls' two shapes: three stubs to spin at start-up instead of fourteen
         final String[] names = {"socket", "setsockopt", "getsockopt", "bind", "getsockname", "close", "connect", "eventfd",
             "strerror", "recvmmsg", "sendmmsg", "poll", "__errno_location", "read", "write", "sendmsg", "recvmsg"};
-        final FunctionDescriptor[] descriptors = {
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT),
-            FunctionDescriptor.of(ADDRESS, JAVA_INT),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT),
-            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT),
-            FunctionDescriptor.of(JAVA_LONG),
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG),
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT)};
+        // which return a long (ssize_t or a pointer) rather than an int
+        final boolean[] returnsLong = {false, false, false, false, false, false, false, false,
+            true, false, false, false, true, true, true, false, false};
         final int capturingCalls = 8;
         final MethodHandle[] handles = new MethodHandle[names.length];
         long errnoOffset = 0;
@@ -201,16 +187,15 @@ public final class NativeUdp
         {
             try
             {
-                final Linker linker = Linker.nativeLinker();
-                final SymbolLookup libc = linker.defaultLookup();
+                final SymbolLookup libc = Linker.nativeLinker().defaultLookup();
                 final Linker.Option errno = Linker.Option.captureCallState("errno");
                 for (int i = 0; i < names.length; i++)
                 {
                     final String name = names[i];
                     final MemorySegment symbol = libc.find(name)
                         .orElseThrow(() -> new UnsatisfiedLinkError("no symbol " + name + " in the C library"));
-                    handles[i] = i < capturingCalls ?
-                        linker.downcallHandle(symbol, descriptors[i], errno) : linker.downcallHandle(symbol, descriptors[i]);
+                    final Linker.Option[] options = i < capturingCalls ? new Linker.Option[] {errno} : new Linker.Option[0];
+                    handles[i] = returnsLong[i] ? NativeCalls.longCall(symbol, options) : NativeCalls.intCall(symbol, options);
                 }
                 final MemoryLayout stateLayout = Linker.Option.captureStateLayout();
                 errnoOffset = stateLayout.byteOffset(MemoryLayout.PathElement.groupElement("errno"));
@@ -255,13 +240,13 @@ public final class NativeUdp
         try (Arena arena = Arena.ofConfined())
         {
             final MemorySegment state = arena.allocate(callStateSize);
-            final int fd = (int)socket.invokeExact(state, AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            final int fd = (int)socket.invokeExact(state, (long)AF_INET, (long)(SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), 0L, 0L, 0L, 0L);
             if (fd < 0)
             {
                 throw new IllegalStateException("socket(AF_INET, SOCK_DGRAM) failed: errno " +
                     state.get(JAVA_INT, errnoOffset));
             }
-            final int ignore = (int)close.invokeExact(state, fd);
+            final int ignore = (int)close.invokeExact(state, (long)fd, 0L, 0L, 0L, 0L, 0L);
         }
     }
 
@@ -301,7 +286,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)SOCKET.invokeExact(callState, domain, type, protocol);
+            return (int)SOCKET.invokeExact(callState, (long)domain, (long)type, (long)protocol, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -314,7 +299,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)SETSOCKOPT.invokeExact(callState, fd, level, option, valueAddress, length);
+            return (int)SETSOCKOPT.invokeExact(callState, (long)fd, (long)level, (long)option, valueAddress, (long)length, 0L);
         }
         catch (final Throwable ex)
         {
@@ -328,7 +313,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)GETSOCKOPT.invokeExact(callState, fd, level, option, valueAddress, lengthAddress);
+            return (int)GETSOCKOPT.invokeExact(callState, (long)fd, (long)level, (long)option, valueAddress, lengthAddress, 0L);
         }
         catch (final Throwable ex)
         {
@@ -340,7 +325,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)BIND.invokeExact(callState, fd, sockaddrAddress, length);
+            return (int)BIND.invokeExact(callState, (long)fd, sockaddrAddress, (long)length, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -352,7 +337,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)GETSOCKNAME.invokeExact(callState, fd, sockaddrAddress, lengthAddress);
+            return (int)GETSOCKNAME.invokeExact(callState, (long)fd, sockaddrAddress, lengthAddress, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -368,7 +353,7 @@ public final class NativeUdp
     {
         try
         {
-            return (long)ERRNO_LOCATION.invokeExact();
+            return (long)ERRNO_LOCATION.invokeExact(0L, 0L, 0L, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -385,7 +370,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)RECVMMSG.invokeExact(fd, msgvecAddress, vlen, flags, 0L);
+            return (int)RECVMMSG.invokeExact((long)fd, msgvecAddress, (long)vlen, (long)flags, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -402,7 +387,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)SENDMMSG.invokeExact(fd, msgvecAddress, vlen, flags);
+            return (int)SENDMMSG.invokeExact((long)fd, msgvecAddress, (long)vlen, (long)flags, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -419,7 +404,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)POLL.invokeExact(pollfdsAddress, count, timeoutMs);
+            return (int)POLL.invokeExact(pollfdsAddress, count, (long)timeoutMs, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -431,7 +416,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)CONNECT.invokeExact(callState, fd, sockaddrAddress, length);
+            return (int)CONNECT.invokeExact(callState, (long)fd, sockaddrAddress, (long)length, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -446,7 +431,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)EVENTFD.invokeExact(callState, initialValue, flags);
+            return (int)EVENTFD.invokeExact(callState, (long)initialValue, (long)flags, 0L, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -461,7 +446,7 @@ public final class NativeUdp
     {
         try
         {
-            return (long)READ.invokeExact(fd, bufferAddress, count);
+            return (long)READ.invokeExact((long)fd, bufferAddress, count, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -476,7 +461,7 @@ public final class NativeUdp
     {
         try
         {
-            return (long)WRITE.invokeExact(fd, bufferAddress, count);
+            return (long)WRITE.invokeExact((long)fd, bufferAddress, count, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -493,7 +478,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)SENDMSG.invokeExact(fd, msghdrAddress, flags);
+            return (int)SENDMSG.invokeExact((long)fd, msghdrAddress, (long)flags, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -511,7 +496,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)RECVMSG.invokeExact(fd, msghdrAddress, flags);
+            return (int)RECVMSG.invokeExact((long)fd, msghdrAddress, (long)flags, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -523,7 +508,7 @@ public final class NativeUdp
     {
         try
         {
-            return (int)CLOSE.invokeExact(callState, fd);
+            return (int)CLOSE.invokeExact(callState, (long)fd, 0L, 0L, 0L, 0L, 0L);
         }
         catch (final Throwable ex)
         {
@@ -540,8 +525,8 @@ public final class NativeUdp
     {
         try
         {
-            final MemorySegment text = (MemorySegment)STRERROR.invokeExact(errno);
-            return "errno " + errno + " (" + text.reinterpret(256).getString(0) + ")";
+            final long text = (long)STRERROR.invokeExact((long)errno, 0L, 0L, 0L, 0L, 0L);
+            return "errno " + errno + " (" + MemorySegment.ofAddress(text).reinterpret(256).getString(0) + ")";
         }
         catch (final Throwable ex)
         {

@@ -1,7 +1,8 @@
 package io.switchml.worker.bench;
 
+import io.switchml.protocol.NativeCalls;
+
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -28,8 +29,7 @@ final class ProcessCpuClock
         {
             final Linker linker = Linker.nativeLinker();
             return linker.defaultLookup().find("clock_gettime")
-                .map(symbol -> linker.downcallHandle(symbol,
-                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS)))
+                .map(NativeCalls::intCall)
                 .orElse(null);
         }
         catch (final RuntimeException | LinkageError ex)
@@ -50,7 +50,7 @@ final class ProcessCpuClock
         }
         try
         {
-            if ((int)CLOCK_GETTIME.invokeExact(CLOCK_PROCESS_CPUTIME_ID, timespec) != 0)
+            if ((int)CLOCK_GETTIME.invokeExact((long)CLOCK_PROCESS_CPUTIME_ID, timespec.address(), 0L, 0L, 0L, 0L) != 0)
             {
                 return -1;
             }

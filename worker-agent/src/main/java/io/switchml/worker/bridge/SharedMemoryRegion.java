@@ -1,7 +1,9 @@
 package io.switchml.worker.bridge;
 
-import java.io.IOException;
+import io.switchml.protocol.NativeCalls;
 import io.switchml.protocol.udp.NativeUdp;
+
+import java.io.IOException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -50,9 +52,7 @@ final class SharedMemoryRegion implements AutoCloseable
             open = linker.defaultLookup().find("open").map(symbol -> linker.downcallHandle(symbol,
                 FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
                 Linker.Option.firstVariadicArg(2))).orElse(null);
-            fallocate = linker.defaultLookup().find("posix_fallocate").map(symbol -> linker.downcallHandle(symbol,
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_LONG))).orElse(null);
+            fallocate = linker.defaultLookup().find("posix_fallocate").map(NativeCalls::intCall).orElse(null);
         }
         catch (final RuntimeException | LinkageError ex)
         {
@@ -262,7 +262,7 @@ final class SharedMemoryRegion implements AutoCloseable
             int error;
             do
             {
-                error = (int)POSIX_FALLOCATE.invokeExact(fd, start, length);
+                error = (int)POSIX_FALLOCATE.invokeExact((long)fd, start, length, 0L, 0L, 0L);
             }
             while (error == NativeUdp.EINTR);
             return error;
