@@ -10,6 +10,7 @@ times through shared memory, a barrier before each. Figures:
   agent_ready_cpu      each agent JVM's CPU seconds (user + sys, every thread) from exec to that line, and the part
                        of it its live JIT compiler threads spent: on a host of fewer cores than JVMs starting at
                        once, readiness is bound by their sum, not by one JVM's wall time
+  agent_end_cpu        the same after the last all-reduce: what the agents spent on the job, and how much of it the JIT
   tat_ms[i]            all-reduce i: barrier release to the last rank's reply (the demo's TAT)
   rss_mb               VmRSS of each JVM after the last all-reduce (and VmHWM, its peak)
 SWITCHML_AOT=on|off is passed to the launcher as SWITCHML_AOT=auto|off; anything in SWITCHML_JAVA_OPTS reaches
@@ -242,6 +243,7 @@ def one_rep(args, rep, aot):
                 raise RuntimeError("rank %d: last result off by %g from %g" % (r, worst, expected))
         tats = [(max(end_ns[i]) - start_ns[i]) / 1e6 for i in range(args.iterations)]
         rss = {name: mem(p.pid) for name, p in procs}
+        end_cpu = [{"cpu_s": cpu_s(p.pid), "jit_s": jit_cpu_s(p.pid)} for name, p in procs if name != "appliance"]
         if args.jcmd_dir:
             # with SWITCHML_JAVA_OPTS=-XX:NativeMemoryTracking=summary ...: heap and native memory of every JVM
             os.makedirs(args.jcmd_dir, exist_ok=True)
@@ -256,7 +258,8 @@ def one_rep(args, rep, aot):
             c.close()
         return {"aot": aot, "quiet_before": quiet, "foreign_jvms_during": watch.done(),
                 "foreign_cpu_s": foreign_cpu, "appliance_ready_ms": appliance_ms,
-                "agent_ready_ms": ready, "agent_ready_cpu": ready_cpu, "tat_ms": tats, "mem_mb": rss}
+                "agent_ready_ms": ready, "agent_ready_cpu": ready_cpu, "agent_end_cpu": end_cpu, "tat_ms": tats,
+                "mem_mb": rss}
     finally:
         for name, p in procs:
             if p.poll() is None:
@@ -300,12 +303,13 @@ def main():
         res["first_over_steady"] = tats[0] / steady
         reps.append(res)
         print("aot=%s rep %d%s, other processes' CPU %.1f s: appliance ready %.0f ms, agents ready %s ms (CPU s at ready %s, "
-              "of it the JIT's %s), first all-reduce %.1f ms, second %.1f ms, "
+              "of it the JIT's %s; after the last call %s, the JIT's %s), first all-reduce %.1f ms, second %.1f ms, "
               "steady (median of the 2nd half) %.1f ms, first/steady %.2f; RSS MB %s" % (
                   aot, rep, "" if not res["foreign_jvms_during"] else " (CONTENDED: another JVM ran)",
                   res["foreign_cpu_s"],
                   res["appliance_ready_ms"], [round(x) for x in res["agent_ready_ms"]],
-                  [round(c["cpu_s"], 2) for c in res["agent_ready_cpu"]], [round(c["jit_s"], 2) for c in res["agent_ready_cpu"]], tats[0],
+                  [round(c["cpu_s"], 2) for c in res["agent_ready_cpu"]], [round(c["jit_s"], 2) for c in res["agent_ready_cpu"]],
+                  [round(c["cpu_s"], 2) for c in res["agent_end_cpu"]], [round(c["jit_s"], 2) for c in res["agent_end_cpu"]], tats[0],
                   tats[1] if len(tats) > 1 else float("nan"), steady, res["first_over_steady"],
                   {k: round(v["VmRSS"]) for k, v in res["mem_mb"].items()}), flush=True)
     print(json.dumps({"aot": args.aot, "args": vars(args), "reps": reps}))
