@@ -71,6 +71,14 @@ public final class ControlServer implements AutoCloseable
         public static final Limits DEFAULT = new Limits(1024, 256, 30_000);
     }
 
+    /**
+     * Appended to the refusal of a field or verb this appliance does not know: the control protocol carries no version
+     * number (its verbs and fields are its version: new fields are optional, and one an older appliance does not know
+     * is refused by name rather than ignored), so the refusal says which release answered, for the operator of a
+     * fleet upgraded in steps.
+     */
+    private static final String NEWER_CLIENT = "; this appliance runs switchml " + io.switchml.protocol.BuildInfo.version();
+
     /** The fields each verb takes; any other field is refused by name. */
     private static final Map<String, Set<String>> FIELDS = Map.of(
         ControlProtocol.CREATE, Set.of("", "name", "tenant", "world", "type", "k", "s", "mac", "token", "ifAbsent",
@@ -394,7 +402,8 @@ public final class ControlServer implements AutoCloseable
             if (!allowed.contains(field))
             {
                 throw new IllegalArgumentException("unknown field '" + field + "' for " + message.get("") +
-                    " (it takes " + String.join(", ", new java.util.TreeSet<>(allowed)).replaceFirst("^, ", "") + ")");
+                    " (it takes " + String.join(", ", new java.util.TreeSet<>(allowed)).replaceFirst("^, ", "") + ")" +
+                    NEWER_CLIENT);
             }
         }
     }
@@ -489,7 +498,8 @@ public final class ControlServer implements AutoCloseable
                     connection.send(ControlProtocol.ERR + " message=no job " + jobId);
                 }
             }
-            default -> connection.send(ControlProtocol.ERR + " message=unknown verb '" + quoted(message.get("")) + "'");
+            default -> connection.send(ControlProtocol.ERR + " message=unknown verb '" + quoted(message.get("")) + "'" +
+                NEWER_CLIENT);
         }
         return false;
     }
