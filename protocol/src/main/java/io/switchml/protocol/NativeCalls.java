@@ -16,8 +16,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * Why one shape: the JDK's linker makes a downcall stub per distinct function descriptor and option set (cached, so
  * equal descriptors share it), and each one spins a hidden class and a dozen lambda forms through the class-file API,
  * then JIT-compiles them: work every JVM does at start-up that no AOT cache of JDK 25 keeps. With a descriptor per C
- * signature an agent spun 15 stubs (the UDP transport's 14, the MAC library's); on these shapes it spins 5
- * ({@code -Xlog:class+init}, session 51). Four agents started at once on two cores with the AOT cache
+ * signature an agent spun 19 stubs and 232 lambda forms; on these shapes it spins 5 and 82 ({@code -Xlog:class+load},
+ * session 51). Four agents started at once on two cores with the AOT cache
  * ({@code bench/aot/aot_bench.py --aot on --world 4 --reps 1}, five interleaved pairs): all ready after 1532-1736 ms
  * against 1668-1843, 2.78-3.20 CPU-seconds for the four against 3.08-3.27, ready plus first 100 MB all-reduce
  * 2149-2351 ms against 2384-2557, shorter in every pair.
