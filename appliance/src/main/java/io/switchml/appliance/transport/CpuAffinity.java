@@ -57,7 +57,8 @@ public final class CpuAffinity
             final MemorySegment mask = arena.allocate(CPU_SET_BYTES);
             mask.set(ValueLayout.JAVA_BYTE, cpu / 8, (byte)(1 << (cpu % 8)));
             final MemorySegment callState = arena.allocate(Linker.Option.captureStateLayout());
-            final int result = (int)SCHED_SETAFFINITY.invokeExact(callState, 0L, (long)CPU_SET_BYTES, mask.address(), 0L, 0L, 0L);
+            final int result =
+                (int)SCHED_SETAFFINITY.invokeExact(callState, 0L, (long)CPU_SET_BYTES, mask.address(), 0L, 0L, 0L);
             if (result != 0)
             {
                 final int errno = callState.get(ValueLayout.JAVA_INT,

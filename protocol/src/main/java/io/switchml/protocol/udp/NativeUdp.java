@@ -194,8 +194,10 @@ public final class NativeUdp
                     final String name = names[i];
                     final MemorySegment symbol = libc.find(name)
                         .orElseThrow(() -> new UnsatisfiedLinkError("no symbol " + name + " in the C library"));
-                    final Linker.Option[] options = i < capturingCalls ? new Linker.Option[] {errno} : new Linker.Option[0];
-                    handles[i] = returnsLong[i] ? NativeCalls.longCall(symbol, options) : NativeCalls.intCall(symbol, options);
+                    final Linker.Option[] options =
+                        i < capturingCalls ? new Linker.Option[] {errno} : new Linker.Option[0];
+                    handles[i] =
+                        returnsLong[i] ? NativeCalls.longCall(symbol, options) : NativeCalls.intCall(symbol, options);
                 }
                 final MemoryLayout stateLayout = Linker.Option.captureStateLayout();
                 errnoOffset = stateLayout.byteOffset(MemoryLayout.PathElement.groupElement("errno"));
@@ -240,7 +242,8 @@ public final class NativeUdp
         try (Arena arena = Arena.ofConfined())
         {
             final MemorySegment state = arena.allocate(callStateSize);
-            final int fd = (int)socket.invokeExact(state, (long)AF_INET, (long)(SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), 0L, 0L, 0L, 0L);
+            final int fd = (int)socket.invokeExact(
+                state, (long)AF_INET, (long)(SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), 0L, 0L, 0L, 0L);
             if (fd < 0)
             {
                 throw new IllegalStateException("socket(AF_INET, SOCK_DGRAM) failed: errno " +
@@ -299,7 +302,8 @@ public final class NativeUdp
     {
         try
         {
-            return (int)SETSOCKOPT.invokeExact(callState, (long)fd, (long)level, (long)option, valueAddress, (long)length, 0L);
+            return (int)SETSOCKOPT.invokeExact(
+                callState, (long)fd, (long)level, (long)option, valueAddress, (long)length, 0L);
         }
         catch (final Throwable ex)
         {
@@ -313,7 +317,8 @@ public final class NativeUdp
     {
         try
         {
-            return (int)GETSOCKOPT.invokeExact(callState, (long)fd, (long)level, (long)option, valueAddress, lengthAddress, 0L);
+            return (int)GETSOCKOPT.invokeExact(
+                callState, (long)fd, (long)level, (long)option, valueAddress, lengthAddress, 0L);
         }
         catch (final Throwable ex)
         {
