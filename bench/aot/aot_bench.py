@@ -104,10 +104,15 @@ def busy_s():
     return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_s(pid):
-    with open("/proc/%d/stat" % pid) as f:
+def stat_cpu_s(path):
+    """User plus system CPU seconds from a /proc stat file (a process's or a thread's)."""
+    with open(path) as f:
         v = f.read().rsplit(")", 1)[1].split()
     return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid):
+    return stat_cpu_s("/proc/%d/stat" % pid)
 
 
 def jit_cpu_s(pid):
@@ -118,12 +123,19 @@ def jit_cpu_s(pid):
             with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
                 if "CompilerThre" not in f.read():
                     continue
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                v = f.read().rsplit(")", 1)[1].split()
-            total += (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+            total += stat_cpu_s("/proc/%d/task/%s/stat" % (pid, tid))
         except OSError:
             pass  # a thread that ended meanwhile
     return total
+
+
+def cpu_split(pid):
+    """A JVM's CPU seconds so far and its JIT compilers' part."""
+    return {"cpu_s": cpu_s(pid), "jit_s": jit_cpu_s(pid)}
+
+
+def rounded(cpus, key):
+    return [round(c[key], 2) for c in cpus]
 
 
 def mem(pid):
@@ -201,7 +213,7 @@ def one_rep(args, rep, aot):
             logs["agent%d" % r] = []
             ready.append(wait_line(p, t, "switchml worker serve ready", 90, logs["agent%d" % r]))
             # the launcher execs the JVM, so the pid is the JVM's: its CPU from exec to ready, and the JIT's part
-            ready_cpu.append({"cpu_s": cpu_s(p.pid), "jit_s": jit_cpu_s(p.pid)})
+            ready_cpu.append(cpu_split(p.pid))
             drain(p, logs["agent%d" % r])
         elements = args.size_mb * 1000000 // 4
         clients = [Client(sock) for (_, _, sock) in agents]
@@ -243,7 +255,7 @@ def one_rep(args, rep, aot):
                 raise RuntimeError("rank %d: last result off by %g from %g" % (r, worst, expected))
         tats = [(max(end_ns[i]) - start_ns[i]) / 1e6 for i in range(args.iterations)]
         rss = {name: mem(p.pid) for name, p in procs}
-        end_cpu = [{"cpu_s": cpu_s(p.pid), "jit_s": jit_cpu_s(p.pid)} for name, p in procs if name != "appliance"]
+        end_cpu = [cpu_split(p.pid) for name, p in procs if name != "appliance"]
         if args.jcmd_dir:
             # with SWITCHML_JAVA_OPTS=-XX:NativeMemoryTracking=summary ...: heap and native memory of every JVM
             os.makedirs(args.jcmd_dir, exist_ok=True)
@@ -308,8 +320,8 @@ def main():
                   aot, rep, "" if not res["foreign_jvms_during"] else " (CONTENDED: another JVM ran)",
                   res["foreign_cpu_s"],
                   res["appliance_ready_ms"], [round(x) for x in res["agent_ready_ms"]],
-                  [round(c["cpu_s"], 2) for c in res["agent_ready_cpu"]], [round(c["jit_s"], 2) for c in res["agent_ready_cpu"]],
-                  [round(c["cpu_s"], 2) for c in res["agent_end_cpu"]], [round(c["jit_s"], 2) for c in res["agent_end_cpu"]], tats[0],
+                  rounded(res["agent_ready_cpu"], "cpu_s"), rounded(res["agent_ready_cpu"], "jit_s"),
+                  rounded(res["agent_end_cpu"], "cpu_s"), rounded(res["agent_end_cpu"], "jit_s"), tats[0],
                   tats[1] if len(tats) > 1 else float("nan"), steady, res["first_over_steady"],
                   {k: round(v["VmRSS"]) for k, v in res["mem_mb"].items()}), flush=True)
     print(json.dumps({"aot": args.aot, "args": vars(args), "reps": reps}))

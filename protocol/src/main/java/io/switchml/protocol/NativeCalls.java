@@ -1,7 +1,9 @@
 package io.switchml.protocol;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 
@@ -10,8 +12,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The two call shapes every downcall of the project uses: a C function returning an {@code int}, or a {@code long}
- * (ssize_t, a pointer), called with exactly {@link #ARGUMENTS} 64-bit integer arguments, the ones it does not take
- * passed as 0.
+ * (ssize_t, a pointer), called with exactly six 64-bit integer arguments, the ones it does not take passed as 0;
+ * and the call state its calls capture errno in.
  * <p>
  * Why one shape: the JDK's linker makes a downcall stub per distinct function descriptor and option set (cached, so
  * equal descriptors share it), and each one spins a hidden class and a dozen lambda forms through the class-file API,
@@ -31,8 +33,11 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  */
 public final class NativeCalls
 {
-    /** Arguments every call passes. */
-    public static final int ARGUMENTS = 6;
+    /** The option that makes a call capture errno into a call state ({@link #allocateCallState}, {@link #errno}). */
+    public static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+
+    private static final MemoryLayout CALL_STATE = Linker.Option.captureStateLayout();
+    private static final long ERRNO_OFFSET = CALL_STATE.byteOffset(MemoryLayout.PathElement.groupElement("errno"));
 
     /** int f(six 64-bit integers). */
     public static final FunctionDescriptor INT_CALL =
@@ -44,6 +49,23 @@ public final class NativeCalls
 
     private NativeCalls()
     {
+    }
+
+    /**
+     * @return a segment for calls linked with {@link #CAPTURE_ERRNO} to capture errno in; one per thread that makes
+     * calls.
+     */
+    public static MemorySegment allocateCallState(final Arena arena)
+    {
+        return arena.allocate(CALL_STATE);
+    }
+
+    /**
+     * @return errno as captured by the last call made with this call state.
+     */
+    public static int errno(final MemorySegment callState)
+    {
+        return callState.get(JAVA_INT, ERRNO_OFFSET);
     }
 
     /**

@@ -7,7 +7,6 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 
-import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
@@ -49,16 +48,13 @@ class NativeCallsTest
     @Test
     void errnoIsCapturedAndAPointerPassesAsALong() throws Throwable
     {
-        final Linker.Option errno = Linker.Option.captureCallState("errno");
-        final MethodHandle close = NativeCalls.intCall(symbol("close"), errno);
+        final MethodHandle close = NativeCalls.intCall(symbol("close"), NativeCalls.CAPTURE_ERRNO);
         final MethodHandle strlen = NativeCalls.longCall(symbol("strlen"));
         try (Arena arena = Arena.ofConfined())
         {
-            final MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            final MemorySegment state = NativeCalls.allocateCallState(arena);
             assertEquals(-1, (int)close.invokeExact(state, -1L, 0L, 0L, 0L, 0L, 0L));
-            final long errnoOffset = Linker.Option.captureStateLayout().byteOffset(
-                java.lang.foreign.MemoryLayout.PathElement.groupElement("errno"));
-            assertEquals(9, state.get(JAVA_INT, errnoOffset), "EBADF");
+            assertEquals(9, NativeCalls.errno(state), "EBADF");
             final MemorySegment text = arena.allocateFrom("switchml");
             assertEquals(8L, (long)strlen.invokeExact(text.address(), 0L, 0L, 0L, 0L, 0L));
         }

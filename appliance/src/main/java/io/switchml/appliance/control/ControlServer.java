@@ -1,5 +1,6 @@
 package io.switchml.appliance.control;
 
+import io.switchml.protocol.BuildInfo;
 import io.switchml.protocol.ControlCredentials;
 import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.ElementType;
@@ -77,7 +78,7 @@ public final class ControlServer implements AutoCloseable
      * is refused by name rather than ignored), so the refusal says which release answered, for the operator of a
      * fleet upgraded in steps.
      */
-    private static final String NEWER_CLIENT = "; this appliance runs switchml " + io.switchml.protocol.BuildInfo.version();
+    private static final String RELEASE_NOTE = "; this appliance runs switchml " + BuildInfo.version();
 
     /** The fields each verb takes; any other field is refused by name. */
     private static final Map<String, Set<String>> FIELDS = Map.of(
@@ -403,7 +404,7 @@ public final class ControlServer implements AutoCloseable
             {
                 throw new IllegalArgumentException("unknown field '" + field + "' for " + message.get("") +
                     " (it takes " + String.join(", ", new java.util.TreeSet<>(allowed)).replaceFirst("^, ", "") + ")" +
-                    NEWER_CLIENT);
+                    RELEASE_NOTE);
             }
         }
     }
@@ -499,7 +500,7 @@ public final class ControlServer implements AutoCloseable
                 }
             }
             default -> connection.send(ControlProtocol.ERR + " message=unknown verb '" + quoted(message.get("")) + "'" +
-                NEWER_CLIENT);
+                RELEASE_NOTE);
         }
         return false;
     }

@@ -27,7 +27,7 @@ public final class CpuAffinity
         {
             final Linker linker = Linker.nativeLinker();
             return linker.defaultLookup().find("sched_setaffinity")
-                .map(symbol -> NativeCalls.intCall(symbol, Linker.Option.captureCallState("errno")))
+                .map(symbol -> NativeCalls.intCall(symbol, NativeCalls.CAPTURE_ERRNO))
                 .orElse(null);
         }
         catch (final RuntimeException | LinkageError ex)
@@ -56,13 +56,12 @@ public final class CpuAffinity
         {
             final MemorySegment mask = arena.allocate(CPU_SET_BYTES);
             mask.set(ValueLayout.JAVA_BYTE, cpu / 8, (byte)(1 << (cpu % 8)));
-            final MemorySegment callState = arena.allocate(Linker.Option.captureStateLayout());
+            final MemorySegment callState = NativeCalls.allocateCallState(arena);
             final int result =
                 (int)SCHED_SETAFFINITY.invokeExact(callState, 0L, (long)CPU_SET_BYTES, mask.address(), 0L, 0L, 0L);
             if (result != 0)
             {
-                final int errno = callState.get(ValueLayout.JAVA_INT,
-                    Linker.Option.captureStateLayout().byteOffset(java.lang.foreign.MemoryLayout.PathElement.groupElement("errno")));
+                final int errno = NativeCalls.errno(callState);
                 return "sched_setaffinity(cpu " + cpu + ") failed with errno " + errno +
                     (errno == 22 ? " (EINVAL: cpu not available to this process)" : "");
             }

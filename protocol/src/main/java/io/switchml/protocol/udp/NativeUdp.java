@@ -4,14 +4,10 @@ import io.switchml.protocol.NativeCalls;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
-import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.Locale;
-
-import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
  * Linux UDP socket calls (socket, setsockopt, bind, connect, recvmmsg, sendmmsg, sendmsg, recvmsg, poll, eventfd,
@@ -156,8 +152,6 @@ public final class NativeUdp
     private static final MethodHandle WRITE;
     private static final MethodHandle SENDMSG;
     private static final MethodHandle RECVMSG;
-    private static final long ERRNO_OFFSET;
-    private static final long CALL_STATE_SIZE;
     private static final String UNAVAILABILITY_CAUSE;
 
     static
@@ -170,8 +164,6 @@ public final class NativeUdp
             true, false, false, false, true, true, true, false, false};
         final int capturingCalls = 8;
         final MethodHandle[] handles = new MethodHandle[names.length];
-        long errnoOffset = 0;
-        long callStateSize = 0;
         String cause = null;
         final String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
         final String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
@@ -188,21 +180,17 @@ public final class NativeUdp
             try
             {
                 final SymbolLookup libc = Linker.nativeLinker().defaultLookup();
-                final Linker.Option errno = Linker.Option.captureCallState("errno");
                 for (int i = 0; i < names.length; i++)
                 {
                     final String name = names[i];
                     final MemorySegment symbol = libc.find(name)
                         .orElseThrow(() -> new UnsatisfiedLinkError("no symbol " + name + " in the C library"));
                     final Linker.Option[] options =
-                        i < capturingCalls ? new Linker.Option[] {errno} : new Linker.Option[0];
+                        i < capturingCalls ? new Linker.Option[] {NativeCalls.CAPTURE_ERRNO} : new Linker.Option[0];
                     handles[i] =
                         returnsLong[i] ? NativeCalls.longCall(symbol, options) : NativeCalls.intCall(symbol, options);
                 }
-                final MemoryLayout stateLayout = Linker.Option.captureStateLayout();
-                errnoOffset = stateLayout.byteOffset(MemoryLayout.PathElement.groupElement("errno"));
-                callStateSize = stateLayout.byteSize();
-                probe(handles[0], handles[5], callStateSize, errnoOffset);
+                probe(handles[0], handles[5]);
             }
             catch (final Throwable ex)
             {
@@ -227,8 +215,6 @@ public final class NativeUdp
         WRITE = ok ? handles[14] : null;
         SENDMSG = ok ? handles[15] : null;
         RECVMSG = ok ? handles[16] : null;
-        ERRNO_OFFSET = errnoOffset;
-        CALL_STATE_SIZE = callStateSize;
         UNAVAILABILITY_CAUSE = cause;
     }
 
@@ -237,17 +223,17 @@ public final class NativeUdp
     }
 
     private static void probe(
-        final MethodHandle socket, final MethodHandle close, final long callStateSize, final long errnoOffset) throws Throwable
+        final MethodHandle socket, final MethodHandle close) throws Throwable
     {
         try (Arena arena = Arena.ofConfined())
         {
-            final MemorySegment state = arena.allocate(callStateSize);
+            final MemorySegment state = NativeCalls.allocateCallState(arena);
             final int fd = (int)socket.invokeExact(
                 state, (long)AF_INET, (long)(SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), 0L, 0L, 0L, 0L);
             if (fd < 0)
             {
                 throw new IllegalStateException("socket(AF_INET, SOCK_DGRAM) failed: errno " +
-                    state.get(JAVA_INT, errnoOffset));
+                    NativeCalls.errno(state));
             }
             final int ignore = (int)close.invokeExact(state, (long)fd, 0L, 0L, 0L, 0L, 0L);
         }
@@ -274,7 +260,7 @@ public final class NativeUdp
      */
     public static MemorySegment allocateCallState(final Arena arena)
     {
-        return arena.allocate(CALL_STATE_SIZE, 8);
+        return NativeCalls.allocateCallState(arena);
     }
 
     /**
@@ -282,7 +268,7 @@ public final class NativeUdp
      */
     public static int errno(final MemorySegment callState)
     {
-        return callState.get(ValueLayout.JAVA_INT, ERRNO_OFFSET);
+        return NativeCalls.errno(callState);
     }
 
     public static int socket(final MemorySegment callState, final int domain, final int type, final int protocol)
