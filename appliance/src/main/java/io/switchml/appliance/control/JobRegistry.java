@@ -16,6 +16,12 @@ import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * Jobs, their membership and admission. Control threads mutate under one lock; the data-plane shards
@@ -40,8 +46,13 @@ public final class JobRegistry
     private final JobIds jobIds = new JobIds();
     /** Backend jobs ended under the lock and not yet released: {@link #releaseEnded()}. */
     private final List<BackendJob> toRelease = new ArrayList<>();
-    /** Threads releasing backend jobs now: {@link #awaitReleases}. */
-    private final java.util.Set<Thread> releasing = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /**
+     * Releases of backend jobs under way, each completed by its thread when done: {@link #awaitReleases}. Futures, not
+     * the threads: a thread is registered before it starts (else it could end, and deregister, first), and joining one
+     * not yet started throws.
+     */
+    private final Set<CompletableFuture<Void>> releasing =
+        ConcurrentHashMap.newKeySet();
     /** Set by {@link #abortAll}: no job is created after it, so none can reserve what the closing backends hold. */
     private String closedReason;
     private volatile Int2ObjectHashMap<Job> activeJobs = new Int2ObjectHashMap<>();
@@ -593,14 +604,15 @@ public final class JobRegistry
     public boolean awaitReleases(final long timeoutMs)
     {
         final long deadlineNs = System.nanoTime() + timeoutMs * 1_000_000L;
-        for (final Thread thread : List.copyOf(releasing))
+        for (final CompletableFuture<Void> release : List.copyOf(releasing))
         {
             try
             {
-                if (!thread.join(java.time.Duration.ofNanos(Math.max(1, deadlineNs - System.nanoTime()))))
-                {
-                    return false;
-                }
+                release.get(Math.max(1, deadlineNs - System.nanoTime()), TimeUnit.NANOSECONDS);
+            }
+            catch (final TimeoutException | ExecutionException ex)
+            {
+                return false;
             }
             catch (final InterruptedException ex)
             {
@@ -700,7 +712,9 @@ public final class JobRegistry
         // on a thread of its own, waited for a moment: a release is normally done at once, so the slots are free when
         // an abort returns; one that waits for a hung installation or an unresponsive switch holds up no caller (a
         // connection's thread, the control thread that runs slot timeouts) for longer than RELEASE_WAIT_MS
-        final Thread thread = Thread.ofVirtual().name("switchml-release").unstarted(() ->
+        final CompletableFuture<Void> done = new CompletableFuture<>();
+        releasing.add(done);
+        final Thread thread = Thread.ofVirtual().name("switchml-release").start(() ->
         {
             try
             {
@@ -718,11 +732,10 @@ public final class JobRegistry
             }
             finally
             {
-                releasing.remove(Thread.currentThread());
+                releasing.remove(done);
+                done.complete(null);
             }
         });
-        releasing.add(thread);
-        thread.start();
         try
         {
             thread.join(RELEASE_WAIT_MS);
