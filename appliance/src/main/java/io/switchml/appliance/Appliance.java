@@ -20,6 +20,7 @@ import io.switchml.journal.JournalRecord;
 import io.switchml.journal.JournalSeverity;
 import io.switchml.protocol.LossGenerator;
 import io.switchml.protocol.telemetry.SystemCounter;
+import org.agrona.LangUtil;
 import org.agrona.concurrent.status.AtomicCounter;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -527,6 +528,13 @@ public final class Appliance implements AutoCloseable
     /**
      * Abort running jobs with the reason, then stop the endpoints and flush telemetry.
      */
+    /**
+     * Stop everything in order: abort the jobs, let the backends remove them, close the backends (programs detached,
+     * switch tables cleared), the control and data planes, the HTTP endpoint, then the journal and counters. Every step
+     * runs even when one before it throws, since a step skipped here can leave an XDP program attached or a port bound
+     * after the process goes on (an embedded appliance, a test); each failure is logged naming its step, and the first
+     * is thrown at the end with the others suppressed.
+     */
     public synchronized void close(final String reason)
     {
         if (closed)
@@ -534,27 +542,59 @@ public final class Appliance implements AutoCloseable
             return;
         }
         closed = true;
-        journal.offerApplianceStopping("appliance stopping: " + reason);
-        registry.abortAll(reason);
-        if (!registry.awaitReleases(SHUTDOWN_RELEASE_WAIT_MS))
+        final List<ShutdownStep> steps = new ArrayList<>();
+        steps.add(new ShutdownStep("journal the stop", () -> journal.offerApplianceStopping("appliance stopping: " + reason)));
+        steps.add(new ShutdownStep("abort the jobs", () -> registry.abortAll(reason)));
+        steps.add(new ShutdownStep("wait for the backends to remove the jobs", () ->
         {
-            LOG.warn("backends still removing jobs after {} ms; closing them", SHUTDOWN_RELEASE_WAIT_MS);
-        }
+            if (!registry.awaitReleases(SHUTDOWN_RELEASE_WAIT_MS))
+            {
+                LOG.warn("backends still removing jobs after {} ms; closing them", SHUTDOWN_RELEASE_WAIT_MS);
+            }
+        }));
         for (final Backend backend : backends)
         {
-            backend.close();
+            steps.add(new ShutdownStep("close backend " + backend.name(), backend::close));
         }
-        controlServer.close();
-        dataPlane.close();
+        steps.add(new ShutdownStep("close the control server", controlServer::close));
+        steps.add(new ShutdownStep("close the data plane", dataPlane::close));
         if (httpEndpoint != null)
         {
-            httpEndpoint.close();
+            steps.add(new ShutdownStep("close the HTTP endpoint", httpEndpoint::close));
         }
-        controlExecutor.shutdownNow();
-        snapshotHistograms();
-        journal.close();
-        telemetry.aggregate();
-        telemetry.close();
+        steps.add(new ShutdownStep("stop the control executor", controlExecutor::shutdownNow));
+        steps.add(new ShutdownStep("snapshot the histograms", this::snapshotHistograms));
+        steps.add(new ShutdownStep("close the journal", journal::close));
+        steps.add(new ShutdownStep("fold the shard counters", telemetry::aggregate));
+        steps.add(new ShutdownStep("close the telemetry", telemetry::close));
+        Throwable first = null;
+        for (final ShutdownStep step : steps)
+        {
+            try
+            {
+                step.action.run();
+            }
+            catch (final RuntimeException | Error ex)
+            {
+                LOG.error("appliance shutdown: {} failed; going on with the rest", step.name, ex);
+                if (first == null)
+                {
+                    first = ex;
+                }
+                else
+                {
+                    first.addSuppressed(ex);
+                }
+            }
+        }
+        if (first != null)
+        {
+            LangUtil.rethrowUnchecked(first);
+        }
+    }
+
+    private record ShutdownStep(String name, Runnable action)
+    {
     }
 
     public void close()
