@@ -322,8 +322,8 @@ grep -q "Using incubator modules: jdk.incubator.vector" <<<"$lanes_on" &&
   ! grep -q "incubator" <<<"$lanes_app$lanes_host$lanes_serve$lanes_off$jit_ops" ||
   fail "vector module: only with SWITCHML_MAC_LANES=on: $lanes_app | $lanes_host | $lanes_serve | $lanes_on | $lanes_off"
 ! grep -q '\[error *\]\[aot\]' <<<"$lanes_app$lanes_host$lanes_on$lanes_off" || fail "AOT cache errors: $lanes_app$lanes_on$lanes_off"
-unzip -l /usr/lib/switchml/protocol-*.jar 2>/dev/null | grep -q 'native/linux-amd64/libswitchml_mac.so' ||
-  fail "the packet MACs' native library is not in the installed protocol jar"
+unzip -l /usr/lib/switchml/protocol-*.jar 2>/dev/null | grep -q 'native/linux-amd64/libswitchml_native.so' ||
+  fail "the native library (packet MACs, lane kernels) is not in the installed protocol jar"
 lanes_bad_rc=0
 lanes_bad=$(as_switchml SWITCHML_MAC_LANES=maybe /usr/bin/switchml --version 2>&1) || lanes_bad_rc=$?
 [ "$lanes_bad_rc" -eq 2 ] && grep -q "SWITCHML_MAC_LANES must be auto, on or off" <<<"$lanes_bad" ||

@@ -175,6 +175,59 @@ public final class Lanes
     }
 
     /**
+     * {@link #quantize(float[], int, int, double, int, MutableDirectBuffer, int)} from a segment of floats in the
+     * platform's byte order (a heap {@code float[]}'s, or off-heap memory such as a host agent's shared memory): in the
+     * native kernels ({@link NativeLanes}) when they are in use and the packet is off-heap, else in the Java loop.
+     *
+     * @param floats a segment of float32 values in native byte order.
+     * @param from   index of the first float in it.
+     */
+    public static void quantize(
+        final MemorySegment floats, final long from, final int count, final double scale, final int limit,
+        final MutableDirectBuffer buffer, final int index)
+    {
+        final MemorySegment segment = segment(buffer, index, count, Integer.BYTES);
+        final long base = offset(buffer, index);
+        java.util.Objects.checkFromIndexSize(from, count, floats.byteSize() / Float.BYTES);
+        if (NativeLanes.ENABLED && segment == NATIVE)
+        {
+            NativeLanes.quantize(floats, from * Float.BYTES, count, scale, limit, base);
+            return;
+        }
+        for (int i = 0; i < count; i++)
+        {
+            segment.set(BIG_ENDIAN_INT, base + (long)i * Integer.BYTES,
+                Math.max(-limit, Math.min(limit, (int)Math.rint(floats.getAtIndex(ValueLayout.JAVA_FLOAT, from + i) * scale))));
+        }
+    }
+
+    /**
+     * {@link #dequantize(DirectBuffer, int, int, double, float[], int)} into a segment of floats in the platform's byte
+     * order: in the native kernels when they are in use and the packet is off-heap, else in the Java loop.
+     *
+     * @param floats a segment of float32 values in native byte order.
+     * @param to     index of the first float written.
+     */
+    public static void dequantize(
+        final DirectBuffer buffer, final int index, final int count, final double multiplier, final MemorySegment floats,
+        final long to)
+    {
+        final MemorySegment segment = segment(buffer, index, count, Integer.BYTES);
+        final long base = offset(buffer, index);
+        java.util.Objects.checkFromIndexSize(to, count, floats.byteSize() / Float.BYTES);
+        if (NativeLanes.ENABLED && segment == NATIVE)
+        {
+            NativeLanes.dequantize(floats, to * Float.BYTES, count, multiplier, base);
+            return;
+        }
+        for (int i = 0; i < count; i++)
+        {
+            floats.setAtIndex(ValueLayout.JAVA_FLOAT, to + i,
+                (float)(segment.get(BIG_ENDIAN_INT, base + (long)i * Integer.BYTES) * multiplier));
+        }
+    }
+
+    /**
      * Dequantize network-order lanes straight into floats, dst[to + i] = (float)(lane * multiplier): the
      * fused form of {@link #read(DirectBuffer, int, int[], int, int)} followed by {@link
      * io.switchml.protocol.quant.BlockFloatingPoint#dequantize}.

@@ -1,12 +1,14 @@
 package io.switchml.worker;
 
 import io.switchml.protocol.Lanes;
+import io.switchml.protocol.NativeLanes;
 import io.switchml.protocol.quant.BlockFloatingPoint;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import io.switchml.protocol.quant.HalfFloats;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.util.Arrays;
@@ -120,12 +122,14 @@ abstract class TensorView
         private final float[] src;
         private final MemorySegment srcInts;
         private final float[] dst;
+        private final MemorySegment dstFloats;
 
         FloatArray(final float[] src, final float[] dst)
         {
             this.src = src;
             this.srcInts = MemorySegment.ofArray(src);
             this.dst = dst;
+            this.dstFloats = dst == src ? srcInts : MemorySegment.ofArray(dst);
         }
 
         int length()
@@ -162,14 +166,28 @@ abstract class TensorView
             final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage,
             final MutableDirectBuffer packet, final int index)
         {
-            Lanes.quantize(src, from, count, scale, limit, packet, index);
+            if (NativeLanes.enabled())
+            {
+                Lanes.quantize(srcInts, from, count, scale, limit, packet, index);
+            }
+            else
+            {
+                Lanes.quantize(src, from, count, scale, limit, packet, index);
+            }
         }
 
         void fromPacket(
             final DirectBuffer packet, final int index, final int count, final double multiplier, final int to,
             final int[] lanes, final float[] stage)
         {
-            Lanes.dequantize(packet, index, count, multiplier, dst, to);
+            if (NativeLanes.enabled())
+            {
+                Lanes.dequantize(packet, index, count, multiplier, dstFloats, to);
+            }
+            else
+            {
+                Lanes.dequantize(packet, index, count, multiplier, dst, to);
+            }
         }
 
         void toHalfLanes(final byte type, final int from, final int count, final short[] lanes, final float[] stage)
@@ -246,7 +264,8 @@ abstract class TensorView
     }
 
     /**
-     * Off-heap (or any) float buffers, staged through the agent's heap chunk. Holds slices taken at
+     * Off-heap (or any) float buffers, staged through the agent's heap chunk, or, with the native lane kernels and
+     * buffers in the platform's byte order, quantized from and dequantized into the buffers themselves. Holds slices taken at
      * submission, so the caller's positions are neither used later nor changed.
      */
     static final class FloatBufferView extends TensorView
@@ -254,12 +273,19 @@ abstract class TensorView
         private final FloatBuffer src;
         private final MemorySegment srcInts;
         private final FloatBuffer dst;
+        /** The floats as segments when in the platform's order: the native kernels then go without the staging. */
+        private final MemorySegment srcFloats;
+        private final MemorySegment dstFloats;
 
         FloatBufferView(final FloatBuffer src, final FloatBuffer dst)
         {
             this.src = src.slice();
             this.srcInts = MemorySegment.ofBuffer(this.src);
             this.dst = dst.slice();
+            final boolean direct = NativeLanes.enabled() && this.src.order() == ByteOrder.nativeOrder() &&
+                this.dst.order() == ByteOrder.nativeOrder() && !this.dst.isReadOnly();
+            this.srcFloats = direct ? srcInts : null;
+            this.dstFloats = direct ? MemorySegment.ofBuffer(this.dst) : null;
         }
 
         int length()
@@ -297,6 +323,11 @@ abstract class TensorView
             final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage,
             final MutableDirectBuffer packet, final int index)
         {
+            if (srcFloats != null)
+            {
+                Lanes.quantize(srcFloats, from, count, scale, limit, packet, index);
+                return;
+            }
             src.get(from, stage, 0, count);
             Lanes.quantize(stage, 0, count, scale, limit, packet, index);
         }
@@ -305,6 +336,11 @@ abstract class TensorView
             final DirectBuffer packet, final int index, final int count, final double multiplier, final int to,
             final int[] lanes, final float[] stage)
         {
+            if (dstFloats != null)
+            {
+                Lanes.dequantize(packet, index, count, multiplier, dstFloats, to);
+                return;
+            }
             Lanes.dequantize(packet, index, count, multiplier, stage, 0);
             dst.put(to, stage, 0, count);
         }

@@ -1,6 +1,7 @@
 package io.switchml.protocol.quant;
 
 import io.switchml.protocol.DataHeaderFlyweight;
+import io.switchml.protocol.NativeLanes;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -85,6 +86,11 @@ public final class BlockFloatingPoint
      */
     public static int maxAbsBits(final MemorySegment floats, final long from, final int count)
     {
+        if (NativeLanes.enabled())
+        {
+            java.util.Objects.checkFromIndexSize(from, count, floats.byteSize() / Float.BYTES);
+            return NativeLanes.maxAbsBits(floats, from * Float.BYTES, count);
+        }
         int max = 0;
         for (long i = from, end = from + count; i < end; i++)
         {

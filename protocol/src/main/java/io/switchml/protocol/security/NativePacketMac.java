@@ -1,27 +1,21 @@
 package io.switchml.protocol.security;
 
 import io.switchml.protocol.NativeCalls;
+import io.switchml.protocol.NativeLibrary;
 
-import java.io.InputStream;
-import java.lang.foreign.Arena;
 import java.lang.foreign.Linker;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 
 /**
  * The packet MAC of up to {@link PacketMacBatch#LANES} packets at once in the CPU's vector lanes, computed by the
- * project's own shared object {@code libswitchml_mac.so} (source: {@code protocol/src/main/c/switchml_mac.c}; built by
- * the protocol module with clang and carried inside its jar) through the FFM API: 8 or 16 packets in AVX-512F
+ * project's own shared object ({@link NativeLibrary}; this part's source: {@code protocol/src/main/c/switchml_mac.c})
+ * through the FFM API: 8 or 16 packets in AVX-512F
  * registers, 4 in AVX2 registers, else one at a time. Unlike the Java lanes ({@link SipHash24x8}), it needs neither the JDK's
  * vector incubator module (whose presence costs a JVM its AOT-linked classes) nor a JIT warm-up: a JVM hashes in
  * lanes from its first packet.
  * <p>
- * At class initialisation the library is copied from the class path to a temporary file, loaded, and the file deleted
- * at once (the mapping stays; a JVM killed later leaves nothing in the temporary directory); when that fails (no such
- * resource for this CPU architecture, no writable temporary directory, a loader error) or the system property {@code
+ * When the library is not loaded ({@link NativeLibrary#problem()}) or the system property {@code
  * switchml.mac.native=false} is set, {@link #available()} is false and {@link #description()} says why. The library
  * calls nothing, allocates nothing and keeps no state; every call is a critical downcall (no thread-state transition),
  * so it is cheap next to the microseconds a batch takes.
@@ -31,13 +25,10 @@ import java.nio.file.StandardCopyOption;
  */
 final class NativePacketMac
 {
-    private static final String LIBRARY = "libswitchml_mac.so";
     private static final MethodHandle MAC_PACKETS;
     private static final MethodHandle LIMIT_LANES;
     private static final int LANES;
     private static final String DESCRIPTION;
-    /** The temporary file the library was loaded from (deleted by then), for a test; null when none was made. */
-    static final Path LOADED_FROM;
 
     static
     {
@@ -45,58 +36,39 @@ final class NativePacketMac
         MethodHandle limitLanes = null;
         int lanes = 0;
         String description;
-        Path loadedFrom = null;
+        final SymbolLookup library = NativeLibrary.lookup();
         if (!Boolean.parseBoolean(System.getProperty("switchml.mac.native", "true")))
         {
             description = "switchml.mac.native=false";
         }
+        else if (library == null)
+        {
+            description = NativeLibrary.problem();
+        }
         else
         {
-            final String resource = "/native/linux-" + System.getProperty("os.arch") + "/" + LIBRARY;
-            try (InputStream in = NativePacketMac.class.getResourceAsStream(resource))
+            try
             {
-                if (in == null)
-                {
-                    description = resource + " not on the class path (built without clang, or another CPU)";
-                }
-                else
-                {
-                    final Path file = Files.createTempFile("switchml-", "-" + LIBRARY);
-                    loadedFrom = file;
-                    final SymbolLookup library;
-                    try
-                    {
-                        Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
-                        library = SymbolLookup.libraryLookup(file, Arena.global());
-                    }
-                    finally
-                    {
-                        // mapped once loaded: the file is not needed, and a JVM killed later leaves none behind
-                        Files.deleteIfExists(file);
-                    }
-                    // one critical stub for the three, on the transport's call shape (see NativeCalls)
-                    final Linker.Option critical = Linker.Option.critical(false);
-                    final MethodHandle lanesCall =
-                        NativeCalls.intCall(library.findOrThrow("switchml_mac_lanes"), critical);
-                    macPackets = NativeCalls.intCall(library.findOrThrow("switchml_mac_packets"), critical);
-                    limitLanes = NativeCalls.intCall(library.findOrThrow("switchml_mac_limit_lanes"), critical);
-                    lanes = (int)lanesCall.invokeExact(0L, 0L, 0L, 0L, 0L, 0L);
-                    description = lanes == 8 ? "AVX-512F" : lanes == 4 ? "AVX2" : "no AVX2 or AVX-512F";
-                }
+                // one critical stub for the three, on the transport's call shape (see NativeCalls)
+                final Linker.Option critical = Linker.Option.critical(false);
+                final MethodHandle lanesCall = NativeCalls.intCall(library.findOrThrow("switchml_mac_lanes"), critical);
+                macPackets = NativeCalls.intCall(library.findOrThrow("switchml_mac_packets"), critical);
+                limitLanes = NativeCalls.intCall(library.findOrThrow("switchml_mac_limit_lanes"), critical);
+                lanes = (int)lanesCall.invokeExact(0L, 0L, 0L, 0L, 0L, 0L);
+                description = lanes == 8 ? "AVX-512F" : lanes == 4 ? "AVX2" : "no AVX2 or AVX-512F";
             }
             catch (final Throwable ex)
             {
                 macPackets = null;
                 limitLanes = null;
                 lanes = 0;
-                description = LIBRARY + " not loaded: " + ex;
+                description = "MAC kernels not linked: " + ex;
             }
         }
         MAC_PACKETS = macPackets;
         LIMIT_LANES = limitLanes;
         LANES = lanes;
         DESCRIPTION = description;
-        LOADED_FROM = loadedFrom;
     }
 
     private NativePacketMac()

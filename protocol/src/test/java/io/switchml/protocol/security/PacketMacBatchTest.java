@@ -28,8 +28,8 @@ class PacketMacBatchTest
         assertEquals(lanes, PacketMacBatch.warm(), "no warm-up needed: " + PacketMacBatch.description());
         assertTrue(PacketMacBatch.description().contains("native library"), PacketMacBatch.description());
         // loaded from a temporary file that is gone once mapped: a JVM killed later leaves nothing behind
-        assertTrue(NativePacketMac.LOADED_FROM != null, "no temporary file recorded");
-        assertFalse(java.nio.file.Files.exists(NativePacketMac.LOADED_FROM), NativePacketMac.LOADED_FROM + " left behind");
+        assertTrue(io.switchml.protocol.NativeLibrary.LOADED_FROM != null, "no temporary file recorded");
+        assertFalse(java.nio.file.Files.exists(io.switchml.protocol.NativeLibrary.LOADED_FROM), io.switchml.protocol.NativeLibrary.LOADED_FROM + " left behind");
     }
 
     @Test

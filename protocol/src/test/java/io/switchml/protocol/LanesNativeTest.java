@@ -1,0 +1,218 @@
+package io.switchml.protocol;
+
+import io.switchml.protocol.quant.BlockFloatingPoint;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The native lane kernels ({@link NativeLanes}, {@code switchml_lanes.c}) against the Java loops they replace, bit for
+ * bit, at every level this CPU has (AVX-512, AVX2, the baseline): quantization with ties, values at and past the
+ * limit, infinities, NaNs, subnormals and negative zeros; dequantization of every lane pattern class; the largest
+ * magnitude with NaNs anywhere. Heap arrays and off-heap memory on the float side, odd lengths and offsets for the
+ * vector tails. The library is built by this module, so its absence fails here rather than falling back unseen.
+ */
+class LanesNativeTest
+{
+    private static final int[] COUNTS = {0, 1, 3, 7, 8, 15, 16, 17, 31, 64, 255, 366, 2233, 8176};
+
+    @AfterEach
+    void restoreLevel()
+    {
+        NativeLanes.limitLevel(2);
+    }
+
+    @Test
+    void theKernelsAreLoadedAndUsed()
+    {
+        assertTrue(NativeLanes.enabled(), "native lane kernels not in use: " + NativeLanes.description());
+        assertTrue(NativeLanes.level() >= 0 && NativeLanes.level() <= 2, NativeLanes.description());
+    }
+
+    @Test
+    void quantizeEqualsTheJavaLoopAtEveryLevel()
+    {
+        final long seed = TestSeed.seed();
+        final Random random = new Random(seed);
+        for (int level = NativeLanes.level(); level >= 0; level--)
+        {
+            assertEquals(level, NativeLanes.limitLevel(level));
+            for (final int count : COUNTS)
+            {
+                for (final int limit : new int[] {(1 << 27) - 1, 255, Integer.MAX_VALUE - 1})
+                {
+                    final int from = random.nextInt(5);
+                    final float[] floats = floats(random, from + count + random.nextInt(3), limit);
+                    final double scale = scaleFor(random, limit);
+                    final UnsafeBuffer expected = packet(count);
+                    final UnsafeBuffer actual = packet(count);
+                    final int index = 32 + random.nextInt(3) * 4 + (random.nextBoolean() ? 2 : 0); // unaligned lanes too
+                    Lanes.quantize(floats, from, count, scale, limit, expected, index);
+                    Lanes.quantize(MemorySegment.ofArray(floats), from, count, scale, limit, actual, index);
+                    assertBytes(expected, actual, "quantize level " + level + " count " + count + " limit " + limit + " " +
+                        TestSeed.describe(seed));
+                    try (Arena arena = Arena.ofConfined())
+                    {
+                        final MemorySegment offHeap = arena.allocate((long)floats.length * Float.BYTES, 4);
+                        MemorySegment.copy(floats, 0, offHeap, ValueLayout.JAVA_FLOAT, 0, floats.length);
+                        final UnsafeBuffer fromOffHeap = packet(count);
+                        Lanes.quantize(offHeap, from, count, scale, limit, fromOffHeap, index);
+                        assertBytes(expected, fromOffHeap, "quantize off-heap level " + level + " count " + count);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void dequantizeEqualsTheJavaLoopAtEveryLevel()
+    {
+        final long seed = TestSeed.seed();
+        final Random random = new Random(seed);
+        for (int level = NativeLanes.level(); level >= 0; level--)
+        {
+            NativeLanes.limitLevel(level);
+            for (final int count : COUNTS)
+            {
+                final UnsafeBuffer packet = packet(count);
+                final int index = 32 + (random.nextBoolean() ? 2 : 0);
+                for (int i = 0; i < count; i++)
+                {
+                    final int lane = switch (random.nextInt(5))
+                    {
+                        case 0 -> Integer.MIN_VALUE + random.nextInt(3);
+                        case 1 -> Integer.MAX_VALUE - random.nextInt(3);
+                        case 2 -> random.nextInt(2001) - 1000;
+                        default -> random.nextInt();
+                    };
+                    packet.putInt(index + i * 4, lane, java.nio.ByteOrder.BIG_ENDIAN);
+                }
+                final double multiplier = random.nextBoolean() ? 1.0 / (1L << random.nextInt(40)) :
+                    random.nextDouble() * Math.pow(2, random.nextInt(80) - 60);
+                final int to = random.nextInt(4);
+                final float[] expected = new float[to + count + 2];
+                final float[] actual = new float[to + count + 2];
+                expected[0] = actual[0] = -1f; // untouched outside [to, to + count)
+                Lanes.dequantize(packet, index, count, multiplier, expected, to);
+                Lanes.dequantize(packet, index, count, multiplier, MemorySegment.ofArray(actual), to);
+                assertArrayEquals(bits(expected), bits(actual), "dequantize level " + level + " count " + count + " " +
+                    TestSeed.describe(seed));
+            }
+        }
+    }
+
+    @Test
+    void maxAbsBitsEqualsTheJavaLoopAtEveryLevel()
+    {
+        final long seed = TestSeed.seed();
+        final Random random = new Random(seed);
+        for (int level = NativeLanes.level(); level >= 0; level--)
+        {
+            NativeLanes.limitLevel(level);
+            for (final int count : COUNTS)
+            {
+                for (int round = 0; round < 4; round++)
+                {
+                    final int from = random.nextInt(4);
+                    final float[] floats = floats(random, from + count + 1, 1 << 20);
+                    if (round == 1 && count > 0)
+                    {
+                        floats[from + random.nextInt(count)] = Float.intBitsToFloat(0xFF800001 + random.nextInt(1000)); // a NaN
+                    }
+                    if (round == 2)
+                    {
+                        java.util.Arrays.fill(floats, random.nextBoolean() ? 0f : -0f);
+                    }
+                    int expected = 0;
+                    for (int i = from; i < from + count; i++)
+                    {
+                        expected = Math.max(expected, Float.floatToRawIntBits(floats[i]) & 0x7FFFFFFF);
+                    }
+                    expected = expected > 0x7F800000 ? 0x7FC00000 : expected;
+                    assertEquals(expected, BlockFloatingPoint.maxAbsBits(MemorySegment.ofArray(floats), from, count),
+                        "level " + level + " count " + count + " round " + round + " " + TestSeed.describe(seed));
+                }
+            }
+        }
+    }
+
+    @Test
+    void rangesOutsideTheFloatsAreRefusedBeforeAnyNativeCall()
+    {
+        final float[] floats = new float[100];
+        final UnsafeBuffer packet = packet(100);
+        assertThrows(IndexOutOfBoundsException.class, () ->
+            Lanes.quantize(MemorySegment.ofArray(floats), 1, 100, 1.0, 255, packet, 32));
+        assertThrows(IndexOutOfBoundsException.class, () ->
+            Lanes.dequantize(packet, 32, 100, 1.0, MemorySegment.ofArray(floats), 1));
+        assertThrows(IndexOutOfBoundsException.class, () ->
+            Lanes.quantize(MemorySegment.ofArray(floats), 0, 100, 1.0, 255, packet, 68));
+        assertThrows(IndexOutOfBoundsException.class, () ->
+            BlockFloatingPoint.maxAbsBits(MemorySegment.ofArray(floats), 50, 51));
+    }
+
+    /** Floats that stress rounding and clamping once scaled: ties, limits, infinities, NaNs, subnormals, zeros. */
+    private static float[] floats(final Random random, final int length, final int limit)
+    {
+        final float[] floats = new float[length];
+        for (int i = 0; i < length; i++)
+        {
+            floats[i] = switch (random.nextInt(10))
+            {
+                case 0 -> (random.nextInt(2001) - 1000) + 0.5f; // a tie once scale is 1
+                case 1 -> random.nextBoolean() ? Float.POSITIVE_INFINITY : Float.NEGATIVE_INFINITY;
+                case 2 -> Float.intBitsToFloat(0x7FC00000 | random.nextInt(1 << 22)) * (random.nextBoolean() ? 1 : -1);
+                case 3 -> Float.intBitsToFloat(random.nextInt(1 << 23)); // subnormal
+                case 4 -> random.nextBoolean() ? 0f : -0f;
+                case 5 -> (float)(limit * (random.nextBoolean() ? 1.0 : -1.0) * (0.999 + random.nextDouble() * 0.002));
+                default -> (float)((random.nextDouble() * 2 - 1) * Math.pow(2, random.nextInt(60) - 30));
+            };
+        }
+        return floats;
+    }
+
+    private static double scaleFor(final Random random, final int limit)
+    {
+        return switch (random.nextInt(3))
+        {
+            case 0 -> 1.0;
+            case 1 -> Math.scalb(1.0, random.nextInt(40) - 20);
+            default -> random.nextDouble() * limit;
+        };
+    }
+
+    private static UnsafeBuffer packet(final int count)
+    {
+        return new UnsafeBuffer(ByteBuffer.allocateDirect(64 + count * 4));
+    }
+
+    private static void assertBytes(final UnsafeBuffer expected, final UnsafeBuffer actual, final String message)
+    {
+        final byte[] e = new byte[expected.capacity()];
+        final byte[] a = new byte[actual.capacity()];
+        expected.getBytes(0, e);
+        actual.getBytes(0, a);
+        assertArrayEquals(e, a, message);
+    }
+
+    private static int[] bits(final float[] floats)
+    {
+        final int[] bits = new int[floats.length];
+        for (int i = 0; i < floats.length; i++)
+        {
+            bits[i] = Float.floatToRawIntBits(floats[i]);
+        }
+        return bits;
+    }
+}
