@@ -18,6 +18,9 @@ import java.nio.ByteOrder;
  * byte shuffle, a store per vector): about 7x faster than {@code MemorySegment.copy} with a byte-swapping
  * layout, which runs HotSpot's scalar {@code Copy::conjoint_swap} (measured: 12,800 packets of 8192
  * lanes, 9.6 ms against 69 ms). Heap buffers go through a segment over their array, allocated per call.
+ * <p>
+ * The segment forms of {@code quantize} and {@code dequantize}, the worker's, run in the native lane kernels
+ * ({@link NativeLanes}) when they are in use and the packet is off-heap: the same results, without waiting for C2.
  */
 public final class Lanes
 {
