@@ -46,20 +46,12 @@ public final class NativeLanes
         MethodHandle dequantize = null;
         MethodHandle limitLevel = null;
         int level = -1;
-        String description;
-        final SymbolLookup library = NativeLibrary.lookup();
-        if (!Boolean.parseBoolean(System.getProperty("switchml.lanes.native", "true")))
-        {
-            description = "switchml.lanes.native=false";
-        }
-        else if (library == null)
-        {
-            description = NativeLibrary.problem();
-        }
-        else
+        String description = NativeLibrary.unavailable("switchml.lanes.native");
+        if (description == null)
         {
             try
             {
+                final SymbolLookup library = NativeLibrary.lookup();
                 final Linker linker = Linker.nativeLinker();
                 final Linker.Option critical = Linker.Option.critical(true);
                 maxAbsBits = linker.downcallHandle(library.findOrThrow("switchml_lanes_max_abs_bits"), SHAPE, critical);

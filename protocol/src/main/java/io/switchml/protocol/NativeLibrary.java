@@ -77,6 +77,17 @@ public final class NativeLibrary
     }
 
     /**
+     * Why a part of the library may not be used: switched off by its system property, or the library not loaded.
+     *
+     * @param property the part's switch ({@code switchml.mac.native}, {@code switchml.lanes.native}), default true.
+     * @return "PROPERTY=false", or {@link #problem()}; null when the part may link its symbols from {@link #lookup()}.
+     */
+    public static String unavailable(final String property)
+    {
+        return Boolean.parseBoolean(System.getProperty(property, "true")) ? PROBLEM : property + "=false";
+    }
+
+    /**
      * @return why the library is not loaded, or null when it is.
      */
     public static String problem()

@@ -35,20 +35,12 @@ final class NativePacketMac
         MethodHandle macPackets = null;
         MethodHandle limitLanes = null;
         int lanes = 0;
-        String description;
-        final SymbolLookup library = NativeLibrary.lookup();
-        if (!Boolean.parseBoolean(System.getProperty("switchml.mac.native", "true")))
-        {
-            description = "switchml.mac.native=false";
-        }
-        else if (library == null)
-        {
-            description = NativeLibrary.problem();
-        }
-        else
+        String description = NativeLibrary.unavailable("switchml.mac.native");
+        if (description == null)
         {
             try
             {
+                final SymbolLookup library = NativeLibrary.lookup();
                 // one critical stub for the three, on the transport's call shape (see NativeCalls)
                 final Linker.Option critical = Linker.Option.critical(false);
                 final MethodHandle lanesCall = NativeCalls.intCall(library.findOrThrow("switchml_mac_lanes"), critical);
