@@ -74,10 +74,61 @@ static inline double from_bits(uint64_t bits)
         }                                                                                                              \
     }
 
+/* The host agent's sums of one node's ranks (io.switchml.worker.bridge.LocalSum), in native order. */
+#define LOCAL_KERNELS(SUFFIX, ATTRIBUTES)                                                                                \
+    ATTRIBUTES static void add_floats_##SUFFIX(f32_unaligned *sum, const f32_unaligned *src, int64_t count)            \
+    {                                                                                                                  \
+        for (int64_t i = 0; i < count; i++)                                                                            \
+        {                                                                                                              \
+            sum[i] = sum[i] + src[i];                                                                                  \
+        }                                                                                                              \
+    }                                                                                                                  \
+                                                                                                                       \
+    ATTRIBUTES static void add_ints_##SUFFIX(u32_unaligned *sum, const u32_unaligned *src, int64_t count)              \
+    {                                                                                                                  \
+        for (int64_t i = 0; i < count; i++)                                                                            \
+        {                                                                                                              \
+            sum[i] = sum[i] + src[i]; /* unsigned: wraps as Java's int addition */                                     \
+        }                                                                                                              \
+    }                                                                                                                  \
+                                                                                                                       \
+    ATTRIBUTES static void scale_floats_##SUFFIX(f32_unaligned *values, int64_t count, float factor)                   \
+    {                                                                                                                  \
+        for (int64_t i = 0; i < count; i++)                                                                            \
+        {                                                                                                              \
+            values[i] = values[i] * factor;                                                                            \
+        }                                                                                                              \
+    }
+
+/* Copies between an array in native order and network-order lanes (int32 jobs, and the 16-bit formats' lanes). */
+typedef uint16_t u16_unaligned __attribute__((aligned(1), may_alias));
+#define SWAP_KERNELS(SUFFIX, ATTRIBUTES)                                                                                 \
+    ATTRIBUTES static void swap32_##SUFFIX(u32_unaligned *dst, const u32_unaligned *src, int64_t count)                \
+    {                                                                                                                  \
+        for (int64_t i = 0; i < count; i++)                                                                            \
+        {                                                                                                              \
+            dst[i] = __builtin_bswap32(src[i]);                                                                        \
+        }                                                                                                              \
+    }                                                                                                                  \
+                                                                                                                       \
+    ATTRIBUTES static void swap16_##SUFFIX(u16_unaligned *dst, const u16_unaligned *src, int64_t count)                \
+    {                                                                                                                  \
+        for (int64_t i = 0; i < count; i++)                                                                            \
+        {                                                                                                              \
+            dst[i] = __builtin_bswap16(src[i]);                                                                        \
+        }                                                                                                              \
+    }
+
 KERNELS(base, )
+LOCAL_KERNELS(base, )
+SWAP_KERNELS(base, )
 #if defined(__x86_64__)
 KERNELS(avx2, __attribute__((target("avx2"))))
 KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))))
+LOCAL_KERNELS(avx2, __attribute__((target("avx2"))))
+LOCAL_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))))
+SWAP_KERNELS(avx2, __attribute__((target("avx2"))))
+SWAP_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))))
 #endif
 
 #if defined(__x86_64__)
@@ -195,5 +246,97 @@ EXPORT int32_t switchml_lanes_dequantize(
     }
 #endif
     dequantize_base(lanes, dst, count, multiplier);
+    return (int32_t)count;
+}
+
+/*
+ * switchml_lanes_add(sum, offset, count, source address, ints, 0): sum[i] += source[i] for count elements in native
+ * order, float32 (ints 0) or wrapping int32 (ints 1), the sum as a segment's base and a byte offset. Returns count.
+ */
+EXPORT int32_t switchml_lanes_add(
+    uint8_t *sum, int64_t offset, int64_t count, uint64_t source_address, int64_t ints, int64_t u5)
+{
+    (void)u5;
+    uint8_t *to = sum + offset;
+    const uint8_t *from = (const uint8_t *)(uintptr_t)source_address;
+#if defined(__x86_64__)
+    switch (switchml_lanes_level())
+    {
+    case 2:
+        ints ? add_ints_avx512((u32_unaligned *)to, (const u32_unaligned *)from, count)
+             : add_floats_avx512((f32_unaligned *)to, (const f32_unaligned *)from, count);
+        return (int32_t)count;
+    case 1:
+        ints ? add_ints_avx2((u32_unaligned *)to, (const u32_unaligned *)from, count)
+             : add_floats_avx2((f32_unaligned *)to, (const f32_unaligned *)from, count);
+        return (int32_t)count;
+    default: break;
+    }
+#endif
+    ints ? add_ints_base((u32_unaligned *)to, (const u32_unaligned *)from, count)
+         : add_floats_base((f32_unaligned *)to, (const f32_unaligned *)from, count);
+    return (int32_t)count;
+}
+
+/*
+ * switchml_lanes_scale(values, offset, count, factor bits, 0, 0): values[i] *= factor, float32 in native order, the
+ * factor passed as its float's IEEE bits. Returns count.
+ */
+EXPORT int32_t switchml_lanes_scale(
+    uint8_t *values, int64_t offset, int64_t count, int64_t factor_bits, int64_t u4, int64_t u5)
+{
+    (void)u4, (void)u5;
+    f32_unaligned *at = (f32_unaligned *)(values + offset);
+    union
+    {
+        uint32_t u;
+        float f;
+    } factor = {.u = (uint32_t)factor_bits};
+#if defined(__x86_64__)
+    switch (switchml_lanes_level())
+    {
+    case 2: scale_floats_avx512(at, count, factor.f); return (int32_t)count;
+    case 1: scale_floats_avx2(at, count, factor.f); return (int32_t)count;
+    default: break;
+    }
+#endif
+    scale_floats_base(at, count, factor.f);
+    return (int32_t)count;
+}
+
+/*
+ * switchml_lanes_swap(array, offset, count, lanes address, mode, 0): count elements between an array in native order
+ * (a segment's base and a byte offset) and network-order lanes. mode 0: int32 array to lanes; 1: int32 lanes to array;
+ * 2: 16-bit array to lanes; 3: 16-bit lanes to array. Returns count, or -1 for an unknown mode.
+ */
+EXPORT int32_t switchml_lanes_swap(
+    uint8_t *array, int64_t offset, int64_t count, uint64_t lanes_address, int64_t mode, int64_t u5)
+{
+    (void)u5;
+    uint8_t *at = array + offset;
+    uint8_t *lanes = (uint8_t *)(uintptr_t)lanes_address;
+    uint8_t *dst = (mode & 1) ? at : lanes;
+    const uint8_t *src = (mode & 1) ? lanes : at;
+    if (mode < 0 || mode > 3)
+    {
+        return -1;
+    }
+    const int wide = mode < 2;
+#if defined(__x86_64__)
+    switch (switchml_lanes_level())
+    {
+    case 2:
+        wide ? swap32_avx512((u32_unaligned *)dst, (const u32_unaligned *)src, count)
+             : swap16_avx512((u16_unaligned *)dst, (const u16_unaligned *)src, count);
+        return (int32_t)count;
+    case 1:
+        wide ? swap32_avx2((u32_unaligned *)dst, (const u32_unaligned *)src, count)
+             : swap16_avx2((u16_unaligned *)dst, (const u16_unaligned *)src, count);
+        return (int32_t)count;
+    default: break;
+    }
+#endif
+    wide ? swap32_base((u32_unaligned *)dst, (const u32_unaligned *)src, count)
+         : swap16_base((u16_unaligned *)dst, (const u16_unaligned *)src, count);
     return (int32_t)count;
 }

@@ -13,8 +13,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 /**
  * The per-element kernels of {@link Lanes} and {@link io.switchml.protocol.quant.BlockFloatingPoint} in the project's
  * native library ({@code protocol/src/main/c/switchml_lanes.c}, {@link NativeLibrary}): a float chunk's largest
- * magnitude, its quantization into a packet's lanes and their dequantization, vectorized for AVX-512, AVX2 or the
- * baseline, chosen by CPUID. Equal to the Java loops bit for bit ({@code LanesNativeTest}).
+ * magnitude, its quantization into a packet's lanes and their dequantization, the copies of int32 and 16-bit lanes, and
+ * the host agent's sums of one node's ranks (add, scale), vectorized for AVX-512, AVX2 or the baseline, chosen by CPUID. Equal to the Java loops bit for bit ({@code LanesNativeTest}).
  * <p>
  * Why: the Java loops run at full speed only once C2 has compiled them, and in C1's code they are about 120 times
  * slower (one rank's 100 MB: 1.0 s against 8.5 ms). A worker JVM whose host is busy (4 agent JVMs and the appliance
@@ -27,12 +27,15 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  */
 public final class NativeLanes
 {
-    /** int f(address, five 64-bit integers), the three kernels' one shape (one stub). */
+    /** int f(address, five 64-bit integers), the kernels' one shape (one stub). */
     private static final FunctionDescriptor SHAPE =
         FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG);
     private static final MethodHandle MAX_ABS_BITS;
     private static final MethodHandle QUANTIZE;
     private static final MethodHandle DEQUANTIZE;
+    private static final MethodHandle ADD;
+    private static final MethodHandle SCALE;
+    private static final MethodHandle SWAP;
     private static final MethodHandle LIMIT_LEVEL;
     private static final int LEVEL;
     private static final String DESCRIPTION;
@@ -44,6 +47,9 @@ public final class NativeLanes
         MethodHandle maxAbsBits = null;
         MethodHandle quantize = null;
         MethodHandle dequantize = null;
+        MethodHandle add = null;
+        MethodHandle scale = null;
+        MethodHandle swap = null;
         MethodHandle limitLevel = null;
         int level = -1;
         String description = NativeLibrary.unavailable("switchml.lanes.native");
@@ -57,6 +63,9 @@ public final class NativeLanes
                 maxAbsBits = linker.downcallHandle(library.findOrThrow("switchml_lanes_max_abs_bits"), SHAPE, critical);
                 quantize = linker.downcallHandle(library.findOrThrow("switchml_lanes_quantize"), SHAPE, critical);
                 dequantize = linker.downcallHandle(library.findOrThrow("switchml_lanes_dequantize"), SHAPE, critical);
+                add = linker.downcallHandle(library.findOrThrow("switchml_lanes_add"), SHAPE, critical);
+                scale = linker.downcallHandle(library.findOrThrow("switchml_lanes_scale"), SHAPE, critical);
+                swap = linker.downcallHandle(library.findOrThrow("switchml_lanes_swap"), SHAPE, critical);
                 limitLevel = NativeCalls.intCall(library.findOrThrow("switchml_lanes_limit_level"), Linker.Option.critical(false));
                 level = (int)NativeCalls.intCall(library.findOrThrow("switchml_lanes_level"), Linker.Option.critical(false))
                     .invokeExact(0L, 0L, 0L, 0L, 0L, 0L);
@@ -67,6 +76,9 @@ public final class NativeLanes
                 maxAbsBits = null;
                 quantize = null;
                 dequantize = null;
+                add = null;
+                scale = null;
+                swap = null;
                 limitLevel = null;
                 level = -1;
                 description = "lane kernels not linked: " + ex;
@@ -75,6 +87,9 @@ public final class NativeLanes
         MAX_ABS_BITS = maxAbsBits;
         QUANTIZE = quantize;
         DEQUANTIZE = dequantize;
+        ADD = add;
+        SCALE = scale;
+        SWAP = swap;
         LIMIT_LEVEL = limitLevel;
         LEVEL = level;
         DESCRIPTION = description;
@@ -165,6 +180,67 @@ public final class NativeLanes
         catch (final Throwable ex)
         {
             throw new IllegalStateException("switchml_lanes_dequantize failed", ex);
+        }
+    }
+
+    /**
+     * {@code sum[i] += source[i]} for {@code count} elements in native order: float32, or wrapping int32 when {@code
+     * ints}. The host agent's sum of one node's ranks ({@code LocalSum}).
+     *
+     * @param sum           the segment (heap or off-heap) that receives the sum.
+     * @param byteOffset    where in {@code sum} the range starts.
+     * @param sourceAddress the off-heap address of the range added into it.
+     */
+    public static void add(
+        final MemorySegment sum, final long byteOffset, final int count, final long sourceAddress, final boolean ints)
+    {
+        try
+        {
+            final int ignore = (int)ADD.invokeExact(sum, byteOffset, (long)count, sourceAddress, ints ? 1L : 0L, 0L);
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException("switchml_lanes_add failed", ex);
+        }
+    }
+
+    /**
+     * {@code values[i] *= factor} for {@code count} float32 elements in native order.
+     */
+    public static void scale(final MemorySegment values, final long byteOffset, final int count, final float factor)
+    {
+        try
+        {
+            final int ignore = (int)SCALE.invokeExact(values, byteOffset, (long)count,
+                (long)Float.floatToRawIntBits(factor), 0L, 0L);
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException("switchml_lanes_scale failed", ex);
+        }
+    }
+
+    /**
+     * Copies {@code count} elements between an array in native order and a packet's network-order lanes.
+     *
+     * @param array        the segment of the array (heap or off-heap).
+     * @param byteOffset   where in {@code array} the elements start.
+     * @param lanesAddress the off-heap address of the first lane.
+     * @param laneBytes    4 (int32) or 2 (the 16-bit formats).
+     * @param toLanes      from the array into the lanes, else from the lanes into the array.
+     */
+    public static void swap(
+        final MemorySegment array, final long byteOffset, final int count, final long lanesAddress, final int laneBytes,
+        final boolean toLanes)
+    {
+        final long mode = (laneBytes == Integer.BYTES ? 0L : 2L) + (toLanes ? 0L : 1L);
+        try
+        {
+            final int ignore = (int)SWAP.invokeExact(array, byteOffset, (long)count, lanesAddress, mode, 0L);
+        }
+        catch (final Throwable ex)
+        {
+            throw new IllegalStateException("switchml_lanes_swap failed", ex);
         }
     }
 }

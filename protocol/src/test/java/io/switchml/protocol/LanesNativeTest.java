@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The native lane kernels ({@link NativeLanes}, {@code switchml_lanes.c}) against the Java loops they replace, bit for
  * bit, at every level this CPU has (AVX-512, AVX2, the baseline): quantization with ties, values at and past the
  * limit, infinities, NaNs, subnormals and negative zeros; dequantization of every lane pattern class; the largest
- * magnitude with NaNs anywhere. Heap arrays and off-heap memory on the float side, odd lengths and offsets for the
+ * magnitude with NaNs anywhere; the host agent's adds and scaling against Java's float and int arithmetic. Heap arrays and off-heap memory on the float side, odd lengths and offsets for the
  * vector tails. The library is built by this module, so its absence fails here rather than falling back unseen.
  */
 class LanesNativeTest
@@ -145,6 +145,160 @@ class LanesNativeTest
                 }
             }
         }
+    }
+
+    @Test
+    void addAndScaleEqualTheJavaArithmeticAtEveryLevel()
+    {
+        final long seed = TestSeed.seed();
+        final Random random = new Random(seed);
+        for (int level = NativeLanes.level(); level >= 0; level--)
+        {
+            assertEquals(level, NativeLanes.limitLevel(level));
+            for (final int count : COUNTS)
+            {
+                final int from = random.nextInt(5);
+                final int length = from + count + 1;
+                final int[] sumBits = new int[length];
+                final int[] addBits = new int[length];
+                for (int i = 0; i < length; i++)
+                {
+                    sumBits[i] = anyFloatBits(random);
+                    addBits[i] = random.nextInt(8) == 0 ? sumBits[i] ^ 0x80000000 : anyFloatBits(random);
+                }
+                final float factor = Float.intBitsToFloat(anyFloatBits(random));
+                try (Arena arena = Arena.ofConfined())
+                {
+                    final MemorySegment sum = arena.allocate((long)length * 4 + 2, 4).asSlice(2); // unaligned too
+                    final MemorySegment source = arena.allocate((long)length * 4, 4);
+                    for (final boolean ints : new boolean[] {false, true})
+                    {
+                        MemorySegment.copy(sumBits, 0, sum, ValueLayout.JAVA_INT_UNALIGNED, 0, length);
+                        MemorySegment.copy(addBits, 0, source, ValueLayout.JAVA_INT_UNALIGNED, 0, length);
+                        NativeLanes.add(sum, (long)from * 4, count, source.address() + (long)from * 4, ints);
+                        for (int i = 0; i < length; i++)
+                        {
+                            final boolean inRange = i >= from && i < from + count;
+                            final int expected = !inRange ? sumBits[i] : ints ? sumBits[i] + addBits[i] :
+                                Float.floatToRawIntBits(Float.intBitsToFloat(sumBits[i]) + Float.intBitsToFloat(addBits[i]));
+                            assertFloatBits(expected, sum.get(ValueLayout.JAVA_INT_UNALIGNED, (long)i * 4), ints,
+                                (ints ? "add ints" : "add floats") + " level " + level + " count " + count + " element " +
+                                i + " " + TestSeed.describe(seed));
+                        }
+                    }
+                    MemorySegment.copy(sumBits, 0, sum, ValueLayout.JAVA_INT_UNALIGNED, 0, length);
+                    NativeLanes.scale(sum, (long)from * 4, count, factor);
+                    for (int i = 0; i < length; i++)
+                    {
+                        final boolean inRange = i >= from && i < from + count;
+                        final int expected = !inRange ? sumBits[i] :
+                            Float.floatToRawIntBits(Float.intBitsToFloat(sumBits[i]) * factor);
+                        assertFloatBits(expected, sum.get(ValueLayout.JAVA_INT_UNALIGNED, (long)i * 4), false,
+                            "scale level " + level + " count " + count + " factor " + factor + " element " + i + " " +
+                            TestSeed.describe(seed));
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void intAndShortCopiesEqualTheJavaLoopsAtEveryLevelAndOnHeapPackets()
+    {
+        final long seed = TestSeed.seed();
+        final Random random = new Random(seed);
+        for (int level = NativeLanes.level(); level >= 0; level--)
+        {
+            assertEquals(level, NativeLanes.limitLevel(level));
+            for (final int count : COUNTS)
+            {
+                final int from = random.nextInt(5);
+                final int[] ints = new int[from + count + 1];
+                final short[] shorts = new short[from + count + 1];
+                for (int i = 0; i < ints.length; i++)
+                {
+                    ints[i] = random.nextInt();
+                    shorts[i] = (short)random.nextInt();
+                }
+                final int index = 32 + random.nextInt(3) * 4 + (random.nextBoolean() ? 2 : 0);
+                final String where = "level " + level + " count " + count + " " + TestSeed.describe(seed);
+                // array to lanes: the Java loop over the array against the segment form, off-heap (native) and heap
+                // (the segment form's own Java loop) packets
+                final UnsafeBuffer expectedInts = packet(count);
+                Lanes.write(ints, from, count, expectedInts, index);
+                final UnsafeBuffer nativeInts = packet(count);
+                Lanes.writeInts(MemorySegment.ofArray(ints), from, count, nativeInts, index);
+                assertBytes(expectedInts, nativeInts, "writeInts " + where);
+                final UnsafeBuffer heapInts = new UnsafeBuffer(new byte[64 + count * 4]);
+                Lanes.writeInts(MemorySegment.ofArray(ints), from, count, heapInts, index);
+                assertBytes(expectedInts, heapInts, "writeInts, heap packet " + where);
+                final UnsafeBuffer expectedShorts = packet(count);
+                Lanes.write(shorts, from, count, expectedShorts, index);
+                final UnsafeBuffer nativeShorts = packet(count);
+                Lanes.writeShorts(MemorySegment.ofArray(shorts), from, count, nativeShorts, index);
+                assertBytes(expectedShorts, nativeShorts, "writeShorts " + where);
+                final UnsafeBuffer heapShorts = new UnsafeBuffer(new byte[64 + count * 4]);
+                Lanes.writeShorts(MemorySegment.ofArray(shorts), from, count, heapShorts, index);
+                assertBytes(expectedShorts, heapShorts, "writeShorts, heap packet " + where);
+                // lanes to array, into heap arrays and off-heap memory
+                final int[] intsBack = new int[ints.length];
+                Lanes.read(nativeInts, index, intsBack, from, count);
+                for (final UnsafeBuffer packet : new UnsafeBuffer[] {nativeInts, heapInts})
+                {
+                    final int[] viaSegment = new int[ints.length];
+                    Lanes.readInts(packet, index, MemorySegment.ofArray(viaSegment), from, count);
+                    assertArrayEquals(intsBack, viaSegment, "readInts " + where);
+                }
+                final short[] shortsBack = new short[shorts.length];
+                Lanes.read(nativeShorts, index, shortsBack, from, count);
+                for (final UnsafeBuffer packet : new UnsafeBuffer[] {nativeShorts, heapShorts})
+                {
+                    final short[] viaSegment = new short[shorts.length];
+                    Lanes.readShorts(packet, index, MemorySegment.ofArray(viaSegment), from, count);
+                    assertArrayEquals(shortsBack, viaSegment, "readShorts " + where);
+                }
+                try (Arena arena = Arena.ofConfined())
+                {
+                    final MemorySegment offHeap = arena.allocate((long)ints.length * 4 + 2, 4).asSlice(2);
+                    Lanes.readInts(nativeInts, index, offHeap, from, count);
+                    for (int i = 0; i < ints.length; i++)
+                    {
+                        assertEquals(intsBack[i], offHeap.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i), "readInts off-heap " + where);
+                    }
+                }
+                assertEquals(java.util.Arrays.toString(java.util.Arrays.copyOfRange(ints, from, from + count)),
+                    java.util.Arrays.toString(java.util.Arrays.copyOfRange(intsBack, from, from + count)), "round trip " + where);
+            }
+        }
+        final UnsafeBuffer small = packet(4);
+        assertThrows(IndexOutOfBoundsException.class, () -> Lanes.writeInts(MemorySegment.ofArray(new int[3]), 0, 4, small, 0));
+        assertThrows(IndexOutOfBoundsException.class, () -> Lanes.readShorts(small, 0, MemorySegment.ofArray(new short[3]), 1, 3));
+    }
+
+    /** Finite values of every magnitude, subnormals, zeros of both signs, infinities and NaNs. */
+    private static int anyFloatBits(final Random random)
+    {
+        return switch (random.nextInt(10))
+        {
+            case 0 -> random.nextBoolean() ? 0x7f800000 : 0xff800000;
+            case 1 -> 0x7fc00000 | random.nextInt(1 << 22);
+            case 2 -> random.nextBoolean() ? 0 : 0x80000000;
+            case 3 -> random.nextInt(1 << 23) | (random.nextBoolean() ? 0x80000000 : 0);
+            case 4 -> random.nextInt();
+            default -> Float.floatToRawIntBits((float)(random.nextGaussian() * Math.pow(2, random.nextInt(40) - 20)));
+        };
+    }
+
+    /** Bit for bit; a NaN only as a NaN (which NaN the hardware returns for two NaN operands is not Java's to say). */
+    private static void assertFloatBits(final int expected, final int actual, final boolean ints, final String message)
+    {
+        if (!ints && Float.isNaN(Float.intBitsToFloat(expected)))
+        {
+            assertTrue(Float.isNaN(Float.intBitsToFloat(actual)), message + ": expected a NaN, got " +
+                Float.intBitsToFloat(actual));
+            return;
+        }
+        assertEquals(expected, actual, message);
     }
 
     @Test

@@ -3,6 +3,7 @@ package io.switchml.worker;
 import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.ElementType;
 import io.switchml.protocol.Lanes;
+import io.switchml.protocol.NativeLanes;
 import io.switchml.protocol.quant.BlockFloatingPoint;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -21,6 +22,8 @@ final class ChunkCodec
     private final int worldSize;
     private final int[] lanes;
     private final short[] halves;
+    /** {@link #halves} as a segment, made once, for the native copies (no allocation per packet). */
+    private final java.lang.foreign.MemorySegment halvesSegment;
     private final float[] stage;
 
     ChunkCodec(final byte elementType, final int lanesPerSlot, final int worldSize)
@@ -31,6 +34,7 @@ final class ChunkCodec
         this.worldSize = worldSize;
         lanes = new int[lanesPerSlot];
         halves = new short[lanesPerSlot];
+        halvesSegment = java.lang.foreign.MemorySegment.ofArray(halves);
         stage = new float[lanesPerSlot];
     }
 
@@ -58,7 +62,14 @@ final class ChunkCodec
         else if (isSixteenBit)
         {
             tensor.toHalfLanes(elementType, from, count, halves, stage);
-            Lanes.write(halves, 0, count, packet, offset);
+            if (NativeLanes.enabled())
+            {
+                Lanes.writeShorts(halvesSegment, 0, count, packet, offset);
+            }
+            else
+            {
+                Lanes.write(halves, 0, count, packet, offset);
+            }
         }
         else if (isFloat)
         {
@@ -90,7 +101,14 @@ final class ChunkCodec
         }
         else if (isSixteenBit)
         {
-            Lanes.read(packet, offset, halves, 0, count);
+            if (NativeLanes.enabled())
+            {
+                Lanes.readShorts(packet, offset, halvesSegment, 0, count);
+            }
+            else
+            {
+                Lanes.read(packet, offset, halves, 0, count);
+            }
             return tensor.fromHalfLanes(elementType, halves, count, submission.divisor, from, stage);
         }
         else if (isFloat)

@@ -216,11 +216,16 @@ abstract class TensorView
     {
         private final int[] src;
         private final int[] dst;
+        /** The arrays as segments, made once, for the native copies (no allocation per packet). */
+        private final MemorySegment srcSegment;
+        private final MemorySegment dstSegment;
 
         IntArray(final int[] src, final int[] dst)
         {
             this.src = src;
             this.dst = dst;
+            this.srcSegment = MemorySegment.ofArray(src);
+            this.dstSegment = dst == src ? srcSegment : MemorySegment.ofArray(dst);
         }
 
         int length()
@@ -247,6 +252,11 @@ abstract class TensorView
             final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage,
             final MutableDirectBuffer packet, final int index)
         {
+            if (NativeLanes.enabled())
+            {
+                Lanes.writeInts(srcSegment, from, count, packet, index);
+                return;
+            }
             Lanes.write(src, from, count, packet, index);
         }
 
@@ -254,6 +264,11 @@ abstract class TensorView
             final DirectBuffer packet, final int index, final int count, final double multiplier, final int to,
             final int[] lanes, final float[] stage)
         {
+            if (NativeLanes.enabled())
+            {
+                Lanes.readInts(packet, index, dstSegment, to, count);
+                return;
+            }
             Lanes.read(packet, index, dst, to, count);
         }
 
@@ -378,10 +393,42 @@ abstract class TensorView
         private final IntBuffer src;
         private final IntBuffer dst;
 
+        /** The ints as segments when in the platform's order: the native copies then go without the staging. */
+        private final MemorySegment srcSegment;
+        private final MemorySegment dstSegment;
+
         IntBufferView(final IntBuffer src, final IntBuffer dst)
         {
             this.src = src.slice();
             this.dst = dst.slice();
+            final boolean direct = NativeLanes.enabled() && this.src.order() == ByteOrder.nativeOrder() &&
+                this.dst.order() == ByteOrder.nativeOrder() && !this.dst.isReadOnly();
+            this.srcSegment = direct ? MemorySegment.ofBuffer(this.src) : null;
+            this.dstSegment = direct ? MemorySegment.ofBuffer(this.dst) : null;
+        }
+
+        void toPacket(
+            final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage,
+            final MutableDirectBuffer packet, final int index)
+        {
+            if (srcSegment != null)
+            {
+                Lanes.writeInts(srcSegment, from, count, packet, index);
+                return;
+            }
+            super.toPacket(from, count, scale, limit, lanes, stage, packet, index);
+        }
+
+        void fromPacket(
+            final DirectBuffer packet, final int index, final int count, final double multiplier, final int to,
+            final int[] lanes, final float[] stage)
+        {
+            if (dstSegment != null)
+            {
+                Lanes.readInts(packet, index, dstSegment, to, count);
+                return;
+            }
+            super.fromPacket(packet, index, count, multiplier, to, lanes, stage);
         }
 
         int length()

@@ -3,10 +3,15 @@ package io.switchml.worker.bridge;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
+import io.switchml.protocol.NativeLanes;
+
 /**
  * The element loops of a {@link LocalGroup}: adding the host's other ranks' ranges into one, and scaling it while it
  * is copied back. They work on the shared memory in place, in blocks that stay in the core's cache while every rank's
- * block is added (or copied), so each range is read from memory once. Plain loops over constant layouts, which the JIT vectorises.
+ * block is added (or copied), so each range is read from memory once. The adds and the scaling run in the project's
+ * native library ({@link NativeLanes}) when it is loaded and the ranges are off-heap (the ranks' shared memory): so they
+ * are at full speed from the first call in a JVM whose JIT stops at C1 (the launcher's default for worker commands,
+ * packaging/bin/switchml). Otherwise plain loops over constant layouts, which C2 vectorises.
  */
 final class LocalSum
 {
@@ -33,12 +38,17 @@ final class LocalSum
                 throw new IllegalArgumentException("ranges differ in size: " + source.byteSize() + " and " + bytes);
             }
         }
+        final boolean direct = NativeLanes.enabled() && sum.isNative() && allNative(sources);
         for (long block = 0; block < bytes; block += BLOCK_BYTES)
         {
             final long end = Math.min(bytes, block + BLOCK_BYTES);
             for (final MemorySegment source : sources)
             {
-                if (ints)
+                if (direct)
+                {
+                    NativeLanes.add(sum, block, (int)((end - block) / Float.BYTES), source.address() + block, ints);
+                }
+                else if (ints)
                 {
                     addInts(sum, source, block, end);
                 }
@@ -48,6 +58,18 @@ final class LocalSum
                 }
             }
         }
+    }
+
+    private static boolean allNative(final MemorySegment[] segments)
+    {
+        for (final MemorySegment segment : segments)
+        {
+            if (!segment.isNative())
+            {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static void addFloats(final MemorySegment sum, final MemorySegment source, final long from, final long to)
@@ -73,12 +95,20 @@ final class LocalSum
     static void scaleAndCopy(final MemorySegment result, final float factor, final MemorySegment[] copies)
     {
         final long bytes = result.byteSize();
+        final boolean direct = NativeLanes.enabled() && result.isNative();
         for (long block = 0; block < bytes; block += BLOCK_BYTES)
         {
             final long end = Math.min(bytes, block + BLOCK_BYTES);
-            for (long i = block; i < end; i += Float.BYTES)
+            if (direct)
             {
-                result.set(FLOAT, i, result.get(FLOAT, i) * factor);
+                NativeLanes.scale(result, block, (int)((end - block) / Float.BYTES), factor);
+            }
+            else
+            {
+                for (long i = block; i < end; i += Float.BYTES)
+                {
+                    result.set(FLOAT, i, result.get(FLOAT, i) * factor);
+                }
             }
             for (final MemorySegment copy : copies)
             {
