@@ -221,14 +221,17 @@ final class RankBenchmark
     static void fillPeerValues(final float[] dst, final int rank)
     {
         final float factor = rank + 1;
-        for (int from = 0; from < dst.length; from += CHECK_BLOCK)
+        final int first = Math.min(CHECK_BLOCK, dst.length);
+        for (int j = 0; j < first; j++)
         {
-            // array-to-array loops: scratch measurement here, 1 MB, 23 GB/s against 11 GB/s for f * (1 + (i & 7))
-            final int count = Math.min(CHECK_BLOCK, dst.length - from);
-            for (int j = 0; j < count; j++)
-            {
-                dst[from + j] = factor * PATTERN[j];
-            }
+            dst[j] = factor * PATTERN[j];
+        }
+        // every block is the first one again (CHECK_BLOCK is a multiple of the pattern's 8): copied, which runs at
+        // memory speed whichever compiler has this method (worker JVMs stop at C1 by default: the launcher's
+        // SWITCHML_WORKER_JIT), as torch's fill does for the Gloo and MPI harnesses
+        for (int from = first; from < dst.length; from += CHECK_BLOCK)
+        {
+            System.arraycopy(dst, 0, dst, from, Math.min(CHECK_BLOCK, dst.length - from));
         }
     }
 
@@ -252,6 +255,13 @@ final class RankBenchmark
         for (int from = 0; from < result.length; from += CHECK_BLOCK)
         {
             final int count = Math.min(CHECK_BLOCK, result.length - from);
+            // a block equal to the expected one bit for bit (these sums are exact in block floating point) passes on
+            // Arrays.mismatch's word-wide compare, fast in C1's code too, where the Gloo and MPI harnesses compare
+            // with torch.equal; any other block gets the bound below
+            if (java.util.Arrays.mismatch(result, from, from + count, expected, 0, count) < 0)
+            {
+                continue;
+            }
             // a max reduction without an early exit, against a precomputed block: 16 GB/s (1 MB) against 3.4 with the
             // pattern computed from the index (scratch measurement here); NaN propagates and fails the test below
             float maxError = 0;
