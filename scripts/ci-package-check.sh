@@ -329,6 +329,20 @@ lanes_bad=$(as_switchml SWITCHML_MAC_LANES=maybe /usr/bin/switchml --version 2>&
 [ "$lanes_bad_rc" -eq 2 ] && grep -q "SWITCHML_MAC_LANES must be auto, on or off" <<<"$lanes_bad" ||
   fail "SWITCHML_MAC_LANES=maybe: exit 2 naming the variable (got $lanes_bad_rc: $lanes_bad)"
 ok "packet MACs in lanes: the native library in the installed protocol jar, no JVM option by default; the vector module only with SWITCHML_MAC_LANES=on; a bad value exits 2"
+# The worker commands' JIT (packaging/bin/switchml, SWITCHML_WORKER_JIT): C1 only for worker commands by default on
+# x86-64, C2 kept for the appliance, for 16-bit job types and with SWITCHML_WORKER_JIT=full; a bad value exits 2.
+tiered_stop() { as_switchml SWITCHML_JAVA_OPTS="-Xmx256m -XX:+PrintFlagsFinal" "$@" 2>&1 | awk '$2 == "TieredStopAtLevel" {print $4}'; }
+jit_worker=$(tiered_stop /usr/bin/switchml worker serve --help)
+jit_app=$(tiered_stop /usr/bin/switchml appliance --help)
+jit_full=$(tiered_stop env SWITCHML_WORKER_JIT=full /usr/bin/switchml worker host --help)
+jit_half=$(tiered_stop /usr/bin/switchml worker run --type bfloat16 --help)
+[ "$jit_worker" = 1 ] && [ "$jit_app" = 4 ] && [ "$jit_full" = 4 ] && [ "$jit_half" = 4 ] ||
+  fail "TieredStopAtLevel: worker serve $jit_worker (want 1), appliance $jit_app, SWITCHML_WORKER_JIT=full $jit_full, worker run --type bfloat16 $jit_half (want 4)"
+wjit_bad_rc=0
+wjit_bad=$(as_switchml SWITCHML_WORKER_JIT=maybe /usr/bin/switchml --version 2>&1) || wjit_bad_rc=$?
+[ "$wjit_bad_rc" -eq 2 ] && grep -q "SWITCHML_WORKER_JIT must be auto, quick or full" <<<"$wjit_bad" ||
+  fail "SWITCHML_WORKER_JIT=maybe: exit 2 naming the variable (got $wjit_bad_rc: $wjit_bad)"
+ok "worker commands start with the JIT at C1 (TieredStopAtLevel=1), the appliance, 16-bit job types and SWITCHML_WORKER_JIT=full with C2; a bad value exits 2"
 if unshare -m true 2>/dev/null; then
   set +e
   nojdk=$(unshare -m bash -c 'mount -t tmpfs none /usr/lib/jvm && env -i PATH=/usr/bin:/bin JAVA_HOME=/nonexistent /usr/bin/switchml --version' 2>&1)

@@ -146,6 +146,7 @@ public final class WorkerClient implements AutoCloseable
         final WorkerContext context, final Socket controlSocket, final DatagramTransport[] transports,
         final int jobId, final JobJoin.JoinTerms terms, final String fallback)
     {
+        ElementKernels.warnIfSlow();
         this.jobId = jobId;
         this.backend = terms.backend();
         this.fallback = fallback;
@@ -223,7 +224,8 @@ public final class WorkerClient implements AutoCloseable
         final String description = transports[0].description();
         final String nioReason = TransportKind.fallbackReason();
         return (nioReason != null && description.startsWith("nio") ? description + "; native unavailable: " + nioReason :
-            description) + "; packet MACs " + (macEnabled ? PacketMacBatch.description() : "off");
+            description) + "; packet MACs " + (macEnabled ? PacketMacBatch.description() : "off") + "; " +
+            ElementKernels.description();
     }
 
     /**
