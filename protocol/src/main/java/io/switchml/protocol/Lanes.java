@@ -267,10 +267,8 @@ public final class Lanes
     {
         final MemorySegment segment = segment(buffer, index, count, Integer.BYTES);
         final long base = offset(buffer, index);
-        java.util.Objects.checkFromIndexSize(from, count, ints.byteSize() / Integer.BYTES);
-        if (NativeLanes.ENABLED && segment == NATIVE)
+        if (swapped(ints, from, count, segment, base, Integer.BYTES, true))
         {
-            NativeLanes.swap(ints, from * Integer.BYTES, count, base, Integer.BYTES, true);
             return;
         }
         for (int i = 0; i < count; i++)
@@ -290,10 +288,8 @@ public final class Lanes
     {
         final MemorySegment segment = segment(buffer, index, count, Integer.BYTES);
         final long base = offset(buffer, index);
-        java.util.Objects.checkFromIndexSize(to, count, ints.byteSize() / Integer.BYTES);
-        if (NativeLanes.ENABLED && segment == NATIVE)
+        if (swapped(ints, to, count, segment, base, Integer.BYTES, false))
         {
-            NativeLanes.swap(ints, to * Integer.BYTES, count, base, Integer.BYTES, false);
             return;
         }
         for (int i = 0; i < count; i++)
@@ -313,10 +309,8 @@ public final class Lanes
     {
         final MemorySegment segment = segment(buffer, index, count, Short.BYTES);
         final long base = offset(buffer, index);
-        java.util.Objects.checkFromIndexSize(from, count, shorts.byteSize() / Short.BYTES);
-        if (NativeLanes.ENABLED && segment == NATIVE)
+        if (swapped(shorts, from, count, segment, base, Short.BYTES, true))
         {
-            NativeLanes.swap(shorts, from * Short.BYTES, count, base, Short.BYTES, true);
             return;
         }
         for (int i = 0; i < count; i++)
@@ -336,15 +330,32 @@ public final class Lanes
     {
         final MemorySegment segment = segment(buffer, index, count, Short.BYTES);
         final long base = offset(buffer, index);
-        java.util.Objects.checkFromIndexSize(to, count, shorts.byteSize() / Short.BYTES);
-        if (NativeLanes.ENABLED && segment == NATIVE)
+        if (swapped(shorts, to, count, segment, base, Short.BYTES, false))
         {
-            NativeLanes.swap(shorts, to * Short.BYTES, count, base, Short.BYTES, false);
             return;
         }
         for (int i = 0; i < count; i++)
         {
             shorts.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, to + i, segment.get(BIG_ENDIAN_SHORT, base + (long)i * Short.BYTES));
         }
+    }
+
+    /**
+     * The copy in the native kernels, when they are in use and the packet is off-heap; the range of the array's
+     * segment is checked either way.
+     *
+     * @return whether it was made (else the caller's Java loop makes it).
+     */
+    private static boolean swapped(
+        final MemorySegment array, final long first, final int count, final MemorySegment packetSegment,
+        final long lanesAddress, final int laneBytes, final boolean toLanes)
+    {
+        java.util.Objects.checkFromIndexSize(first, count, array.byteSize() / laneBytes);
+        if (NativeLanes.ENABLED && packetSegment == NATIVE)
+        {
+            NativeLanes.swap(array, first * laneBytes, count, lanesAddress, laneBytes, toLanes);
+            return true;
+        }
+        return false;
     }
 }
