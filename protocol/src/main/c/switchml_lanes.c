@@ -250,15 +250,15 @@ EXPORT int32_t switchml_lanes_dequantize(
 }
 
 /*
- * switchml_lanes_add(sum, offset, count, source address, ints, 0): sum[i] += source[i] for count elements in native
- * order, float32 (ints 0) or wrapping int32 (ints 1), the sum as a segment's base and a byte offset. Returns count.
+ * switchml_lanes_add(sum, source, sum offset, source offset, count, ints): sum[i] += source[i] for count elements in
+ * native order, float32 (ints 0) or wrapping int32 (ints 1); both ranges as a segment's base and a byte offset, so that
+ * Java keeps both segments alive through the call (a rank's shared memory may be unmapped as it leaves). Returns count.
  */
 EXPORT int32_t switchml_lanes_add(
-    uint8_t *sum, int64_t offset, int64_t count, uint64_t source_address, int64_t ints, int64_t u5)
+    uint8_t *sum, const uint8_t *source, int64_t sum_offset, int64_t source_offset, int64_t count, int64_t ints)
 {
-    (void)u5;
-    uint8_t *to = sum + offset;
-    const uint8_t *from = (const uint8_t *)(uintptr_t)source_address;
+    uint8_t *to = sum + sum_offset;
+    const uint8_t *from = source + source_offset;
 #if defined(__x86_64__)
     switch (switchml_lanes_level())
     {

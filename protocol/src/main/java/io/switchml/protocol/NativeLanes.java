@@ -33,7 +33,6 @@ public final class NativeLanes
     private static final MethodHandle MAX_ABS_BITS;
     private static final MethodHandle QUANTIZE;
     private static final MethodHandle DEQUANTIZE;
-    private static final MethodHandle ADD;
     private static final MethodHandle SCALE;
     private static final MethodHandle SWAP;
     private static final MethodHandle LIMIT_LEVEL;
@@ -47,7 +46,6 @@ public final class NativeLanes
         MethodHandle maxAbsBits = null;
         MethodHandle quantize = null;
         MethodHandle dequantize = null;
-        MethodHandle add = null;
         MethodHandle scale = null;
         MethodHandle swap = null;
         MethodHandle limitLevel = null;
@@ -63,7 +61,6 @@ public final class NativeLanes
                 maxAbsBits = linker.downcallHandle(library.findOrThrow("switchml_lanes_max_abs_bits"), SHAPE, critical);
                 quantize = linker.downcallHandle(library.findOrThrow("switchml_lanes_quantize"), SHAPE, critical);
                 dequantize = linker.downcallHandle(library.findOrThrow("switchml_lanes_dequantize"), SHAPE, critical);
-                add = linker.downcallHandle(library.findOrThrow("switchml_lanes_add"), SHAPE, critical);
                 scale = linker.downcallHandle(library.findOrThrow("switchml_lanes_scale"), SHAPE, critical);
                 swap = linker.downcallHandle(library.findOrThrow("switchml_lanes_swap"), SHAPE, critical);
                 limitLevel = NativeCalls.intCall(library.findOrThrow("switchml_lanes_limit_level"), Linker.Option.critical(false));
@@ -76,7 +73,6 @@ public final class NativeLanes
                 maxAbsBits = null;
                 quantize = null;
                 dequantize = null;
-                add = null;
                 scale = null;
                 swap = null;
                 limitLevel = null;
@@ -87,7 +83,6 @@ public final class NativeLanes
         MAX_ABS_BITS = maxAbsBits;
         QUANTIZE = quantize;
         DEQUANTIZE = dequantize;
-        ADD = add;
         SCALE = scale;
         SWAP = swap;
         LIMIT_LEVEL = limitLevel;
@@ -185,23 +180,38 @@ public final class NativeLanes
 
     /**
      * {@code sum[i] += source[i]} for {@code count} elements in native order: float32, or wrapping int32 when {@code
-     * ints}. The host agent's sum of one node's ranks ({@code LocalSum}).
+     * ints}. The host agent's sum of one node's ranks ({@code LocalSum}). Both ranges go to the call as segments, so
+     * that neither can be unmapped while it runs (a rank's shared memory is when the rank leaves).
      *
-     * @param sum           the segment (heap or off-heap) that receives the sum.
-     * @param byteOffset    where in {@code sum} the range starts.
-     * @param sourceAddress the off-heap address of the range added into it.
+     * @param sum          the segment that receives the sum.
+     * @param sumOffset    where in {@code sum} the range starts, in bytes.
+     * @param source       the segment added into it.
+     * @param sourceOffset where in {@code source} the range starts, in bytes.
      */
     public static void add(
-        final MemorySegment sum, final long byteOffset, final int count, final long sourceAddress, final boolean ints)
+        final MemorySegment sum, final long sumOffset, final MemorySegment source, final long sourceOffset, final int count,
+        final boolean ints)
     {
         try
         {
-            final int ignore = (int)ADD.invokeExact(sum, byteOffset, (long)count, sourceAddress, ints ? 1L : 0L, 0L);
+            final int ignore = (int)Sums.ADD.invokeExact(sum, source, sumOffset, sourceOffset, (long)count, ints ? 1L : 0L);
         }
         catch (final Throwable ex)
         {
-            throw new IllegalStateException("switchml_lanes_add failed", ex);
+            throw ex instanceof RuntimeException runtime ? runtime : new IllegalStateException("switchml_lanes_add failed", ex);
         }
+    }
+
+    /**
+     * The sums' downcall, of its own shape (two segments, four 64-bit integers), linked on first use: only a host agent
+     * that sums a node's ranks spins its stub.
+     */
+    private static final class Sums
+    {
+        static final MethodHandle ADD = Linker.nativeLinker().downcallHandle(
+            NativeLibrary.lookup().findOrThrow("switchml_lanes_add"),
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG),
+            Linker.Option.critical(true));
     }
 
     /**

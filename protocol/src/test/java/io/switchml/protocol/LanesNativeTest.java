@@ -175,7 +175,7 @@ class LanesNativeTest
                     {
                         MemorySegment.copy(sumBits, 0, sum, ValueLayout.JAVA_INT_UNALIGNED, 0, length);
                         MemorySegment.copy(addBits, 0, source, ValueLayout.JAVA_INT_UNALIGNED, 0, length);
-                        NativeLanes.add(sum, (long)from * 4, count, source.address() + (long)from * 4, ints);
+                        NativeLanes.add(sum, (long)from * 4, source, (long)from * 4, count, ints);
                         for (int i = 0; i < length; i++)
                         {
                             final boolean inRange = i >= from && i < from + count;

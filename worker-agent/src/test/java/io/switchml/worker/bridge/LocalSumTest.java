@@ -23,7 +23,7 @@ class LocalSumTest
         assertTrue(NativeLanes.enabled(), "native lane kernels not in use: " + NativeLanes.description());
         final long seed = System.nanoTime();
         final Random random = new Random(seed);
-        final int elements = 3 * LocalSum.BLOCK_BYTES / Float.BYTES + 1 + random.nextInt(1000);
+        final int elements = 3 * LocalSum.NATIVE_BLOCK_BYTES / Float.BYTES + 1 + random.nextInt(1000);
         final long bytes = (long)elements * Float.BYTES;
         for (final boolean ints : new boolean[] {false, true})
         {
@@ -62,6 +62,27 @@ class LocalSumTest
                     }
                 }
             }
+        }
+    }
+
+    /**
+     * A rank's shared memory unmapped (its arena closed, as when the rank leaves) fails the sum with the segment API's
+     * exception, which the group turns into the round's failure, instead of the native kernel reading unmapped memory.
+     */
+    @Test
+    void aClosedSourceFailsTheSumInsteadOfTheProcess()
+    {
+        final long bytes = 3L * LocalSum.BLOCK_BYTES;
+        try (Arena mine = Arena.ofShared())
+        {
+            final MemorySegment sum = mine.allocate(bytes, 4);
+            final Arena theirs = Arena.ofShared();
+            final MemorySegment gone = theirs.allocate(bytes, 4);
+            theirs.close();
+            final IllegalStateException refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                () -> LocalSum.addInto(sum, new MemorySegment[] {gone}, false));
+            assertTrue(refused.getMessage() != null && refused.getMessage().toLowerCase(java.util.Locale.ROOT).contains("closed"),
+                refused.toString());
         }
     }
 }
