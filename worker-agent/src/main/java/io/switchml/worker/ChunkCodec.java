@@ -3,7 +3,6 @@ package io.switchml.worker;
 import io.switchml.protocol.DataHeaderFlyweight;
 import io.switchml.protocol.ElementType;
 import io.switchml.protocol.Lanes;
-import io.switchml.protocol.NativeLanes;
 import io.switchml.protocol.quant.BlockFloatingPoint;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -22,7 +21,7 @@ final class ChunkCodec
     private final int worldSize;
     private final int[] lanes;
     private final short[] halves;
-    /** {@link #halves} as a segment, made once, for the native copies (no allocation per packet). */
+    /** {@link #halves} as a segment, made once (no allocation per packet): Lanes' segment copies pick native or Java. */
     private final java.lang.foreign.MemorySegment halvesSegment;
     private final float[] stage;
 
@@ -62,14 +61,7 @@ final class ChunkCodec
         else if (isSixteenBit)
         {
             tensor.toHalfLanes(elementType, from, count, halves, stage);
-            if (NativeLanes.enabled())
-            {
-                Lanes.writeShorts(halvesSegment, 0, count, packet, offset);
-            }
-            else
-            {
-                Lanes.write(halves, 0, count, packet, offset);
-            }
+            Lanes.writeShorts(halvesSegment, 0, count, packet, offset);
         }
         else if (isFloat)
         {
@@ -101,14 +93,7 @@ final class ChunkCodec
         }
         else if (isSixteenBit)
         {
-            if (NativeLanes.enabled())
-            {
-                Lanes.readShorts(packet, offset, halvesSegment, 0, count);
-            }
-            else
-            {
-                Lanes.read(packet, offset, halves, 0, count);
-            }
+            Lanes.readShorts(packet, offset, halvesSegment, 0, count);
             return tensor.fromHalfLanes(elementType, halves, count, submission.divisor, from, stage);
         }
         else if (isFloat)

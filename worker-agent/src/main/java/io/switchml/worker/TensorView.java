@@ -216,7 +216,7 @@ abstract class TensorView
     {
         private final int[] src;
         private final int[] dst;
-        /** The arrays as segments, made once, for the native copies (no allocation per packet). */
+        /** The arrays as segments, made once (no allocation per packet): Lanes' segment copies pick native or Java. */
         private final MemorySegment srcSegment;
         private final MemorySegment dstSegment;
 
@@ -252,24 +252,14 @@ abstract class TensorView
             final int from, final int count, final double scale, final int limit, final int[] lanes, final float[] stage,
             final MutableDirectBuffer packet, final int index)
         {
-            if (NativeLanes.enabled())
-            {
-                Lanes.writeInts(srcSegment, from, count, packet, index);
-                return;
-            }
-            Lanes.write(src, from, count, packet, index);
+            Lanes.writeInts(srcSegment, from, count, packet, index);
         }
 
         void fromPacket(
             final DirectBuffer packet, final int index, final int count, final double multiplier, final int to,
             final int[] lanes, final float[] stage)
         {
-            if (NativeLanes.enabled())
-            {
-                Lanes.readInts(packet, index, dstSegment, to, count);
-                return;
-            }
-            Lanes.read(packet, index, dst, to, count);
+            Lanes.readInts(packet, index, dstSegment, to, count);
         }
 
         void fromLanes(final int[] lanes, final int count, final double multiplier, final int to, final float[] stage)

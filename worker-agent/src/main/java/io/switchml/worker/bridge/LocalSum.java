@@ -19,7 +19,7 @@ final class LocalSum
     static final int BLOCK_BYTES = 16 << 10;
     /**
      * The native kernels' block: larger, so that a call's fixed cost (its two segments' scopes acquired and released,
-     * about a microsecond in C1's code) stays small beside the block's work, and still well inside a core's L2.
+     * the stub run in C1's code) stays small beside the block's work, and still well inside a core's L2.
      */
     static final int NATIVE_BLOCK_BYTES = 256 << 10;
 
