@@ -21,6 +21,7 @@ UNIT_DIR=/usr/lib/systemd/system
 APPLIANCE_UNIT=$UNIT_DIR/switchml-appliance.service
 WORKER_UNIT=$UNIT_DIR/switchml-worker@.service
 HOST_UNIT=$UNIT_DIR/switchml-worker-host.service
+SHM_UNIT=$UNIT_DIR/run-switchml-shm.mount
 CONFIG=/etc/switchml/appliance.properties
 STATE_DIR=/var/lib/switchml
 READY_TIMEOUT_S=60
@@ -96,6 +97,7 @@ cleanup() {
     fi
   fi
   if [ -n "$WORK" ]; then
+    if mountpoint -q "$WORK/shm" 2>/dev/null; then umount "$WORK/shm" || true; fi
     rm -rf "$WORK"
   fi
   exit "$rc"
@@ -195,7 +197,8 @@ check "distribution archive $(basename "$ARCHIVE") has bin/switchml, lib/switchm
     tar tzf '$ARCHIVE' | grep -q '/etc/switchml/appliance.properties\$' &&
     tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-appliance.service\$' &&
     tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-worker@.service\$' &&
-    tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-worker-host.service\$'"
+    tar tzf '$ARCHIVE' | grep -q '/systemd/switchml-worker-host.service\$' &&
+    tar tzf '$ARCHIVE' | grep -q '/systemd/run-switchml-shm.mount\$'"
 check "distribution archive has the Python package: python/pyproject.toml, python/switchml/backend.py" \
   bash -c "tar tzf '$ARCHIVE' | grep -q '/python/pyproject.toml\$' && tar tzf '$ARCHIVE' | grep -q '/python/switchml/backend.py\$'"
 
@@ -395,7 +398,7 @@ step "systemd-analyze verify"
 # A template cannot be verified as such: verify an instance of it, linked next to the template's name.
 mkdir "$WORK/units"
 ln -s "$WORKER_UNIT" "$WORK/units/switchml-worker@ci.service"
-for unit in "$APPLIANCE_UNIT" "$WORK/units/switchml-worker@ci.service" "$HOST_UNIT"; do
+for unit in "$APPLIANCE_UNIT" "$WORK/units/switchml-worker@ci.service" "$HOST_UNIT" "$SHM_UNIT"; do
   if ! systemd-analyze verify "$unit" >"$WORK/verify.log" 2>&1; then
     cat "$WORK/verify.log" >&2
     fail "systemd-analyze verify $(basename "$unit")"
@@ -419,6 +422,24 @@ for unit in "$APPLIANCE_UNIT" "$WORK/units/switchml-worker@ci.service" "$HOST_UN
     fail "systemd-analyze security --offline=true $(basename "$unit")"
   fi
 done
+
+# The shared-memory mount as its unit would make it (no systemd here to start it): its Options= on a tmpfs, and a file
+# written there mapped by huge pages
+SHM_OPTIONS=$(sed -n 's/^Options=//p' "$SHM_UNIT")
+[ "$(sed -n 's/^Where=//p' "$SHM_UNIT")" = /run/switchml/shm ] || fail "$SHM_UNIT: Where= is not /run/switchml/shm"
+mkdir "$WORK/shm"
+mount -t "$(sed -n 's/^Type=//p' "$SHM_UNIT")" -o "$SHM_OPTIONS" switchml-shm "$WORK/shm" ||
+  fail "$(basename "$SHM_UNIT"): mount -o $SHM_OPTIONS failed"
+pmd=$(python3 -c '
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+os.posix_fallocate(fd, 0, 4 << 20)
+m = mmap.mmap(fd, 4 << 20)
+m[:] = b"\1" * (4 << 20)
+print(sum(int(l.split()[1]) for l in open("/proc/self/smaps") if l.startswith("ShmemPmdMapped:")))' "$WORK/shm/probe")
+umount "$WORK/shm"
+[ "$pmd" -ge 4096 ] || fail "$(basename "$SHM_UNIT"): 4 MiB written on its tmpfs are not on huge pages (ShmemPmdMapped ${pmd} kB)"
+ok "$(basename "$SHM_UNIT"): mounts with $SHM_OPTIONS; 4 MiB written there are mapped by huge pages (${pmd} kB)"
 
 # ---------------------------------------------------------------------------------------------------------
 step "run the installed appliance as switchml-appliance.service would"

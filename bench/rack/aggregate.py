@@ -423,7 +423,8 @@ def targets(cells, workers):
     host_rack = find(cells, "switchml-host", "rack", gbit, 0, big)
     if host_rack and gloo and gloo.get("cpuSecPerRankPerGB"):
         how = (f"{scope}, a Python rank and a host agent per worker namespace (started and warmed up "
-               f"{host_rack.get('hostWarmUpMs', '?')} ms before the cells, as the packaged unit at boot)")
+               f"{host_rack.get('hostWarmUpMs', '?')} ms before the cells, as the packaged unit at boot; shared memory "
+               f"{host_rack.get('hostShm', '/dev/shm')})")
         ratio = host_rack["elementsPerSec"] / gloo["elementsPerSec"]
         target("elements/s vs Gloo, host agents", ">= 1.45x", f"{ratio:.2f}x", ratio >= 1.45,
                f"{how}: SwitchML TAT {host_rack['tatP50Ms']:.0f} ms, Gloo {gloo['tatP50Ms']:.0f} ms")
@@ -477,7 +478,8 @@ def targets(cells, workers):
         if not host_loop:
             continue
         where = (f"loopback, {workers} Python ranks served by one host agent (started and warmed up "
-                 f"{host_loop.get('hostWarmUpMs', '?')} ms before the rounds), {how}, 100 MB")
+                 f"{host_loop.get('hostWarmUpMs', '?')} ms before the rounds; shared memory "
+                 f"{host_loop.get('hostShm', '/dev/shm')}), {how}, 100 MB")
         if gloo_loop:
             ratio = host_loop["elementsPerSec"] / gloo_loop["elementsPerSec"]
             together = together_ratio(host_loop, gloo_loop)

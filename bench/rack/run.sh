@@ -21,6 +21,7 @@ LOSSES=0,0.0001,0.001,0.01
 SIZES=100MB,1MB
 SYSTEMS=switchml,gloo,mpi
 HOST_WARMUP_MS=8000
+HOST_SHM=huge
 JUMBO=1
 MTU=
 LOOPBACK=1
@@ -69,6 +70,9 @@ Matrix
                          ranks as the ranks of one node (torchrun's LOCAL_WORLD_SIZE), summed in the agent and
                          sent to the appliance as one worker
   --host-warm-up-ms N    the host agent's warm-up before it takes jobs (default 8000)
+  --host-shm huge|dev    the host agents' shared memory (--shm-dir): huge (default), a tmpfs mounted for the run
+                         with huge=within_size, as the package's run-switchml-shm.mount gives the packaged agent
+                         (needs root); dev: /dev/shm, a tmpfs of 4 KiB pages unless the host's shmem THP says more
   --jumbo / --no-jumbo   MTU 9000 and k=2233 (default) / MTU 1500 and k=366
   --mtu N                explicit rack MTU (k follows: (MTU-28-40)/4)
   --no-loopback          skip the loopback runs      --loopback-only   skip the rack
@@ -121,6 +125,7 @@ while [ $# -gt 0 ]; do
     --sizes|--size) SIZES=$2; shift 2 ;;
     --systems) SYSTEMS=$2; shift 2 ;;
     --host-warm-up-ms) HOST_WARMUP_MS=$2; shift 2 ;;
+    --host-shm) HOST_SHM=$2; shift 2 ;;
     --jumbo) JUMBO=1; shift ;;
     --no-jumbo) JUMBO=0; shift ;;
     --mtu) MTU=$2; shift 2 ;;
@@ -186,6 +191,7 @@ case "$OFFLOAD" in auto|on|off) ;; *) die "--offload must be auto, on or off" ;;
 [[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 2 ] && [ "$WORKERS" -le 200 ] || die "--workers must be 2..200"
 for s in ${SYSTEMS//,/ }; do case "$s" in switchml|gloo|mpi|switchml-host|switchml-node) ;; *) die "unknown system $s" ;; esac; done
 [[ "$HOST_WARMUP_MS" =~ ^[0-9]+$ ]] || die "--host-warm-up-ms must be a number of milliseconds"
+case "$HOST_SHM" in huge|dev) ;; *) die "--host-shm must be huge or dev: $HOST_SHM" ;; esac
 has_system() { [[ ",$SYSTEMS," == *",$1,"* ]]; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (it creates network namespaces)"
@@ -269,6 +275,7 @@ cleanup() {
   fi
   for pid in $pids; do wait "$pid" 2>/dev/null || true; done
   loopback_multicast_down
+  host_shm_down
   # the build's copy (about 100 MB) is needed only while the JVMs run; the cells' logs and results stay
   if [ -n "${WORK:-}" ]; then rm -rf "$WORK/snap"; fi
   if [ $code -ne 0 ] && [ -n "${WORK:-}" ]; then log "work directory kept: $WORK"; fi
@@ -505,6 +512,7 @@ run_switchml() {
   start_sampler
   if [ "$system" = switchml-host ] || [ "$system" = switchml-node ]; then
     echo "hostWarmUpMs=$HOST_WARMUP_MS" >> "$CELL/meta.txt"
+    echo "hostShm=$HOST_SHM_DESC" >> "$CELL/meta.txt"
     local agents_cpu0=()
     if ! host_agents_alive; then
       # killed with everything in the worker namespaces (an MPI launch that hung is cleared that way): start again
@@ -592,12 +600,13 @@ host_agent_socket() { if [ "$CUR_MODE" = rack ]; then echo "$WORK/host-agent-w$1
 host_agents_up() {
   local r count=1 appliance=127.0.0.1 lanes=$LOOP_LANES slots=$LOOP_SLOTS
   HOST_AGENT_STARTS=$((HOST_AGENT_STARTS + 1))
+  host_shm_up
   if [ "$CUR_MODE" = rack ]; then
     count=$WORKERS appliance=$RACK_APPLIANCE_ADDR lanes=$RACK_LANES slots=$(rack_slots_for "$CUR_RATE")
   fi
   for ((r = 0; r < count; r++)); do
     SWITCHML_JAVA_OPTS="-Xmx1g ${SWITCHML_BENCH_JAVA_OPTS:-}" in_ns "$(rack_ns_w "$r")" "$SWITCHML" worker host \
-      --socket "$(host_agent_socket "$r")" --appliance "$appliance" --mac "$MAC" -k "$lanes" -s "$slots" \
+      --socket "$(host_agent_socket "$r")" --shm-dir "$HOST_SHM_DIR" --appliance "$appliance" --mac "$MAC" -k "$lanes" -s "$slots" \
       --warm-up-ms "$HOST_WARMUP_MS" ${RTO_MS:+--rto-ms "$RTO_MS"} --fast-retransmit "$FAST_RETRANSMIT" \
       > "$WORK/host-agent-$HOST_AGENT_STARTS-$r.log" 2>&1 &
     HOST_AGENT_PIDS[r]=$!
@@ -613,6 +622,25 @@ host_agents_up() {
       die "host agent $r did not start: $(tail -3 "$WORK/host-agent-$HOST_AGENT_STARTS-$r.log")"
     log "host agent $r: $(grep 'host ready' "$WORK/host-agent-$HOST_AGENT_STARTS-$r.log")"
   done
+}
+# The host agents' shared-memory directory: with --host-shm huge a tmpfs of huge pages mounted once for the run (as the
+# package's run-switchml-shm.mount), else /dev/shm
+HOST_SHM_DIR=
+HOST_SHM_DESC=
+HOST_SHM_MOUNTED=0
+host_shm_up() {
+  [ -z "$HOST_SHM_DIR" ] || return 0
+  if [ "$HOST_SHM" = dev ]; then
+    HOST_SHM_DIR=/dev/shm HOST_SHM_DESC="/dev/shm (shmem THP $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null || echo unknown))"
+    return 0
+  fi
+  mkdir -p "$WORK/shm"
+  mount -t tmpfs -o huge=within_size,mode=1777,nosuid,nodev,noexec switchml-bench-shm "$WORK/shm" ||
+    die "--host-shm huge: cannot mount a tmpfs with huge=within_size on $WORK/shm (root and a kernel with THP are needed; --host-shm dev uses /dev/shm)"
+  HOST_SHM_MOUNTED=1 HOST_SHM_DIR=$WORK/shm HOST_SHM_DESC="tmpfs huge=within_size"
+}
+host_shm_down() {
+  if [ "$HOST_SHM_MOUNTED" = 1 ]; then umount "$WORK/shm" 2>/dev/null || log "WARNING: $WORK/shm left mounted"; HOST_SHM_MOUNTED=0; fi
 }
 host_agents_down() {
   local r

@@ -10,7 +10,7 @@ starts one through the installed launcher (``switchml`` on PATH, or ``$SWITCHML_
 - :class:`JobHostAgent`: under torchrun with several ranks per host, local rank 0 starts one
   ``worker host`` for the job's ranks on this host, which sums them there and sends the sum to the
   appliance as one worker (one JVM and one copy on the link per host instead of one per rank). Its
-  socket and the sessions' shared memory are in a directory of mode 0700 (in /dev/shm); it serves as many sessions as the host has ranks and exits
+  socket and the sessions' shared memory are in a directory of mode 0700 (in :func:`default_shm_dir`); it serves as many sessions as the host has ranks and exits
   after the last ends, or when local rank 0's process exits (leaving the job, so that every other
   rank learns of it). The other local ranks learn its socket through the process group's store.
 """
@@ -26,7 +26,11 @@ import time
 from .client import SwitchMLError
 from .config import safe_name
 
-__all__ = ["AgentProcess", "JobHostAgent", "find_launcher"]
+__all__ = ["AgentProcess", "JobHostAgent", "default_shm_dir", "find_launcher"]
+
+#: The package's tmpfs of huge pages (run-switchml-shm.mount): a 2 MiB page faults once where 4 KiB pages would fault
+#: 512 times, which is most of a job's first all-reduce on a VM (docs/bench/host-shm-2026-11-29.md).
+PACKAGED_SHM_DIR = "/run/switchml/shm"
 
 _READY = "switchml worker serve ready:"
 _HOST_READY = "switchml worker host ready:"
@@ -51,6 +55,14 @@ def find_launcher(explicit=None):
     return found
 
 
+def default_shm_dir():
+    """Where a process group's own agents keep their socket and shared memory: the package's tmpfs of huge pages,
+    ``/run/switchml/shm``, when it is mounted and writable, else ``/dev/shm`` (the agents' own default too)."""
+    if os.path.ismount(PACKAGED_SHM_DIR) and os.access(PACKAGED_SHM_DIR, os.W_OK):
+        return PACKAGED_SHM_DIR
+    return "/dev/shm"
+
+
 class _AgentChild:
     """A launcher child process that prints a ready line, in a private directory of its own: the plumbing both kinds
     of agent share."""
@@ -59,10 +71,11 @@ class _AgentChild:
     _what = "the switchml worker agent for rank %d"
     _ready_means = "every rank's agent must join job '%s'"
 
-    def _make_directory(self, prefix, shm_dir):
+    def _make_directory(self, prefix, shm_dir=None):
         """A directory only this user can enter, for the agent's socket and shared memory, made before the agent
         binds its socket there (a socket in a shared directory could be reached between its bind and its chmod, and
         a host agent makes its files mode 0660 for its group); in ``shm_dir`` when writable, else in $TMPDIR."""
+        shm_dir = shm_dir or default_shm_dir()
         root = shm_dir if os.path.isdir(shm_dir) and os.access(shm_dir, os.W_OK) else tempfile.gettempdir()
         self.directory = tempfile.mkdtemp(prefix=prefix, dir=root)
         self.socket_path = os.path.join(self.directory, "agent.sock")
@@ -178,7 +191,7 @@ class AgentProcess(_AgentChild):
     :param ready_timeout_s: how long to wait for every rank's agent to join and report ready.
     """
 
-    def __init__(self, launcher, args, env, rank, job, ready_timeout_s, shm_dir="/dev/shm"):
+    def __init__(self, launcher, args, env, rank, job, ready_timeout_s, shm_dir=None):
         # the job's name kept short: the socket path must fit sun_path (108 bytes) under a long $TMPDIR too
         self._make_directory("switchml-%s-rank%d-" % (safe_name(job, 32), rank), shm_dir)
         self.shm_path = os.path.join(self.directory, "agent.shm")
@@ -200,7 +213,7 @@ class JobHostAgent(_AgentChild):
     _what = "the job's host agent started by rank %d"
     _ready_means = "it is ready once its JVM has started and warmed up, before any rank of job '%s' joins"
 
-    def __init__(self, launcher, config, ready_timeout_s, shm_dir="/dev/shm"):
+    def __init__(self, launcher, config, ready_timeout_s, shm_dir=None):
         # the sessions' shared memory goes in the same private directory: a host agent makes it mode 0660 (its group
         # is the packaged agent's trust boundary), which elsewhere would let the user's group at the job's tensors
         self._make_directory("switchml-%s-node%d-" % (safe_name(config.job, 32), config.node), shm_dir)

@@ -539,6 +539,29 @@ class AgentStartTest(unittest.TestCase):
                 agent.stop(timeout_s=0.1)
             self.assertFalse(os.path.exists(directory), "stop() deletes the directory")
 
+    def test_the_agents_shared_memory_goes_to_the_packaged_huge_page_tmpfs_only_where_it_is_mounted(self):
+        import subprocess
+        import tempfile
+        from switchml import agent as agent_module
+        if os.geteuid() != 0:
+            self.fail("this test mounts a tmpfs and needs root (CI runs as root); run it as root")
+        with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as bin_dir:
+            with mock.patch.object(agent_module, "PACKAGED_SHM_DIR", d):
+                self.assertEqual(agent_module.default_shm_dir(), "/dev/shm", "a directory that is not a mount point")
+                subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,huge=within_size", "tmpfs", d], check=True)
+                try:
+                    self.assertEqual(agent_module.default_shm_dir(), d)
+                    launcher = _stand_in_launcher(bin_dir, "#!/bin/sh\n"
+                                                  "echo 'switchml worker serve ready: socket=x'\nexec sleep 30\n")
+                    agent = agent_module.AgentProcess(launcher, ["--world", "2"], {}, rank=0, job="torch-shm",
+                                                      ready_timeout_s=20)
+                    try:
+                        self.assertEqual(os.path.dirname(agent.directory), d, "the default directory is used")
+                    finally:
+                        agent.stop(timeout_s=0.1)
+                finally:
+                    subprocess.run(["umount", d], check=True)
+
     def test_a_ranks_agent_gets_a_private_directory_and_follows_this_process(self):
         import stat
         import tempfile

@@ -89,13 +89,13 @@ public final class BridgeContext
     }
 
     /**
-     * @return where shared-memory files go by default: {@value #SHM_DIR_DEFAULT} (a tmpfs) when it exists, else
-     * {@code $TMPDIR}.
+     * @return where shared-memory files go by default: the package's tmpfs of huge pages, /run/switchml/shm, when
+     * mounted and writable, else {@value #SHM_DIR_DEFAULT} (a tmpfs) when it exists, else {@code $TMPDIR}
+     * ({@link SharedMemoryPages#defaultDirectory}).
      */
     static Path defaultShmDir()
     {
-        return Files.isDirectory(Path.of(SHM_DIR_DEFAULT)) ? Path.of(SHM_DIR_DEFAULT) :
-            Path.of(System.getProperty("java.io.tmpdir"));
+        return SharedMemoryPages.defaultDirectory();
     }
 
     /**

@@ -151,8 +151,16 @@ public final class WorkerHostCommand implements Callable<Integer>
         System.out.flush();
         notifier.status("warming up");
         final HostWarmUp.Result warm = HostWarmUp.run(options, warmUpMs);
+        final String pages = SharedMemoryPages.describe(shm);
+        if (pages.startsWith("4k"))
+        {
+            LOG.warn("--shm-dir {} has 4 KiB pages, {}: a job's first all-reduce pays a page fault per 4 KiB of its " +
+                "tensors on each side; a tmpfs mounted with huge=within_size (the package's run-switchml-shm.mount, " +
+                "used by default when mounted) has 512 times fewer", shm, pages.substring(3));
+        }
+        System.out.println("switchml worker host: shared memory in " + shm + ": " + pages);
         System.out.println("switchml worker host ready: socket=" + agent.socketPath() + " shmDir=" + shm +
-            " maxSessions=" + maxSessions + " warmUp=" + warm.rehearsals() + " rehearsals, " + warm.allReduces() +
+            " shmPages=" + SharedMemoryPages.kind(pages) + " maxSessions=" + maxSessions + " warmUp=" + warm.rehearsals() + " rehearsals, " + warm.allReduces() +
             " all-reduces, " + warm.kernelRounds() + " kernel rounds in " + warm.elapsedMs() + " ms; appliance " +
             options.applianceHost() + ":" + options.controlPort() + ", tenant " + options.tenant());
         System.out.flush();

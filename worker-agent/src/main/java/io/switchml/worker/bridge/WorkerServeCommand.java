@@ -140,7 +140,10 @@ public final class WorkerServeCommand implements Callable<Integer>
         }
         System.out.println("switchml worker serve: transport " + server.transportDescription());
         System.out.println("switchml worker serve: backend " + server.placementDescription());
+        final String pages = SharedMemoryPages.describe(context.shmPath().getParent());
+        System.out.println("switchml worker serve: shared memory " + context.shmPath() + ": " + pages);
         System.out.println("switchml worker serve ready: socket=" + context.socketPath() + " shm=" + context.shmPath() +
+            " shmPages=" + SharedMemoryPages.kind(pages) +
             " shmBytes=" + context.shmBytes() + " rank=" + member.rank() + " world=" + member.worldSize() + " job=" + member.jobName());
         System.out.flush();
         final String notifyError = notifier.ready("joined job " + member.jobName() + " as rank " + member.rank() + " of " + member.worldSize() +

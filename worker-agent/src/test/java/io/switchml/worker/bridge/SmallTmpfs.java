@@ -18,8 +18,16 @@ final class SmallTmpfs implements AutoCloseable
 
     SmallTmpfs(final Path dir, final long sizeBytes) throws IOException, InterruptedException
     {
+        this(dir, "size=" + sizeBytes);
+    }
+
+    /**
+     * @param options mount options, e.g. {@code size=8388608} or a unit's {@code Options=}.
+     */
+    SmallTmpfs(final Path dir, final String options) throws IOException, InterruptedException
+    {
         this.dir = Files.createDirectories(dir);
-        run("mount", "-t", "tmpfs", "-o", "size=" + sizeBytes, "tmpfs", dir.toString());
+        run("mount", "-t", "tmpfs", "-o", options, "tmpfs", dir.toString());
     }
 
     Path dir()
