@@ -3,7 +3,6 @@ package io.switchml.worker.bridge;
 import io.switchml.worker.WorkerContext;
 
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
 

@@ -9,10 +9,10 @@ import java.util.List;
  * Which pages a directory's shared-memory files get, and where they go by default.
  * <p>
  * A training process writes its tensor into the agent's shared memory and the agent reads it: each side's first touch
- * of a page is a page fault. With 4 KiB pages a 100 MB tensor is 25,600 faults per side; on a VM such as a firecracker
- * guest one costs 7-21 µs (measured in docs/bench/host-shm-2026-11-29.md), so a job's first all-reduce pays
- * 0.4-0.6 s before a byte is sent. A tmpfs mounted with {@code huge=within_size} (or {@code always}) backs the files
- * with 2 MiB pages, 512 times fewer faults. The package mounts one at {@link #PACKAGED_DIRECTORY}
+ * of a page is a page fault. With 4 KiB pages a 100 MB tensor is 25,600 faults per side. On a VM such as a
+ * firecracker guest one costs 7-15 µs, and a job's first all-reduce through a host agent took 0.6-0.85 s longer than
+ * its steady ones (docs/bench/host-shm-2026-11-29.md). A tmpfs mounted with {@code huge=within_size} (or
+ * {@code always}) backs the files with 2 MiB pages, 512 times fewer faults. The package mounts one at {@link #PACKAGED_DIRECTORY}
  * ({@code run-switchml-shm.mount}); /dev/shm has huge pages only where the host's shmem THP policy says
  * {@code force}.
  * <p>
@@ -24,7 +24,7 @@ final class SharedMemoryPages
     /** The package's tmpfs of huge pages ({@code systemd/run-switchml-shm.mount}). */
     static final Path PACKAGED_DIRECTORY = Path.of("/run/switchml/shm");
     /** The usual tmpfs for shared memory. */
-    static final Path DEV_SHM = Path.of("/dev/shm");
+    static final Path DEV_SHM = Path.of(BridgeContext.SHM_DIR_DEFAULT);
 
     private static final Path MOUNTINFO = Path.of("/proc/self/mountinfo");
     private static final Path SHMEM_ENABLED = Path.of("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
