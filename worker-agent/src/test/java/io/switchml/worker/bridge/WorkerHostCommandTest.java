@@ -53,6 +53,42 @@ class WorkerHostCommandTest
     }
 
     @Test
+    void theReadyLineSaysWhichPagesTheSharedMemoryHasAndFourKiBPagesAreAWarning() throws Exception
+    {
+        // the package's mount options (root mounts them, as CI runs), then a directory on the disk's file system
+        final String options = Files.readAllLines(Path.of("..", "systemd", "run-switchml-shm.mount")).stream()
+            .filter(line -> line.startsWith("Options=")).findFirst().orElseThrow().substring("Options=".length());
+        try (SmallTmpfs huge = new SmallTmpfs(tempDir.resolve("huge"), options))
+        {
+            final String ready = readyLine(huge.dir().resolve("agent.sock"), huge.dir());
+            assertTrue(ready.contains(" shmPages=huge "), ready);
+        }
+        final Path plain = Files.createDirectory(tempDir.resolve("plain"));
+        try (ChildProcess agent = ChildProcess.startJvm("plain-shm", WorkerHostCommand.class, List.of(
+            "--socket", plain.resolve("agent.sock").toString(), "--shm-dir", plain.toString(), "--warm-up-ms", "0",
+            "--exit-after-sessions", "1")))
+        {
+            final String ready = agent.awaitLine(line -> line.startsWith("switchml worker host ready: "), 60_000);
+            final String expected = SharedMemoryPages.kind(SharedMemoryPages.describe(plain));
+            assertEquals("4k", expected, "a directory under " + tempDir + " has 4 KiB pages");
+            assertTrue(ready.contains(" shmPages=4k "), ready);
+            assertTrue(agent.output().contains("--shm-dir " + plain + " has 4 KiB pages"), agent.output());
+        }
+    }
+
+    private static String readyLine(final Path socket, final Path shmDir) throws Exception
+    {
+        try (ChildProcess agent = ChildProcess.startJvm("huge-shm", WorkerHostCommand.class, List.of(
+            "--socket", socket.toString(), "--shm-dir", shmDir.toString(), "--warm-up-ms", "0",
+            "--exit-after-sessions", "1")))
+        {
+            final String ready = agent.awaitLine(line -> line.startsWith("switchml worker host ready: "), 60_000);
+            assertFalse(agent.output().contains("has 4 KiB pages"), agent.output());
+            return ready;
+        }
+    }
+
+    @Test
     void badLifetimeOptionsFailAtStartNamingThemselves() throws Exception
     {
         // above any pid_max Linux allows (2^22): no such process, now or later
