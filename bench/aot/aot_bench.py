@@ -17,6 +17,8 @@ SWITCHML_AOT=on|off is passed to the launcher as SWITCHML_AOT=auto|off; anything
 the JVMs (the launcher's per-command heap default otherwise).
 
   /usr/bin/python3 bench/aot/aot_bench.py --aot on --reps 5 --size-mb 100 --iterations 20
+The agents' shared memory is a tmpfs of huge pages mounted for the run with the options of the package's
+run-switchml-shm.mount (--shm huge, the default: root), or /dev/shm (--shm dev).
 """
 import argparse, json, mmap, os, socket, statistics, subprocess, sys, threading, time
 import numpy as np
@@ -202,7 +204,7 @@ def one_rep(args, rep, aot):
             sock = "%s/r%d.sock" % (work, r)
             cmd = [launcher, "worker", "serve", "--appliance", "127.0.0.1", "--control-port", str(port), "--job",
                    "aotbench%d" % rep, "--world", str(args.world), "--rank", str(r), "--socket", sock,
-                   "--shm", "/dev/shm/switchml-aot-bench-r%d.shm" % r, "--shm-bytes", str(args.shm_bytes)]
+                   "--shm", os.path.join(args.shm_dir, "switchml-aot-bench-r%d.shm" % r), "--shm-bytes", str(args.shm_bytes)]
             p, t = start(cmd, env, "agent%d" % r)
             procs.append(("agent%d" % r, p))
             ours.add(p.pid)
@@ -296,10 +298,32 @@ def main():
     ap.add_argument("--size-mb", type=int, default=100)
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--shm-bytes", type=int, default=268435456, help="the agent's --shm-bytes (its default)")
+    ap.add_argument("--shm", choices=["huge", "dev"], default="huge",
+                    help="the agents' shared memory: huge, a tmpfs mounted for the run with the options of "
+                         "systemd/run-switchml-shm.mount (huge=within_size; needs root), as the package gives them; "
+                         "dev: /dev/shm")
     ap.add_argument("--quiet-s", type=float, default=30, help="wait up to this long for no other JVM before each rep")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--jcmd-dir", help="write jcmd GC.heap_info and VM.native_memory summary of each JVM here")
     args = ap.parse_args()
+    mounted = None
+    if args.shm == "huge":
+        mounted = "/tmp/switchml-aot-bench-shm"
+        os.makedirs(mounted, exist_ok=True)
+        with open(os.path.join(ROOT, "systemd", "run-switchml-shm.mount")) as unit:
+            options = [l.strip()[len("Options="):] for l in unit if l.startswith("Options=")][0]
+        subprocess.run(["mount", "-t", "tmpfs", "-o", options, "switchml-aot-bench-shm", mounted], check=True)
+        args.shm_dir = mounted
+    else:
+        args.shm_dir = "/dev/shm"
+    try:
+        run(args)
+    finally:
+        if mounted:
+            subprocess.run(["umount", mounted], check=False)
+
+
+def run(args):
     reps = []
     plan = []
     for rep in range(args.reps):
