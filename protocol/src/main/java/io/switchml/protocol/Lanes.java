@@ -29,6 +29,8 @@ public final class Lanes
     private static final ValueLayout.OfInt BIG_ENDIAN_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfShort BIG_ENDIAN_SHORT =
         ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfInt JAVA_INT = ValueLayout.JAVA_INT_UNALIGNED;
+    private static final ValueLayout.OfShort JAVA_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED;
     private static final MemorySegment NATIVE = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
     private Lanes()
@@ -265,16 +267,7 @@ public final class Lanes
     public static void writeInts(
         final MemorySegment ints, final long from, final int count, final MutableDirectBuffer buffer, final int index)
     {
-        final MemorySegment segment = segment(buffer, index, count, Integer.BYTES);
-        final long base = offset(buffer, index);
-        if (swapped(ints, from, count, segment, base, Integer.BYTES, true))
-        {
-            return;
-        }
-        for (int i = 0; i < count; i++)
-        {
-            segment.set(BIG_ENDIAN_INT, base + (long)i * Integer.BYTES, ints.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, from + i));
-        }
+        copy(ints, from, count, buffer, index, JAVA_INT, BIG_ENDIAN_INT, true);
     }
 
     /**
@@ -286,16 +279,7 @@ public final class Lanes
     public static void readInts(
         final DirectBuffer buffer, final int index, final MemorySegment ints, final long to, final int count)
     {
-        final MemorySegment segment = segment(buffer, index, count, Integer.BYTES);
-        final long base = offset(buffer, index);
-        if (swapped(ints, to, count, segment, base, Integer.BYTES, false))
-        {
-            return;
-        }
-        for (int i = 0; i < count; i++)
-        {
-            ints.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, to + i, segment.get(BIG_ENDIAN_INT, base + (long)i * Integer.BYTES));
-        }
+        copy(ints, to, count, buffer, index, JAVA_INT, BIG_ENDIAN_INT, false);
     }
 
     /**
@@ -307,16 +291,7 @@ public final class Lanes
     public static void writeShorts(
         final MemorySegment shorts, final long from, final int count, final MutableDirectBuffer buffer, final int index)
     {
-        final MemorySegment segment = segment(buffer, index, count, Short.BYTES);
-        final long base = offset(buffer, index);
-        if (swapped(shorts, from, count, segment, base, Short.BYTES, true))
-        {
-            return;
-        }
-        for (int i = 0; i < count; i++)
-        {
-            segment.set(BIG_ENDIAN_SHORT, base + (long)i * Short.BYTES, shorts.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, from + i));
-        }
+        copy(shorts, from, count, buffer, index, JAVA_SHORT, BIG_ENDIAN_SHORT, true);
     }
 
     /**
@@ -328,34 +303,39 @@ public final class Lanes
     public static void readShorts(
         final DirectBuffer buffer, final int index, final MemorySegment shorts, final long to, final int count)
     {
-        final MemorySegment segment = segment(buffer, index, count, Short.BYTES);
-        final long base = offset(buffer, index);
-        if (swapped(shorts, to, count, segment, base, Short.BYTES, false))
-        {
-            return;
-        }
-        for (int i = 0; i < count; i++)
-        {
-            shorts.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, to + i, segment.get(BIG_ENDIAN_SHORT, base + (long)i * Short.BYTES));
-        }
+        copy(shorts, to, count, buffer, index, JAVA_SHORT, BIG_ENDIAN_SHORT, false);
     }
 
     /**
-     * The copy in the native kernels, when they are in use and the packet is off-heap; the range of the array's
-     * segment is checked either way.
+     * The four segment copies: in the native kernels when they are in use and the packet is off-heap, else the JDK's
+     * byte-swapping {@link MemorySegment#copy(MemorySegment, ValueLayout, long, MemorySegment, ValueLayout, long,
+     * long)}. Both ranges are checked either way.
      *
-     * @return whether it was made (else the caller's Java loop makes it).
+     * @param array   values in native byte order.
+     * @param first   index of the first value in it.
+     * @param local   the values' layout (native order).
+     * @param wire    the lanes' layout (network order), of the same size.
+     * @param toLanes whether the values go into the packet (else out of it).
      */
-    private static boolean swapped(
-        final MemorySegment array, final long first, final int count, final MemorySegment packetSegment,
-        final long lanesAddress, final int laneBytes, final boolean toLanes)
+    private static void copy(
+        final MemorySegment array, final long first, final int count, final DirectBuffer buffer, final int index,
+        final ValueLayout local, final ValueLayout wire, final boolean toLanes)
     {
+        final int laneBytes = (int)wire.byteSize();
+        final MemorySegment packet = segment(buffer, index, count, laneBytes);
+        final long lanes = offset(buffer, index);
         java.util.Objects.checkFromIndexSize(first, count, array.byteSize() / laneBytes);
-        if (NativeLanes.ENABLED && packetSegment == NATIVE)
+        if (NativeLanes.ENABLED && packet == NATIVE)
         {
-            NativeLanes.swap(array, first * laneBytes, count, lanesAddress, laneBytes, toLanes);
-            return true;
+            NativeLanes.swap(array, first * laneBytes, count, lanes, laneBytes, toLanes);
         }
-        return false;
+        else if (toLanes)
+        {
+            MemorySegment.copy(array, local, first * laneBytes, packet, wire, lanes, count);
+        }
+        else
+        {
+            MemorySegment.copy(packet, wire, lanes, array, local, first * laneBytes, count);
+        }
     }
 }

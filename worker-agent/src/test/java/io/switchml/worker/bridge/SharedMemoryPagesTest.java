@@ -23,7 +23,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SharedMemoryPagesTest
 {
     private static final long MIB = 1L << 20;
-    private static final Path UNIT = Path.of("..", "systemd", "run-switchml-shm.mount");
 
     @TempDir
     Path tempDir;
@@ -76,7 +75,7 @@ class SharedMemoryPagesTest
     @Test
     void thePackagedMountsOptionsGiveTheRegionHugePagesAndAPlainTmpfsDoesNot() throws Exception
     {
-        final String options = unitOptions();
+        final String options = SmallTmpfs.packagedOptions();
         assertTrue(options.contains("huge=within_size"), options);
         try (SmallTmpfs packaged = new SmallTmpfs(tempDir.resolve("huge"), options);
             SmallTmpfs plain = new SmallTmpfs(tempDir.resolve("plain"), 64 * MIB))
@@ -99,13 +98,6 @@ class SharedMemoryPagesTest
                     (shmemPmdMappedKiB() - hugeBefore) + " kB");
             }
         }
-    }
-
-    private static String unitOptions() throws Exception
-    {
-        final String prefix = "Options=";
-        return Files.readAllLines(UNIT).stream().filter(line -> line.startsWith(prefix)).findFirst()
-            .map(line -> line.substring(prefix.length())).orElseThrow(() -> new AssertionError("no Options= in " + UNIT));
     }
 
     /** The sum of ShmemPmdMapped over this process's mappings, in kB. */

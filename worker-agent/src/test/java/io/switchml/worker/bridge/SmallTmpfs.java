@@ -30,6 +30,17 @@ final class SmallTmpfs implements AutoCloseable
         run("mount", "-t", "tmpfs", "-o", options, "tmpfs", dir.toString());
     }
 
+    /**
+     * @return the {@code Options=} of the package's {@code systemd/run-switchml-shm.mount}, read from the unit.
+     */
+    static String packagedOptions() throws IOException
+    {
+        final Path unit = Path.of("..", "systemd", "run-switchml-shm.mount");
+        final String prefix = "Options=";
+        return Files.readAllLines(unit).stream().filter(line -> line.startsWith(prefix)).findFirst()
+            .map(line -> line.substring(prefix.length())).orElseThrow(() -> new AssertionError("no Options= in " + unit));
+    }
+
     Path dir()
     {
         return dir;

@@ -56,9 +56,7 @@ class WorkerHostCommandTest
     void theReadyLineSaysWhichPagesTheSharedMemoryHasAndFourKiBPagesAreAWarning() throws Exception
     {
         // the package's mount options (root mounts them, as CI runs), then a directory on the disk's file system
-        final String options = Files.readAllLines(Path.of("..", "systemd", "run-switchml-shm.mount")).stream()
-            .filter(line -> line.startsWith("Options=")).findFirst().orElseThrow().substring("Options=".length());
-        try (SmallTmpfs huge = new SmallTmpfs(tempDir.resolve("huge"), options))
+        try (SmallTmpfs huge = new SmallTmpfs(tempDir.resolve("huge"), SmallTmpfs.packagedOptions()))
         {
             final String ready = readyLine(huge.dir().resolve("agent.sock"), huge.dir());
             assertTrue(ready.contains(" shmPages=huge "), ready);
