@@ -11,7 +11,8 @@ times through shared memory, a barrier before each. Figures:
                        of it its live JIT compiler threads spent: on a host of fewer cores than JVMs starting at
                        once, readiness is bound by their sum, not by one JVM's wall time
   agent_end_cpu        the same after the last all-reduce: what the agents spent on the job, and how much of it the JIT
-  tat_ms[i]            all-reduce i: barrier release to the last rank's reply (the demo's TAT)
+  tat_ms[i]            all-reduce i: barrier release to the last rank's reply (the demo's TAT); the first barrier is
+                       released once every client has written its inputs, and --think-ms after that
   rss_mb               VmRSS of each JVM after the last all-reduce (and VmHWM, its peak)
 SWITCHML_AOT=on|off is passed to the launcher as SWITCHML_AOT=auto|off; anything in SWITCHML_JAVA_OPTS reaches
 the JVMs (the launcher's per-command heap default otherwise).
@@ -223,6 +224,8 @@ def one_rep(args, rep, aot):
             if elements * 4 > c.shm_bytes:
                 raise RuntimeError("tensor larger than --shm-bytes")
             c.shm[:elements] = np.float32(r + 1)
+        if args.think_ms > 0:
+            time.sleep(args.think_ms / 1000.0)  # a training process's work between its agent's readiness and its first call
         barrier = threading.Barrier(args.world + 1)
         start_ns = [0] * args.iterations
         end_ns = [[0] * args.world for _ in range(args.iterations)]
@@ -302,6 +305,9 @@ def main():
                     help="the agents' shared memory: huge, a tmpfs mounted for the run with the options of "
                          "systemd/run-switchml-shm.mount (huge=within_size; needs root), as the package gives them; "
                          "dev: /dev/shm")
+    ap.add_argument("--think-ms", type=int, default=0,
+                    help="wait this long after the agents are ready and the inputs written before the first all-reduce "
+                         "(a training process builds its model and runs its first step before its first call); 0: at once")
     ap.add_argument("--quiet-s", type=float, default=30, help="wait up to this long for no other JVM before each rep")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--jcmd-dir", help="write jcmd GC.heap_info and VM.native_memory summary of each JVM here")

@@ -15,20 +15,32 @@ import java.nio.FloatBuffer;
  * client and real loopback sockets, nothing sent to the appliance), then the per-chunk kernels (exponent scan,
  * quantize into a packet, dequantize out of one) at the job's own k on scratch data. No stream state changes.
  * <p>
- * Bounded by {@link #BUDGET_NS} of wall time and a fixed amount of work. Once the join has completed, the agent gives
- * it {@link #JOIN_GRACE_NS} more at most and then stops it: it uses the time spent waiting for the other ranks and
- * delays readiness by that grace at most. It runs on its own daemon thread, once per process. Measured on loopback
- * (docs/bench/worker-transport-2026-11-25.md): letting it go on in the background until the first submission instead
- * made the first all-reduces slower (the rehearsal and the job then share the cores).
+ * Bounded by {@link #BUDGET_NS} of wall time and a fixed amount of work. Once the join has completed it has
+ * {@link #JOIN_GRACE_NS} more at most. Since session 55 the client is ready as soon as the join completes: the
+ * warm-up goes on in the background through that grace, and the client's first call stops it and waits until it
+ * has stopped (one rehearsal all-reduce or kernel chunk), so the two never share the cores. With
+ * {@value #UNTIL_FIRST_CALL_PROPERTY}=false the join waits for the grace instead, as before. Measured on loopback
+ * (docs/bench/startup-2026-11-29-s55.md): one agent (world 1, nothing to wait for) is ready 0.65-0.70 s after exec
+ * instead of 0.91-0.98; its first all-reduce, when it comes at once, took 202-231 ms instead of 158-175 (1.84-2.09x
+ * steady instead of 1.45-1.59), and 131-191 ms when it came 300 ms later, like the old 137-173. Before the JIT stopped at C1
+ * (session 53), letting it run on until the first submission made the first all-reduces slower
+ * (docs/bench/worker-transport-2026-11-25.md): it then ran beside the job. It runs on its own daemon thread, once
+ * per process.
  */
 final class DataPathWarmUp implements Runnable
 {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(DataPathWarmUp.class);
     /** Longest the warm-up runs, rehearsal and kernels together. */
     static final long BUDGET_NS = 1_000_000_000L;
-    /** Longest the agent waits for the warm-up once the join has completed (ms, system property). */
+    /** Longest the warm-up goes on once the join has completed (ms, system property). */
     static final String GRACE_PROPERTY = "switchml.worker.warmup.grace.ms";
     static final long JOIN_GRACE_NS = Math.max(0, Long.getLong(GRACE_PROPERTY, 300)) * 1_000_000L;
+    /**
+     * System property: true (default) lets the warm-up go on after the join, through its grace, until the client's
+     * first call; false makes the join wait for the grace.
+     */
+    static final String UNTIL_FIRST_CALL_PROPERTY = "switchml.worker.warmup.until.first.call";
+    static final boolean UNTIL_FIRST_CALL = Boolean.parseBoolean(System.getProperty(UNTIL_FIRST_CALL_PROPERTY, "true"));
     /** Part of the time left to the kernels at the job's k, which run after the rehearsal. */
     static final long KERNEL_SHARE_NS = 100_000_000L;
     /** System property: false turns the warm-up off. */
@@ -66,9 +78,52 @@ final class DataPathWarmUp implements Runnable
         {
             return null;
         }
-        final DataPathWarmUp warmUp = new DataPathWarmUp(context);
-        warmUp.thread = Thread.ofPlatform().daemon().name("switchml-warmup").start(warmUp);
-        return warmUp;
+        return new DataPathWarmUp(context).start();
+    }
+
+    /**
+     * Start it on its daemon thread.
+     *
+     * @return this.
+     */
+    DataPathWarmUp start()
+    {
+        thread = Thread.ofPlatform().daemon().name("switchml-warmup").start(this);
+        return this;
+    }
+
+    /**
+     * Wait until its thread has ended.
+     *
+     * @return whether it ended within {@code timeout}.
+     */
+    boolean awaitStopped(final java.time.Duration timeout)
+    {
+        try
+        {
+            return thread.join(timeout);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /**
+     * @return whether its thread is still running.
+     */
+    boolean running()
+    {
+        return thread.isAlive();
+    }
+
+    /**
+     * @return the {@link System#nanoTime()} by which it stops.
+     */
+    long deadlineNs()
+    {
+        return deadlineNs;
     }
 
     /**
@@ -85,13 +140,37 @@ final class DataPathWarmUp implements Runnable
      */
     void finish() throws InterruptedException
     {
+        endAfterGrace();
+        // it reads its deadline between the rehearsal's all-reduces and between kernel chunks: the margin covers one
+        thread.join(java.time.Duration.ofNanos(JOIN_GRACE_NS + 200_000_000L));
+    }
+
+    /**
+     * The join has completed: the warm-up ends {@link #JOIN_GRACE_NS} from now at the latest.
+     */
+    void endAfterGrace()
+    {
         final long endNs = System.nanoTime() + JOIN_GRACE_NS;
         if (endNs - deadlineNs < 0)
         {
             deadlineNs = endNs;
         }
-        // it reads its deadline between the rehearsal's all-reduces and between kernel chunks: the margin covers one
-        thread.join(java.time.Duration.ofNanos(JOIN_GRACE_NS + 200_000_000L));
+    }
+
+    /**
+     * The job's first call has come: stop now (at the next deadline check: between the rehearsal's all-reduces and
+     * between kernel chunks) and wait until it has, 200 ms at most.
+     */
+    void stopForFirstCall()
+    {
+        final long startNs = System.nanoTime();
+        deadlineNs = startNs;
+        final boolean stopped = awaitStopped(java.time.Duration.ofMillis(200));
+        if (LOG.isDebugEnabled())
+        {
+            LOG.debug("data path warm-up: the first call waited {} us for it to stop{}",
+                (System.nanoTime() - startNs) / 1_000, stopped ? "" : "; it goes on beside the call");
+        }
     }
 
     /**

@@ -56,7 +56,8 @@ final class JobJoin
      * A joined rank: its control connection, one connected transport per shard, the job's id, what the JOIN reply set
      * and the CREATE reply's fallback (the backends that passed the job over, with their reasons).
      */
-    record Joined(Socket control, DatagramTransport[] transports, int jobId, JoinTerms terms, String fallback)
+    record Joined(Socket control, DatagramTransport[] transports, int jobId, JoinTerms terms, String fallback,
+        DataPathWarmUp warmUp)
     {
         /**
          * Release the connection and the transports.
@@ -120,9 +121,15 @@ final class JobJoin
             final Map<String, String> joined = expectOk(readLine(socket), context, where, "join");
             final JoinTerms terms = JoinTerms.parse(joined);
             socket.setSoTimeout(0);
-            if (warmUp != null)
+            if (warmUp != null && DataPathWarmUp.UNTIL_FIRST_CALL)
             {
-                // it ran while the join waited for the other ranks; now it gets a short grace, then stops
+                // it ran while the join waited for the other ranks; it goes on through its grace in the background,
+                // until the client's first call stops it (WorkerClient#submit)
+                warmUp.endAfterGrace();
+            }
+            else if (warmUp != null)
+            {
+                // the same, but the join waits for the grace
                 try
                 {
                     warmUp.finish();
@@ -141,7 +148,8 @@ final class JobJoin
                 transports[shard].connect(appliance, Integer.parseInt(dataPorts[shard]));
             }
             joinMulticast(joined.get("group"), socket, transports);
-            return new Joined(socket, transports, jobId, terms, created.get("fallback"));
+            return new Joined(socket, transports, jobId, terms, created.get("fallback"),
+                DataPathWarmUp.UNTIL_FIRST_CALL ? warmUp : null);
         }
         catch (final IOException | NumberFormatException ex)
         {

@@ -131,6 +131,8 @@ public final class WorkerClient implements AutoCloseable
      * a barrier's tiny all-reduce (the same: it then ran beside the first large one), nor in a rehearsal's client.
      */
     private volatile boolean macWarmUpDue;
+    /** The data path's warm-up when it goes on after the join, until the first call stops it; else null. */
+    private volatile DataPathWarmUp warmUp;
     static final long MAC_WARM_UP_AFTER_BYTES = 128L << 20;
 
     private final ReentrantLock submitLock = new ReentrantLock();
@@ -206,6 +208,7 @@ public final class WorkerClient implements AutoCloseable
             final WorkerClient client = new WorkerClient(
                 context, joined.control(), joined.transports(), joined.jobId(), joined.terms(), joined.fallback());
             client.macWarmUpDue = joined.terms().macEnabled();
+            client.warmUp = joined.warmUp();
             return client;
         }
         catch (final RuntimeException ex)
@@ -665,6 +668,12 @@ public final class WorkerClient implements AutoCloseable
      */
     private CompletableFuture<Void> submit(final long sequence, final TensorView tensor, final ReduceOp op)
     {
+        final DataPathWarmUp running = warmUp;
+        if (running != null)
+        {
+            warmUp = null;
+            running.stopForFirstCall();
+        }
         final BlockExponents exponents = tensor.isFloat() ?
             new BlockExponents(tensor, elementType, lanesPerSlot).checkFirst(slotCount, jobId, rank) : null;
         submitLock.lock();
