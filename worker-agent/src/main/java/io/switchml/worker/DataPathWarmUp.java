@@ -16,16 +16,18 @@ import java.nio.FloatBuffer;
  * quantize into a packet, dequantize out of one) at the job's own k on scratch data. No stream state changes.
  * <p>
  * Bounded by {@link #BUDGET_NS} of wall time and a fixed amount of work. Once the join has completed it has
- * {@link #JOIN_GRACE_NS} more at most. Since session 55 the client is ready as soon as the join completes: the
- * warm-up goes on in the background through that grace, and the client's first call stops it and waits until it
- * has stopped (one rehearsal all-reduce or kernel chunk), so the two never share the cores. With
- * {@value #UNTIL_FIRST_CALL_PROPERTY}=false the join waits for the grace instead, as before. Measured on loopback
- * (docs/bench/startup-2026-11-29-s55.md): one agent (world 1, nothing to wait for) is ready 0.65-0.70 s after exec
- * instead of 0.91-0.98; its first all-reduce, when it comes at once, took 202-231 ms instead of 158-175 (1.84-2.09x
- * steady instead of 1.45-1.59), and 131-191 ms when it came 300 ms later, like the old 137-173. Before the JIT stopped at C1
- * (session 53), letting it run on until the first submission made the first all-reduces slower
- * (docs/bench/worker-transport-2026-11-25.md): it then ran beside the job. It runs on its own daemon thread, once
- * per process.
+ * {@link #JOIN_GRACE_NS} more at most, and the join waits for that grace. Since session 55 an agent whose readiness
+ * gates a training process's own start-up ({@code worker serve}: {@link WorkerContext#warmUpUntilFirstCall}) is ready
+ * as soon as the join completes instead: the warm-up goes on in the background through that grace, and the client's
+ * first call stops it and waits until it has stopped (one rehearsal all-reduce or kernel chunk), so the two never
+ * share the cores; {@value #UNTIL_FIRST_CALL_PROPERTY}=false turns that off. Measured on loopback
+ * (docs/bench/startup-2026-11-29-s55.md): one agent (world 1, nothing to wait for) is ready 0.64-0.70 s after exec
+ * instead of 0.86-0.98; its first all-reduce, when it comes at once, took 167-231 ms instead of 152-221, and 131-191
+ * ms when it came 300 ms later, like the old 137-173. Programs that call at once after connecting ({@code worker
+ * bench}, {@code run}, the Java API) keep the wait: with 4 bench processes on loopback their first call was 10-70 ms
+ * slower without it. Before the JIT stopped at C1 (session 53), letting it run on until the first submission made
+ * the first all-reduces slower (docs/bench/worker-transport-2026-11-25.md): it then ran beside the job. It runs on its
+ * own daemon thread, once per process.
  */
 final class DataPathWarmUp implements Runnable
 {
@@ -36,8 +38,8 @@ final class DataPathWarmUp implements Runnable
     static final String GRACE_PROPERTY = "switchml.worker.warmup.grace.ms";
     static final long JOIN_GRACE_NS = Math.max(0, Long.getLong(GRACE_PROPERTY, 300)) * 1_000_000L;
     /**
-     * System property: true (default) lets the warm-up go on after the join, through its grace, until the client's
-     * first call; false makes the join wait for the grace.
+     * System property: false makes every join wait for the grace, also where the context asks for the warm-up to go on
+     * until the first call ({@link WorkerContext#warmUpUntilFirstCall}).
      */
     static final String UNTIL_FIRST_CALL_PROPERTY = "switchml.worker.warmup.until.first.call";
     static final boolean UNTIL_FIRST_CALL = Boolean.parseBoolean(System.getProperty(UNTIL_FIRST_CALL_PROPERTY, "true"));

@@ -121,7 +121,8 @@ final class JobJoin
             final Map<String, String> joined = expectOk(readLine(socket), context, where, "join");
             final JoinTerms terms = JoinTerms.parse(joined);
             socket.setSoTimeout(0);
-            if (warmUp != null && DataPathWarmUp.UNTIL_FIRST_CALL)
+            final boolean untilFirstCall = context.warmUpUntilFirstCall() && DataPathWarmUp.UNTIL_FIRST_CALL;
+            if (warmUp != null && untilFirstCall)
             {
                 // it ran while the join waited for the other ranks; it goes on through its grace in the background,
                 // until the client's first call stops it (WorkerClient#submit)
@@ -149,7 +150,7 @@ final class JobJoin
             }
             joinMulticast(joined.get("group"), socket, transports);
             return new Joined(socket, transports, jobId, terms, created.get("fallback"),
-                DataPathWarmUp.UNTIL_FIRST_CALL ? warmUp : null);
+                untilFirstCall ? warmUp : null);
         }
         catch (final IOException | NumberFormatException ex)
         {

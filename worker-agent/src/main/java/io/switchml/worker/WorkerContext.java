@@ -93,6 +93,7 @@ public final class WorkerContext
     private long reorderWindowUs = REORDER_WINDOW_US_DEFAULT;
     private long probeTimeoutUs = PROBE_TIMEOUT_US_DEFAULT;
     private long joinTimeoutMs = JOIN_TIMEOUT_MS_DEFAULT;
+    private boolean warmUpUntilFirstCall;
     private int socketBufferBytes = SOCKET_BUFFER_BYTES_DEFAULT;
     private int maxPendingAllReduces = MAX_PENDING_ALL_REDUCES_DEFAULT;
     private double lossRate;
@@ -573,6 +574,24 @@ public final class WorkerContext
     public WorkerContext joinTimeoutMs(final long joinTimeoutMs)
     {
         this.joinTimeoutMs = joinTimeoutMs;
+        return this;
+    }
+
+    public boolean warmUpUntilFirstCall()
+    {
+        return warmUpUntilFirstCall;
+    }
+
+    /**
+     * @param warmUpUntilFirstCall true: the join completes without waiting for the data path's warm-up, which goes on
+     *                             in the background until the first call stops it (an agent whose readiness gates a
+     *                             training process's own start-up: {@code worker serve}); false (default): the join
+     *                             waits for its grace (a program that calls at once after connecting). See
+     *                             {@link DataPathWarmUp}.
+     */
+    public WorkerContext warmUpUntilFirstCall(final boolean warmUpUntilFirstCall)
+    {
+        this.warmUpUntilFirstCall = warmUpUntilFirstCall;
         return this;
     }
 

@@ -34,7 +34,8 @@ class DataPathWarmUpTest
     @Test
     void goesOnThroughItsGraceAfterTheJoinUntilTheFirstCallStopsIt()
     {
-        assertTrue(DataPathWarmUp.UNTIL_FIRST_CALL, "the default: the join does not wait for the warm-up");
+        assertTrue(DataPathWarmUp.UNTIL_FIRST_CALL, "allowed by default");
+        assertFalse(new WorkerContext().warmUpUntilFirstCall(), "but asked for by worker serve alone");
         final WorkerContext context = new WorkerContext().elementType(ElementType.FLOAT32).lanes(2233).worldSize(4);
         final DataPathWarmUp warmUp = new DataPathWarmUp(context);
         final long budgetEnd = warmUp.deadlineNs();

@@ -82,7 +82,9 @@ public final class WorkerServeCommand implements Callable<Integer>
         final BridgeContext context;
         try
         {
-            final WorkerContext worker = member.applyTo(transport.applyTo(new WorkerContext())).joinTimeoutMs(joinTimeoutMs);
+            // ready as soon as the job is joined: the training process has its own start-up to do before its first call
+            final WorkerContext worker = member.applyTo(transport.applyTo(new WorkerContext())).joinTimeoutMs(joinTimeoutMs)
+                .warmUpUntilFirstCall(true);
             final WorkerContext int32Worker = switch (int32)
             {
                 case "on" -> BridgeContext.int32JobOf(worker, transport.applyTo(new WorkerContext()));
