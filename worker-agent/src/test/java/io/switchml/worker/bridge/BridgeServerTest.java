@@ -512,6 +512,26 @@ class BridgeServerTest
             "--shm-bytes", "7"));
     }
 
+    /**
+     * worker serve says ready without waiting for the data path's warm-up, which its first call stops (the agent logs
+     * that wait at debug level); the Java API's joins keep the wait (WorkerContext's default).
+     */
+    @Test
+    void serveIsReadyBeforeItsWarmUpEndsAndItsFirstCallStopsIt() throws Exception
+    {
+        assertFalse(new WorkerContext().warmUpUntilFirstCall());
+        final ChildProcess bridge = startChildBridge("early", 1, 0, "--log-level", "debug");
+        bridge.awaitLine(line -> line.startsWith("switchml worker serve ready: socket="), 60_000);
+        try (BridgeTestClient client = new BridgeTestClient(context("early", 1, 0).socketPath()))
+        {
+            assertTrue(client.request("ALLREDUCE offset=0 count=10 op=sum").startsWith("OK"));
+        }
+        // how long that wait was is the machine's business (200 ms at most, then the call goes on beside it)
+        bridge.awaitLine(line -> line.contains("data path warm-up: the first call waited"), 30_000);
+        bridge.terminate();
+        bridge.awaitExit(15_000);
+    }
+
     private ChildProcess startChildBridge(final String job, final int world, final int rank, final String... extra)
         throws IOException
     {
