@@ -24,7 +24,7 @@ import java.nio.FloatBuffer;
  * (docs/bench/startup-2026-11-29-s55.md): one agent (world 1, nothing to wait for) is ready 0.64-0.70 s after exec
  * instead of 0.86-0.98; its first all-reduce, when it comes at once, took 167-231 ms instead of 152-221, and 131-191
  * ms when it came 300 ms later, like the old 137-173. Programs that call at once after connecting ({@code worker
- * bench}, {@code run}, the Java API) keep the wait: with 4 bench processes on loopback their first call was 10-70 ms
+ * bench}, {@code run}, the Java API) keep the wait: with 4 bench processes on loopback their first call was 8-70 ms
  * slower without it. Before the JIT stopped at C1 (session 53), letting it run on until the first submission made
  * the first all-reduces slower (docs/bench/worker-transport-2026-11-25.md): it then ran beside the job. It runs on its
  * own daemon thread, once per process.
@@ -140,11 +140,11 @@ final class DataPathWarmUp implements Runnable
     /**
      * The join has completed: let the warm-up run {@link #JOIN_GRACE_NS} more at most, and wait until it stops.
      */
-    void finish() throws InterruptedException
+    void finish()
     {
         endAfterGrace();
         // it reads its deadline between the rehearsal's all-reduces and between kernel chunks: the margin covers one
-        thread.join(java.time.Duration.ofNanos(JOIN_GRACE_NS + 200_000_000L));
+        awaitStopped(java.time.Duration.ofNanos(JOIN_GRACE_NS + 200_000_000L));
     }
 
     /**

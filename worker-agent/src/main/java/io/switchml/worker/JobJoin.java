@@ -131,14 +131,7 @@ final class JobJoin
             else if (warmUp != null)
             {
                 // the same, but the join waits for the grace
-                try
-                {
-                    warmUp.finish();
-                }
-                catch (final InterruptedException ex)
-                {
-                    Thread.currentThread().interrupt();
-                }
+                warmUp.finish();
             }
             if (!(socket.getInetAddress() instanceof java.net.Inet4Address appliance))
             {

@@ -56,15 +56,15 @@ class WorkerHostCommandTest
     void theReadyLineSaysWhichPagesTheSharedMemoryHasAndFourKiBPagesAreAWarning() throws Exception
     {
         // the package's mount options (root mounts them, as CI runs), then a directory on the disk's file system
-        try (SmallTmpfs huge = new SmallTmpfs(tempDir.resolve("huge"), SmallTmpfs.packagedOptions()))
+        try (SmallTmpfs huge = new SmallTmpfs(tempDir.resolve("huge"), SmallTmpfs.packagedOptions());
+            ChildProcess agent = startHost("huge-shm", huge.dir()))
         {
-            final String ready = readyLine(huge.dir().resolve("agent.sock"), huge.dir());
+            final String ready = agent.awaitLine(line -> line.startsWith("switchml worker host ready: "), 60_000);
+            assertFalse(agent.output().contains("has 4 KiB pages"), agent.output());
             assertTrue(ready.contains(" shmPages=huge "), ready);
         }
         final Path plain = Files.createDirectory(tempDir.resolve("plain"));
-        try (ChildProcess agent = ChildProcess.startJvm("plain-shm", WorkerHostCommand.class, List.of(
-            "--socket", plain.resolve("agent.sock").toString(), "--shm-dir", plain.toString(), "--warm-up-ms", "0",
-            "--exit-after-sessions", "1")))
+        try (ChildProcess agent = startHost("plain-shm", plain))
         {
             final String ready = agent.awaitLine(line -> line.startsWith("switchml worker host ready: "), 60_000);
             final String expected = SharedMemoryPages.kind(SharedMemoryPages.describe(plain));
@@ -74,16 +74,11 @@ class WorkerHostCommandTest
         }
     }
 
-    private static String readyLine(final Path socket, final Path shmDir) throws Exception
+    /** A host agent with its socket and shared memory in {@code dir}, no warm-up, gone after one session. */
+    private static ChildProcess startHost(final String name, final Path dir) throws Exception
     {
-        try (ChildProcess agent = ChildProcess.startJvm("huge-shm", WorkerHostCommand.class, List.of(
-            "--socket", socket.toString(), "--shm-dir", shmDir.toString(), "--warm-up-ms", "0",
-            "--exit-after-sessions", "1")))
-        {
-            final String ready = agent.awaitLine(line -> line.startsWith("switchml worker host ready: "), 60_000);
-            assertFalse(agent.output().contains("has 4 KiB pages"), agent.output());
-            return ready;
-        }
+        return ChildProcess.startJvm(name, WorkerHostCommand.class, List.of("--socket", dir.resolve("agent.sock").toString(),
+            "--shm-dir", dir.toString(), "--warm-up-ms", "0", "--exit-after-sessions", "1"));
     }
 
     @Test
