@@ -80,7 +80,7 @@ Measurement
   --iterations N         timed all-reduces per cell (default: 10 for >=50MB, 20 for >=10MB, else 50)
   --warmups N            untimed ones first (default: ~1.5 GB worth, at least 3: 15 x 100MB, 1500 x 1MB)
   -k N / -s N            SwitchML elements per packet / pool size (default: k from the MTU, 8176 on loopback;
-                         s: the link's bandwidth x 1 ms in packets, at least 16; 32 unlimited and on loopback)
+                         s: the workers' default 32, or the link's bandwidth x 1 ms in packets where more)
   --mac on|off           SwitchML packet MAC (default off: a trusted rack, as with a switch)
   --rto-ms N             SwitchML workers' initial retransmission timeout (default: the worker's, 20 ms; a value
                          below the worker's 10 ms minimum lowers the minimum too)
@@ -164,16 +164,19 @@ if [ "$QUICK" = 1 ]; then
 fi
 [ -n "$MTU" ] || { [ "$JUMBO" = 1 ] && MTU=9000 || MTU=1500; }
 RACK_LANES=${LANES:-$(((MTU - 28 - 40) / 4))}
-# s covers the bandwidth-delay product with an assumed 1 ms round trip (the rack's unloaded RTT is ~0.1-0.5 ms; the
-# rest is margin for scheduling on shared cores), at least 16: 16 jumbo packets at 1 Gbit/s. More slots than that
-# only queue in tbf, inflate the RTT and provoke spurious retransmissions (s=64 doubled the 1 Gbit/s TAT here).
-# Unlimited links: 32, like loopback.
+# s is the workers' own default pool size, 32, or the bandwidth-delay product of a worker link with an assumed 1 ms
+# round trip where that is more (83 at MTU 1500 and 1 Gbit/s): what a job gets unless it asks otherwise. Until session
+# 56 the rack used the BDP alone, at least 16 (16 at 1 Gbit/s with jumbo frames), from a time when s = 64 doubled the
+# 1 Gbit/s TAT through spurious retransmissions. With today's loss recovery, 4 interleaved rounds at 1 Gbit/s, 100 MB
+# (docs/bench/pool-size-2026-11-29-s56.md): loss-free 837-849 ms with s = 32 against 840-861 with 16, and at 1 % loss
+# 1.07x the loss-free TAT in every round against 1.12-1.13x: a lost packet idles its slot until the probe brings it
+# back, and 16 slots are only the BDP, so the link idles with it.
 rack_slots_for() {
   local bits
   bits=$(rate_bits "$1")
   if [ -n "$SLOTS" ]; then echo "$SLOTS"
   elif [ "$bits" -eq 0 ]; then echo 32
-  else awk -v b="$bits" -v m="$MTU" 'BEGIN { s = b * 0.001 / (8 * (m + 14)); s = (s == int(s)) ? s : int(s) + 1; print (s < 16) ? 16 : s }'
+  else awk -v b="$bits" -v m="$MTU" 'BEGIN { s = b * 0.001 / (8 * (m + 14)); s = (s == int(s)) ? s : int(s) + 1; print (s < 32) ? 32 : s }'
   fi
 }
 LOOP_LANES=${LANES:-8176}
