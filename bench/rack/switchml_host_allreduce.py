@@ -26,6 +26,61 @@ from switchml.client import Client, SwitchMLError  # noqa: E402 - after the path
 from tat import peer_tensors, percentile  # noqa: E402 - beside this script
 
 
+PER_CALL_COUNTERS = ("retransmissions", "probes", "spuriousProbes", "pendings", "packetsSent")
+
+
+def proc_stat(pid):
+    """The agent's minor faults, major faults, user and system clock ticks (/proc/PID/stat), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return [int(fields[7]), int(fields[9]), int(fields[11]), int(fields[12])]
+    except (OSError, TypeError, IndexError, ValueError):
+        return None
+
+
+def find_appliance_pid():
+    """The appliance JVM on this host (visible to this namespace's /proc), for SWITCHML_BENCH_PER_CALL, or None."""
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            if args and args[0].endswith(b"java") and b"appliance" in args and b"--data-port" in args:
+                return int(pid)
+    return None
+
+
+def thread_ticks(pid):
+    """The agent's threads' user + system clock ticks by thread id and name (/proc/PID/task/*/stat)."""
+    out = {}
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    text = f.read()
+                name = text[text.index("(") + 1:text.rindex(")")]
+                fields = text.rsplit(")", 1)[1].split()
+                out[tid] = (name, int(fields[11]) + int(fields[12]))
+            except (OSError, ValueError):
+                pass
+    except (OSError, TypeError):
+        pass
+    return out
+
+
+def thread_ticks_delta(before, after):
+    """The threads that ran between two thread_ticks readings: name -> ticks."""
+    moved = {}
+    for tid, (name, ticks) in (after or {}).items():
+        delta = ticks - (before or {}).get(tid, (name, 0))[1]
+        if delta:
+            moved[f"{name}/{tid}"] = delta
+    return moved
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host-agent", required=True, help="the host agent's socket")
@@ -76,16 +131,26 @@ def main() -> int:
         except OSError:
             return None  # the agent is gone: the call fails too, and no CPU figure is reported
 
+    # SWITCHML_BENCH_PER_CALL=1: each call's TAT, the barrier's before it and the agent's counters moved by it, one JSON
+    # line per call on stderr (rank*.err in the cell's directory), to take a first call apart
+    per_call = os.environ.get("SWITCHML_BENCH_PER_CALL") == "1"
+    last_stats = client.stats() if per_call else None
+    appliance_pid = find_appliance_pid() if per_call and args.rank == 0 else None
     timed_cpu_ns = 0
     agent_marks = []
     try:
         for round_ in range(args.warmups + args.iterations):
             tensor.copy_(mine)
+            barrier_ns = time.perf_counter_ns()
             client.all_reduce(meet)
+            barrier_ns = time.perf_counter_ns() - barrier_ns
             if round_ == args.warmups:
                 before = client.stats()
             cpu_start = time.process_time_ns()
             agent_start = agent_cpu_ns()
+            call_proc = proc_stat(args.agent_pid) if per_call else None
+            call_threads = thread_ticks(args.agent_pid) if per_call and args.rank == 0 else None
+            call_ap_threads = thread_ticks(appliance_pid) if per_call and args.rank == 0 else None
             start = time.perf_counter_ns()
             client.all_reduce(tensor)
             elapsed = time.perf_counter_ns() - start
@@ -93,6 +158,19 @@ def main() -> int:
             cpu = time.process_time_ns() - cpu_start
             if first_ms is None:
                 first_ms = elapsed / 1e6
+            if per_call:
+                now_stats = client.stats()
+                now_proc = proc_stat(args.agent_pid)
+                print(json.dumps({"round": round_, "ms": elapsed / 1e6, "barrier_ms": barrier_ns / 1e6, "start_ns": start,
+                                  "agent_cpu_ms": (agent_end - agent_start) / 1e6 if agent_start and agent_end else None,
+                                  "call_proc": [b - a for a, b in zip(call_proc, now_proc)] if call_proc else None,
+                                  "threads": thread_ticks_delta(call_threads, thread_ticks(args.agent_pid))
+                                  if args.rank == 0 else None,
+                                  "appliance_threads": thread_ticks_delta(call_ap_threads, thread_ticks(appliance_pid))
+                                  if args.rank == 0 else None,
+                                  **{k: now_stats[k] - (last_stats or {}).get(k, 0) for k in PER_CALL_COUNTERS},
+                                  "srtt_ms": now_stats["smoothedRttNs"] / 1e6}), file=sys.stderr, flush=True)
+                last_stats = now_stats
             if error is None and not torch.equal(tensor, expected):
                 bad = int((tensor != expected).nonzero()[0])
                 error = (f"rank {args.rank} round {round_}: element {bad} is {float(tensor[bad])}, "
