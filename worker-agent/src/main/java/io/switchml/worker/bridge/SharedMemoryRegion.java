@@ -32,12 +32,12 @@ import java.nio.file.attribute.PosixFilePermissions;
  * reserves the ranges it writes the same way.
  * <p>
  * A newly reserved range is also mapped into this process at once, writable, by one madvise(MADV_POPULATE_WRITE)
- * (Linux 5.14 and later; elsewhere the call fails and is not tried again): the agent's first touch of a page the
- * training process wrote is otherwise a fault in the middle of the all-reduce. On this project's 2-vCPU VM (kernel
- * 6.18, a tmpfs of huge pages) a second mapping's first read of 1,000 MB freshly written by the first took 353-528 ms
- * through its 500 faults and 49-120 ms after the madvise, which took 1 ms; its second read 45-61 ms
- * ({@code bench/shm/populate.c}). The madvise changes no data: a page nobody wrote yet is zeros either way.
- * {@code -Dswitchml.shm.populate=false} turns it off.
+ * (Linux 5.14 and later; where the kernel answers EINVAL it is not tried again): the agent's first touch of a page the
+ * training process wrote is otherwise a fault in the middle of the all-reduce, taken by the lane kernels. On this
+ * project's 2-vCPU VM (kernel 6.18, the package's tmpfs of huge pages) a second mapping's first read of 100 MiB freshly
+ * written by the first took 35.6-39.8 ms through its 50 faults and 4.7-5.4 ms after the madvise, which took 0.1-0.2 ms;
+ * its second read 3.9-4.3 ms ({@code bench/shm/run.sh populate}). The madvise changes no data: a page nobody wrote yet
+ * reads zeros either way. {@code -Dswitchml.shm.populate=false} turns it off.
  */
 final class SharedMemoryRegion implements AutoCloseable
 {
