@@ -539,7 +539,7 @@ run_switchml() {
         --token "rack-bench-$$-$CELL_SEQ" --world "$WORKERS" --rank "$r" --appliance "$appliance_addr:$ctl_port" \
         --elements "$((CUR_BYTES / 4))" --iterations "$CUR_ITER" --warmups "$CUR_WARM" -k "$lanes" -s "$slots" \
         --mac "$MAC" --system "$system" --local-world "$([ "$system" = switchml-node ] && echo "$WORKERS" || echo 1)" \
-        --agent-pid "${HOST_AGENT_PIDS[$((HOST_AGENTS > 1 ? r : 0))]}" \
+        --agent-pid "${HOST_AGENT_PIDS[$((HOST_AGENTS > 1 ? r : 0))]}" ${ap_java:+--appliance-pid "$ap_java"} \
         > "$CELL/rank$r.json" 2> "$CELL/rank$r.err" &
       pids+=($!)
     done
@@ -560,13 +560,8 @@ run_switchml() {
     return 0
   fi
   for ((r = 0; r < WORKERS; r++)); do
-    SWITCHML_JAVA_OPTS="-Xmx2g ${SWITCHML_BENCH_JAVA_OPTS:-}" in_ns "$(rack_ns_w "$r")" timeout -k 10 "$CELL_TIMEOUT" \
-      "$PY" "$HERE/cpuwrap.py" --out "$CELL/rank$r.cpu.json" -- \
-      "$SWITCHML" worker bench --appliance "$appliance_addr" --control-port "$ctl_port" --job "cell$CELL_SEQ" \
-      --token "rack-bench-$$-$CELL_SEQ" --world "$WORKERS" --rank "$r" --type float32 --elements "$((CUR_BYTES / 4))" \
-      --iterations "$CUR_ITER" --warmups "$CUR_WARM" --values peers -k "$lanes" -s "$slots" --mac "$MAC" ${RTO_MS:+--rto-ms "$RTO_MS"} \
-      --fast-retransmit "$FAST_RETRANSMIT" --json \
-      > "$CELL/rank$r.json" 2> "$CELL/rank$r.err" &
+    worker_bench_rank "$r" "cell$CELL_SEQ" "$CUR_ITER" "$CUR_WARM" "$appliance_addr" "$ctl_port" "$lanes" "$slots" \
+      "$PY" "$HERE/cpuwrap.py" --out "$CELL/rank$r.cpu.json" -- > "$CELL/rank$r.json" 2> "$CELL/rank$r.err" &
     pids+=($!)
   done
   wait_all "${pids[@]}" || rc=$?
@@ -577,16 +572,25 @@ run_switchml() {
   end_cell "$rc"
 }
 
+# One rank's `worker bench` in its worker's namespace, the cell's tensor: rank $1 of job $2, $3 timed calls after $4
+# warm-ups, against the appliance at $5 with control port $6, k $7 and s $8; any further arguments are a command that
+# runs it (cpuwrap.py and its options)
+worker_bench_rank() {
+  local r=$1 job=$2 iterations=$3 warmups=$4 addr=$5 port=$6 lanes=$7 slots=$8
+  shift 8
+  SWITCHML_JAVA_OPTS="-Xmx2g ${SWITCHML_BENCH_JAVA_OPTS:-}" in_ns "$(rack_ns_w "$r")" timeout -k 10 "$CELL_TIMEOUT" \
+    "$@" "$SWITCHML" worker bench --appliance "$addr" --control-port "$port" --job "$job" \
+    --token "rack-bench-$$-$job" --world "$WORKERS" --rank "$r" --type float32 --elements "$((CUR_BYTES / 4))" \
+    --iterations "$iterations" --warmups "$warmups" --values peers -k "$lanes" -s "$slots" --mac "$MAC" \
+    ${RTO_MS:+--rto-ms "$RTO_MS"} --fast-retransmit "$FAST_RETRANSMIT" --json
+}
+
 # --prior-job: one throwaway job of the cell's shape on the appliance at $1, control port $2, k $3 and s $4 (the cell's
 # own job follows; the appliance's CPU for it is read after this one); a failure is logged and fails nothing
 prior_job() {
   local r pids=() rc=0
   for ((r = 0; r < WORKERS; r++)); do
-    SWITCHML_JAVA_OPTS="-Xmx2g ${SWITCHML_BENCH_JAVA_OPTS:-}" in_ns "$(rack_ns_w "$r")" timeout -k 10 "$CELL_TIMEOUT" \
-      "$SWITCHML" worker bench --appliance "$1" --control-port "$2" --job "prior$CELL_SEQ" \
-      --token "rack-bench-prior-$$-$CELL_SEQ" --world "$WORKERS" --rank "$r" --type float32 --elements "$((CUR_BYTES / 4))" \
-      --iterations 2 --warmups 1 --values peers -k "$3" -s "$4" --mac "$MAC" ${RTO_MS:+--rto-ms "$RTO_MS"} \
-      --fast-retransmit "$FAST_RETRANSMIT" --json > "$CELL/prior$r.json" 2> "$CELL/prior$r.err" &
+    worker_bench_rank "$r" "prior$CELL_SEQ" 2 1 "$1" "$2" "$3" "$4" > "$CELL/prior$r.json" 2> "$CELL/prior$r.err" &
     pids+=($!)
   done
   wait_all "${pids[@]}" || rc=$?

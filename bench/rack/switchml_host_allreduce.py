@@ -39,20 +39,6 @@ def proc_stat(pid):
         return None
 
 
-def find_appliance_pid():
-    """The appliance JVM on this host (visible to this namespace's /proc), for SWITCHML_BENCH_PER_CALL, or None."""
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    args = f.read().split(b"\0")
-            except OSError:
-                continue
-            if args and args[0].endswith(b"java") and b"appliance" in args and b"--data-port" in args:
-                return int(pid)
-    return None
-
-
 def thread_ticks(pid):
     """The agent's threads' user + system clock ticks by thread id and name (/proc/PID/task/*/stat)."""
     out = {}
@@ -101,6 +87,9 @@ def main() -> int:
     parser.add_argument("--agent-pid", type=int,
                         help="the host agent's process id: its CPU clock is read around each timed call, for its share "
                              "of the CPU in the timed calls (bench/rack/aggregate.py)")
+    parser.add_argument("--appliance-pid", type=int,
+                        help="the appliance JVM's process id: with SWITCHML_BENCH_PER_CALL=1, rank 0 reports its threads' "
+                             "CPU per call")
     args = parser.parse_args()
     if args.local_world < 1 or args.world % args.local_world:
         parser.error("--local-world must be 1 or more and divide --world")
@@ -135,7 +124,6 @@ def main() -> int:
     # line per call on stderr (rank*.err in the cell's directory), to take a first call apart
     per_call = os.environ.get("SWITCHML_BENCH_PER_CALL") == "1"
     last_stats = client.stats() if per_call else None
-    appliance_pid = find_appliance_pid() if per_call and args.rank == 0 else None
     timed_cpu_ns = 0
     agent_marks = []
     try:
@@ -150,7 +138,7 @@ def main() -> int:
             agent_start = agent_cpu_ns()
             call_proc = proc_stat(args.agent_pid) if per_call else None
             call_threads = thread_ticks(args.agent_pid) if per_call and args.rank == 0 else None
-            call_ap_threads = thread_ticks(appliance_pid) if per_call and args.rank == 0 else None
+            call_ap_threads = thread_ticks(args.appliance_pid) if per_call and args.rank == 0 else None
             start = time.perf_counter_ns()
             client.all_reduce(tensor)
             elapsed = time.perf_counter_ns() - start
@@ -166,7 +154,7 @@ def main() -> int:
                                   "call_proc": [b - a for a, b in zip(call_proc, now_proc)] if call_proc else None,
                                   "threads": thread_ticks_delta(call_threads, thread_ticks(args.agent_pid))
                                   if args.rank == 0 else None,
-                                  "appliance_threads": thread_ticks_delta(call_ap_threads, thread_ticks(appliance_pid))
+                                  "appliance_threads": thread_ticks_delta(call_ap_threads, thread_ticks(args.appliance_pid))
                                   if args.rank == 0 else None,
                                   **{k: now_stats[k] - (last_stats or {}).get(k, 0) for k in PER_CALL_COUNTERS},
                                   "srtt_ms": now_stats["smoothedRttNs"] / 1e6}), file=sys.stderr, flush=True)
