@@ -468,13 +468,15 @@ class TorchrunBackendTest
     /**
      * torchrun's elastic restart ({@code --max_restarts 1}) of a job whose rank 2 is killed in each attempt: the second
      * attempt's local rank 0 starts a new agent, its ranks join the same job name again (the first attempt's job was
-     * aborted and left) and train until the kill, and every other rank of both attempts names rank 2.
+     * aborted and left) and train until the kill, and every other rank of both attempts names rank 2. torchrun looks
+     * at its workers every 10 s, as in {@link #runKillingRank}: once it sees rank 2 dead it SIGTERMs the others, and
+     * with 1 s it did so once in CI (stop 56) before a rank had printed the error it raised ~40 ms after the kill.
      */
     @Test
     void anElasticRestartStartsANewAgentForTheSameJobName() throws Exception
     {
         final List<String> command = List.of(PYTHON, "-m", "torch.distributed.run", "--standalone",
-            "--nproc_per_node=" + WORLD, "--max_restarts", "1", "--monitor_interval", "1", "--redirects", "2", "--tee",
+            "--nproc_per_node=" + WORLD, "--max_restarts", "1", "--monitor_interval", "10", "--redirects", "2", "--tee",
             "1", "--log_dir", tempDir.resolve("logs-restart").toString(), "tests/torchrun_train.py", "--backend",
             "switchml", "--epochs", "2", "--kill-rank", "2", "--kill-step", "5");
         final ChildProcess run = ChildProcess.start("restart", command, pythonDir(), jobAgentEnvironment());
