@@ -37,6 +37,7 @@ import os
 import socket
 import sys
 import threading
+import urllib.parse
 
 import torch
 
@@ -345,8 +346,10 @@ class Client:
         return start
 
     def stats(self):
-        """The agent's counters (``STATS``), answered after every request sent before: a dict of ints, and the
-        backend the appliance aggregates the job on under ``backend`` (``int32.backend`` for the int32 job)."""
+        """The agent's counters (``STATS``), answered after every request sent before: a dict of ints; the
+        backend the appliance aggregates the job on under ``backend``, and under ``passedOver`` the backends of the
+        appliance's preference list that passed the job over with their reasons ("xdp: k=8192 exceeds 358"; ""
+        when none); ``int32.backend`` and ``int32.passedOver`` for the int32 job."""
         future = torch.futures.Future()
         answered = threading.Event()
         future.add_done_callback(lambda _: answered.set())
@@ -358,8 +361,15 @@ class Client:
         if not answered.wait(self.reply_timeout_s):
             raise SwitchMLError("%s did not answer STATS within %s s" % (self.agent_name, self.reply_timeout_s))
         fields = future.wait()
-        return {key: value if key.endswith("backend") else int(value) for key, value in fields.items()
-                if key and (key.endswith("backend") or value.lstrip("-").isdigit())}
+        stats = {}
+        for key, value in fields.items():
+            if key.endswith("backend"):
+                stats[key] = value
+            elif key.endswith("passedOver"):  # its reasons hold spaces: form-encoded on the wire
+                stats[key] = urllib.parse.unquote_plus(value)
+            elif key and value.lstrip("-").isdigit():
+                stats[key] = int(value)
+        return stats
 
     def synchronize(self, timeout_s=-1):
         """Wait until every request sent so far has been answered and its future completed.

@@ -75,7 +75,10 @@ class FakeAgent:
                     "dtype=float32 byteOrder=LITTLE_ENDIAN dtypes=float32,int32 pipeline=8"
                     % (self.shm_path, self.shm_bytes, self.rank, self.world, self.lanes))
         if verb == "STATS":
-            return "OK requests=%d allReduces=%d smoothedRttNs=-1" % (self.answered, self.answered)
+            # as the agent's DirectLink writes them: the reasons form-encoded
+            return ("OK requests=%d allReduces=%d smoothedRttNs=-1 backend=software "
+                    "passedOver=xdp%%3A+k%%3D8192+exceeds+358%%3B+tofino%%3A+down%%3A+100%%25+lost int32.backend=xdp "
+                    "int32.passedOver=" % (self.answered, self.answered))
         if verb == "CLOSE":
             return "OK"
         if verb == "ALLREDUCE":
@@ -243,7 +246,9 @@ class ClientTest(unittest.TestCase):
         with switchml.Client(agent.socket_path) as client:
             client.all_reduce_async(torch.ones(3))
             client.all_reduce_async(torch.ones(3))
-            self.assertEqual(client.stats(), {"requests": 2, "allReduces": 2, "smoothedRttNs": -1})
+            self.assertEqual(client.stats(), {"requests": 2, "allReduces": 2, "smoothedRttNs": -1, "backend": "software",
+                                              "passedOver": "xdp: k=8192 exceeds 358; tofino: down: 100% lost",
+                                              "int32.backend": "xdp", "int32.passedOver": ""})
 
     def test_non_contiguous_16_bit_and_refused_float64_tensors(self):
         agent = self.agent()

@@ -2,16 +2,30 @@ package io.switchml.dist;
 
 import io.switchml.appliance.Appliance;
 import io.switchml.appliance.ApplianceContext;
+import io.switchml.protocol.ControlProtocol;
 import io.switchml.protocol.ElementType;
 import io.switchml.worker.AllReduceException;
 import io.switchml.worker.WorkerClient;
 import io.switchml.worker.WorkerContext;
+import io.switchml.worker.bridge.BridgeContext;
+import io.switchml.worker.bridge.BridgeServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -21,7 +35,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * What a worker is told of its job's placement, against an appliance whose first backend is the Tofino pipeline
  * model (an offload that needs no root): the backend the job runs on, what was passed over and why, and a named
- * backend that cannot take the job refused with the appliance's reason. Real TCP and UDP on loopback.
+ * backend that cannot take the job refused with the appliance's reason; and a training process (the PyTorch backend's
+ * client) reads the same from its agent's STATS. Real TCP and UDP on loopback, the agent's real Unix socket.
  */
 final class WorkerPlacementTest
 {
@@ -73,5 +88,49 @@ final class WorkerPlacementTest
             () -> WorkerClient.connect(worker("named", 1024).backend("tofino-model")));
         assertTrue(refused.getMessage().contains("backend tofino-model cannot take job 'named': k=1024 exceeds 256"),
             refused.getMessage());
+    }
+
+    /**
+     * What {@code switchml.stats()} reads: the agent's ({@code worker serve}'s) STATS reply carries the job's backend and
+     * what passed it over, with the reasons' spaces form-encoded (the protocol ends a value at a space).
+     */
+    @Test
+    void theAgentsStatsSayWhereTheJobRunsAndWhatPassedItOver() throws Exception
+    {
+        assertEquals(Map.of("backend", "software", "passedOver", "tofino-model: k=1024 exceeds 256"),
+            placementInStats("wide", 1024));
+        assertEquals(Map.of("backend", "tofino-model", "passedOver", ""), placementInStats("fits", 64));
+    }
+
+    /** @return backend and passedOver (decoded) from the STATS reply of a one-rank agent of the job. */
+    private Map<String, String> placementInStats(final String job, final int lanes) throws Exception
+    {
+        final BridgeContext context = new BridgeContext().worker(worker(job, lanes).elementType(ElementType.FLOAT32))
+            .socketPath(dir.resolve(job + ".sock")).shmPath(dir.resolve(job + ".shm")).shmBytes(64 * 1024);
+        final ExecutorService executor = Executors.newSingleThreadExecutor();
+        try (BridgeServer server = BridgeServer.launch(context))
+        {
+            executor.submit(() ->
+            {
+                server.serve();
+                return null;
+            });
+            try (SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX))
+            {
+                channel.connect(UnixDomainSocketAddress.of(context.socketPath()));
+                channel.write(ByteBuffer.wrap("STATS\n".getBytes(StandardCharsets.UTF_8)));
+                final String line = new BufferedReader(new InputStreamReader(Channels.newInputStream(channel),
+                    StandardCharsets.UTF_8)).readLine();
+                final Map<String, String> stats = ControlProtocol.parse(line);
+                assertEquals("OK", stats.get(""), line);
+                assertTrue(line.contains(" passedOver=") && !stats.get("passedOver").contains(" "), line);
+                return Map.of("backend", stats.get("backend"),
+                    "passedOver", java.net.URLDecoder.decode(stats.get("passedOver"), StandardCharsets.UTF_8));
+            }
+        }
+        finally
+        {
+            executor.shutdownNow();
+        }
     }
 }

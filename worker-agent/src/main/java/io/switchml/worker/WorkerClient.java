@@ -256,6 +256,16 @@ public final class WorkerClient implements AutoCloseable
     }
 
     /**
+     * @return each backend of the appliance's preference list that passed this job over, with its reason, as the
+     * CREATE reply said ("xdp: k=8192 exceeds 358; ..."), or "" when the job runs on the first backend of the list (every
+     * rank's CREATE gets the job's placement, whichever rank created it).
+     */
+    public String fallback()
+    {
+        return fallback == null ? "" : fallback;
+    }
+
+    /**
      * @return where the job is aggregated, for the start-up report: the backend, and each backend of the appliance's
      * preference list that passed the job over with its reason ("software (passed over: xdp: k=8192 exceeds 358)").
      */

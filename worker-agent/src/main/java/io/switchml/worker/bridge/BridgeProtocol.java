@@ -15,7 +15,11 @@ package io.switchml.worker.bridge;
  * bridge -&gt; OK us=812 [id=ID]                                  (the result is in place in the region)
  *         | ERR message=...                                     (the reason: a dead rank, a value out of range, a bad range)
  * client -&gt; STATS
- * bridge -&gt; OK requests=N allReduces=N packetsSent=N ...       (this agent's counters; int32.* once that job is joined)
+ * bridge -&gt; OK requests=N allReduces=N packetsSent=N ... backend=xdp passedOver=...
+ *                                                              (this agent's counters; int32.* once that job is joined;
+ *                                                              backend: where the job runs; passedOver: the backends that
+ *                                                              passed it over with their reasons, form-encoded as
+ *                                                              URLEncoder does, "" when none)
  * client -&gt; CLOSE
  * bridge -&gt; OK                                                 (then closes the connection)
  * </pre>

@@ -202,5 +202,9 @@ final class DirectLink implements JobLink
             .append(counter.applyAsLong(counters)));
         reply.append(' ').append(prefix).append("smoothedRttNs=").append(worker.smoothedRttNs());
         reply.append(' ').append(prefix).append("backend=").append(worker.backend());
+        // the reasons hold spaces, which end a value on this protocol: form-encoded (space as '+', the rest %XX); not
+        // named "fallback", which ControlProtocol#parse reads to the end of the line
+        reply.append(' ').append(prefix).append("passedOver=")
+            .append(java.net.URLEncoder.encode(worker.fallback(), java.nio.charset.StandardCharsets.UTF_8));
     }
 }

@@ -253,6 +253,10 @@ class BridgeServerTest
                 assertTrue(Long.parseLong(value) >= 0, counter + " in " + stats);
             }
             assertEquals(Integer.toString(1), stats.get("int32.allReduces"), stats.toString());
+            // an appliance of software alone passes nothing over; the fields after the float job's still parse
+            assertEquals("software", stats.get("backend"), stats.toString());
+            assertEquals("", stats.get("passedOver"), stats.toString());
+            assertEquals("", stats.get("int32.passedOver"), stats.toString());
             final FloatBuffer shm = client.shm();
             for (int r = 0; r < requests; r++)
             {

@@ -380,6 +380,12 @@ class TorchrunBackendTest
         final long summed = output.lines().filter(line -> line.contains("HostAgent: serving rank ") &&
             line.contains("ranks 0..3 summed on this host and sent as one worker (node 0 of 1)")).count();
         assertEquals(WORLD, summed, "the agent sums the host's 4 ranks: " + output);
+        for (final Map<String, String> stats : lines(output, "STATS "))
+        {
+            // switchml.stats(): where the job runs; an appliance of software alone passed nothing over
+            assertEquals("software", stats.get("backend"), stats.toString());
+            assertEquals("", stats.get("passedOver"), stats.toString());
+        }
         assertTrue(output.contains("the last of 4 sessions ended: closing (--exit-after-sessions)"), output);
         assertPrivateAgentDirectory(output);
         final List<Map<String, String>> after = lines(output, "AGENT_AFTER_DESTROY ");
