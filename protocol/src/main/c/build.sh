@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build.sh CLANG CLASSES SRCDIR: compile SRCDIR's sources (switchml_mac.c: the packet MAC's vector lanes;
-# switchml_lanes.c: the worker's lane kernels) into one shared object in the protocol jar's resources,
+# switchml_lanes.c: the worker's lane kernels; switchml_cpu.c: the CPU features both choose by) into one shared object in the protocol jar's resources,
 # CLASSES/native/linux-<os.arch>/libswitchml_native.so (os.arch as the JVM names it: amd64, aarch64), freestanding (no
 # libc: it depends on nothing), without floating-point contraction (the lane kernels must round as Java does). Fails
 # naming the package to install when clang is missing.
@@ -16,4 +16,4 @@ mkdir -p "$out"
 rm -f "$out/libswitchml_mac.so" # the name before the lane kernels joined it
 "$clang" -O2 -g0 -Wall -Wextra -Werror -fPIC -ffreestanding -fno-builtin -ffp-contract=off -nostdlib -shared \
   -Wl,-z,relro,-z,now,-z,noexecstack -Wl,--build-id -Wl,--hash-style=gnu \
-  -o "$out/libswitchml_native.so" "$src/switchml_mac.c" "$src/switchml_lanes.c"
+  -o "$out/libswitchml_native.so" "$src/switchml_mac.c" "$src/switchml_lanes.c" "$src/switchml_cpu.c"

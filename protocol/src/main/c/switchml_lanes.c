@@ -14,9 +14,7 @@
  */
 #include <stdint.h>
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
+#include "switchml_cpu.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -131,34 +129,12 @@ SWAP_KERNELS(avx2, __attribute__((target("avx2"))))
 SWAP_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))))
 #endif
 
-#if defined(__x86_64__)
 /* 2 when the CPU has AVX-512 F, BW, DQ and VL and the kernel keeps zmm and mask state (XCR0), 1 for AVX2, else 0. */
 static int32_t detect_level(void)
 {
-    unsigned int eax, ebx, ecx, edx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE) || !(ecx & bit_AVX))
-    {
-        return 0;
-    }
-    unsigned int xcr0_lo, xcr0_hi;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0_lo & 0x6) != 0x6 || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
-    {
-        return 0;
-    }
-    const unsigned int avx512 = bit_AVX512F | bit_AVX512BW | bit_AVX512DQ | bit_AVX512VL;
-    if ((ebx & avx512) == avx512 && (xcr0_lo & 0xe6) == 0xe6)
-    {
-        return 2;
-    }
-    return (ebx & bit_AVX2) ? 1 : 0;
+    const int32_t features = switchml_cpu_features();
+    return (features & SWITCHML_CPU_AVX512_FBDV) ? 2 : (features & SWITCHML_CPU_AVX2) ? 1 : 0;
 }
-#else
-static int32_t detect_level(void)
-{
-    return 0;
-}
-#endif
 
 static int32_t level = -1;
 

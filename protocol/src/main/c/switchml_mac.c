@@ -14,8 +14,9 @@
  */
 #include <stdint.h>
 
+#include "switchml_cpu.h"
+
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -374,35 +375,14 @@ AVX2 static void mac_four(uint64_t k0, uint64_t k1, const uint64_t *packets, int
     finish256(&s, lasts, macs);
 }
 
-/* 8 when the CPU and the kernel give AVX-512F (zmm state enabled in XCR0), 4 for AVX2 (ymm state), else 1. */
-static int32_t detect_lanes(void)
-{
-    unsigned int eax, ebx, ecx, edx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE) || !(ecx & bit_AVX))
-    {
-        return 1;
-    }
-    unsigned int xcr0_lo, xcr0_hi;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0_lo & 0x6) != 0x6 || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
-    {
-        return 1;
-    }
-    if ((ebx & bit_AVX512F) && (xcr0_lo & 0xe6) == 0xe6)
-    {
-        return 8;
-    }
-    return (ebx & bit_AVX2) ? 4 : 1;
-}
-
-#else
-
-static int32_t detect_lanes(void)
-{
-    return 1;
-}
-
 #endif
+
+/* 8 when the CPU and the kernel give AVX-512F, 4 for AVX2, else 1. */
+static int32_t detect_lanes(void)
+{
+    const int32_t features = switchml_cpu_features();
+    return (features & SWITCHML_CPU_AVX512F) ? 8 : (features & SWITCHML_CPU_AVX2) ? 4 : 1;
+}
 
 static int32_t lanes = 0;
 

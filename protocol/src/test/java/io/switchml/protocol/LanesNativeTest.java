@@ -40,6 +40,16 @@ class LanesNativeTest
         assertTrue(NativeLanes.level() >= 0 && NativeLanes.level() <= 2, NativeLanes.description());
     }
 
+    /** The level the library found is the widest this CPU's kernel enables, not a narrower one that also passes. */
+    @Test
+    void theLevelIsTheWidestTheCpusFlagsAllow() throws Exception
+    {
+        final java.util.Set<String> flags = CpuFlags.read();
+        final int expected = flags.containsAll(java.util.List.of("avx512f", "avx512bw", "avx512dq", "avx512vl")) ? 2 :
+            flags.contains("avx2") ? 1 : 0;
+        assertEquals(expected, NativeLanes.level(), NativeLanes.description() + "; cpuinfo flags " + flags);
+    }
+
     @Test
     void quantizeEqualsTheJavaLoopAtEveryLevel()
     {

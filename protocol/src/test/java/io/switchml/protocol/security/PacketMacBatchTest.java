@@ -18,6 +18,15 @@ class PacketMacBatchTest
     /** Header only, partial words, exactly one and two blocks of eight words, the k = 256 packet, a jumbo one. */
     private static final int[] LENGTHS = { 40, 41, 44, 47, 48, 63, 64, 65, 71, 72, 128, 129, 135, 1064, 1067, 8972 };
 
+    /** The width the library found is the widest this CPU's kernel enables: 8 with AVX-512F, 4 with AVX2, else 1. */
+    @Test
+    void theLanesAreTheWidestTheCpusFlagsAllow() throws Exception
+    {
+        final java.util.Set<String> flags = io.switchml.protocol.CpuFlags.read();
+        final int expected = flags.contains("avx512f") ? 8 : flags.contains("avx2") ? 4 : 1;
+        assertEquals(expected, NativePacketMac.lanes(), NativePacketMac.description() + "; cpuinfo flags " + flags);
+    }
+
     @Test
     void theTestJvmHashesInTheNativeLibrarysLanesWhereTheCpuHasThem()
     {
