@@ -190,11 +190,27 @@ class ProcessGroupSwitchML(_BASE):
             if self._client.world_size != world_size or self._client.rank != rank:
                 raise SwitchMLError("the agent at %s serves rank %d of %d, but this process is rank %d of %d"
                                     % (socket_path, self._client.rank, self._client.world_size, rank, world_size))
+            if rank == 0:
+                self._report_placement()
         except BaseException:
             self.shutdown(failed=True)
             raise
         with _lock:
             _groups.append(self)
+
+    def _report_placement(self):
+        """Rank 0 says where the job runs (the agent's STATS, before any request): a warning naming each backend of the
+        appliance's preference list that passed the job over and why, else an info line."""
+        try:
+            stats = self._client.stats()
+        except SwitchMLError as ex:  # a diagnostic: the first all-reduce meets a broken agent anyway
+            _log.warning("switchml job %s: its agent did not say where the job runs: %s", self._client.job, ex)
+            return
+        backend, passed_over = stats.get("backend"), stats.get("passedOver", "")
+        if passed_over:
+            _log.warning("switchml job %s runs on backend %s; passed over: %s", self._client.job, backend, passed_over)
+        elif backend:
+            _log.info("switchml job %s runs on backend %s", self._client.job, backend)
 
     @staticmethod
     def _reply_timeout_s(timeout):

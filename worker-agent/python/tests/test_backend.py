@@ -383,8 +383,11 @@ class GlooDtypesTest(unittest.TestCase):
             self.assertEqual(result["bytes8"], [144, 6], "uint8 wraps")
             self.assertEqual(result["f32"], [3.0, 3.0, 3.0], "float32 still goes through the agent")
             self.assertEqual(len(result["requests"]), 1, "only the float32 one reached the agent: %r" % result["requests"])
-            logged = [line for line in lines if line.startswith("LOG switchml")]
+            logged = [line for line in lines if line.startswith("LOG switchml") and "go over Gloo" in line]
             self.assertEqual(len(logged), 5, "once per dtype: %r" % logged)
+            placement = [line for line in lines if line.startswith("LOG switchml") and "runs on backend" in line]
+            self.assertEqual(placement, ["LOG switchml.backend switchml job test runs on backend software"] if rank == 0
+                             else [], "rank 0 says where the job runs, at INFO when nothing passed it over")
             self.assertTrue(any("rank %d: SUM/AVG all-reduces of float64 tensors go over Gloo" % rank in line
                                 for line in logged), logged)
 
@@ -408,6 +411,15 @@ class WorkTest(unittest.TestCase):
                                     world_size=1, pg_options={"socket": agent.socket_path})
         self.addCleanup(dist.destroy_process_group)
         return agent
+
+    def test_rank_0_warns_where_the_job_runs_and_what_passed_it_over(self):
+        with self.assertLogs("switchml.backend", "WARNING") as logged:
+            agent = self.group(passed_over="xdp: k=8192 exceeds 358; tofino: down: 100% lost")
+        self.assertIn("STATS", agent.requests)
+        self.assertEqual(len(logged.records), 1, logged.output)
+        # the fake agent's STATS: backend software, xdp and tofino passed it over (its reasons form-encoded)
+        self.assertRegex(logged.output[0], r"switchml job test runs on backend software; passed over: "
+                                           r"xdp: k=8192 exceeds 358; tofino: down: 100% lost$")
 
     def test_wait_raises_a_failed_all_reduce_each_time_and_the_tensor_is_marked(self):
         import torch

@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 from unittest import mock
 
 import torch
@@ -29,7 +30,7 @@ from switchml.client import _parse
 class FakeAgent:
     """A single-session agent on a Unix socket with a shared-memory file; records requests."""
 
-    def __init__(self, shm_bytes=4096, lanes=8, fail_with=None, shm_dir=None, world=2, rank=0, hold=None):
+    def __init__(self, shm_bytes=4096, lanes=8, fail_with=None, shm_dir=None, world=2, rank=0, hold=None, passed_over=""):
         self.dir = tempfile.TemporaryDirectory(prefix="switchml-test-")
         self.socket_path = os.path.join(self.dir.name, "agent.sock")
         self.shm_path = os.path.join(shm_dir or self.dir.name, "agent.shm")
@@ -40,6 +41,8 @@ class FakeAgent:
         self.rank = rank
         # a threading.Event: all-reduces are answered once it is set
         self.hold = hold
+        # STATS's passedOver, as the agent's DirectLink writes it (form-encoded)
+        self.passed_over = urllib.parse.quote_plus(passed_over)
         self.requests = []
         self.answered = 0
         with open(self.shm_path, "wb") as f:
@@ -75,10 +78,8 @@ class FakeAgent:
                     "dtype=float32 byteOrder=LITTLE_ENDIAN dtypes=float32,int32 pipeline=8"
                     % (self.shm_path, self.shm_bytes, self.rank, self.world, self.lanes))
         if verb == "STATS":
-            # as the agent's DirectLink writes them: the reasons form-encoded
-            return ("OK requests=%d allReduces=%d smoothedRttNs=-1 backend=software "
-                    "passedOver=xdp%%3A+k%%3D8192+exceeds+358%%3B+tofino%%3A+down%%3A+100%%25+lost int32.backend=xdp "
-                    "int32.passedOver=" % (self.answered, self.answered))
+            return ("OK requests=%d allReduces=%d smoothedRttNs=-1 backend=software passedOver=%s int32.backend=xdp "
+                    "int32.passedOver=" % (self.answered, self.answered, self.passed_over))
         if verb == "CLOSE":
             return "OK"
         if verb == "ALLREDUCE":
@@ -242,7 +243,8 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(all("dtype=int32 " in r and "op=sum" in r for r in agent.requests if r.startswith("ALLREDUCE")))
 
     def test_stats_come_after_earlier_requests(self):
-        agent = self.agent()
+        agent = self.agent(passed_over="xdp: k=8192 exceeds 358; tofino: down: 100% lost")
+        self.assertIn("passedOver=xdp%3A+k%3D8192+exceeds+358%3B+tofino%3A+down%3A+100%25+lost", agent._reply("STATS"))
         with switchml.Client(agent.socket_path) as client:
             client.all_reduce_async(torch.ones(3))
             client.all_reduce_async(torch.ones(3))
