@@ -102,6 +102,46 @@ final class WorkerPlacementTest
         assertEquals(Map.of("backend", "tofino-model", "passedOver", ""), placementInStats("fits", 64));
     }
 
+    /**
+     * The same through the PyTorch package's own client ({@code switchml.Client}, Debian's python3 with torch, as
+     * {@code ./switchml test} installs it): {@code stats()} decodes the reasons.
+     */
+    @Test
+    void thePythonClientsStatsSayWhatPassedTheJobOver() throws Exception
+    {
+        final BridgeContext context = new BridgeContext().worker(worker("python", 1024).elementType(ElementType.FLOAT32))
+            .socketPath(dir.resolve("python.sock")).shmPath(dir.resolve("python.shm")).shmBytes(64 * 1024);
+        final ExecutorService executor = Executors.newSingleThreadExecutor();
+        try (BridgeServer server = BridgeServer.launch(context))
+        {
+            executor.submit(() ->
+            {
+                server.serve();
+                return null;
+            });
+            final Path python = Path.of(System.getProperty("basedir", System.getProperty("user.dir")))
+                .resolve("../worker-agent/python").normalize();
+            final ProcessBuilder builder = new ProcessBuilder(System.getProperty("switchml.python", "/usr/bin/python3"), "-c",
+                "import sys, switchml\n" +
+                "with switchml.Client(sys.argv[1]) as client:\n" +
+                "    stats = client.stats()\n" +
+                "print('PLACEMENT backend=%s passedOver=%s' % (stats['backend'], stats['passedOver']), flush=True)\n",
+                context.socketPath().toString()).redirectErrorStream(true);
+            builder.environment().put("PYTHONPATH", python.toString());
+            builder.environment().put("PYTHONDONTWRITEBYTECODE", "1");
+            final Process process = builder.start();
+            final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(process.waitFor(60, java.util.concurrent.TimeUnit.SECONDS), output);
+            assertEquals(0, process.exitValue(), "python3 with torch and the switchml package (" + python + "): " + output);
+            assertTrue(output.lines().anyMatch(line ->
+                line.equals("PLACEMENT backend=software passedOver=tofino-model: k=1024 exceeds 256")), output);
+        }
+        finally
+        {
+            executor.shutdownNow();
+        }
+    }
+
     /** @return backend and passedOver (decoded) from the STATS reply of a one-rank agent of the job. */
     private Map<String, String> placementInStats(final String job, final int lanes) throws Exception
     {
