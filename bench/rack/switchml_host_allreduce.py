@@ -29,11 +29,17 @@ from tat import peer_tensors, percentile  # noqa: E402 - beside this script
 PER_CALL_COUNTERS = ("retransmissions", "probes", "spuriousProbes", "pendings", "packetsSent")
 
 
+def stat_fields(path):
+    """A /proc stat file's command name and the fields after it (state first); OSError or ValueError if unreadable."""
+    with open(path) as f:
+        text = f.read()
+    return text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 1:].split()
+
+
 def proc_stat(pid):
     """The agent's minor faults, major faults, user and system clock ticks (/proc/PID/stat), or None."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        fields = stat_fields(f"/proc/{pid}/stat")[1]
         return [int(fields[7]), int(fields[9]), int(fields[11]), int(fields[12])]
     except (OSError, TypeError, IndexError, ValueError):
         return None
@@ -45,10 +51,7 @@ def thread_ticks(pid):
     try:
         for tid in os.listdir(f"/proc/{pid}/task"):
             try:
-                with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                    text = f.read()
-                name = text[text.index("(") + 1:text.rindex(")")]
-                fields = text.rsplit(")", 1)[1].split()
+                name, fields = stat_fields(f"/proc/{pid}/task/{tid}/stat")
                 out[tid] = (name, int(fields[11]) + int(fields[12]))
             except (OSError, ValueError):
                 pass

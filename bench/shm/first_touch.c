@@ -12,12 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
+#include "shm_bench.h"
 
 int main(int argc, char **argv)
 {
@@ -29,11 +24,9 @@ int main(int argc, char **argv)
     const char *path = argv[1];
     const long size = atol(argv[2]) << 20;
     const int reserve = strcmp(argv[3], "reserve") == 0;
-    unlink(path);
-    const int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 || ftruncate(fd, size) != 0)
+    const int fd = new_file(path, size);
+    if (fd < 0)
     {
-        perror(path);
         return 1;
     }
     double t = now_ms();

@@ -18,12 +18,7 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
+#include "shm_bench.h"
 
 static long minor_faults(void)
 {
@@ -52,11 +47,9 @@ int main(int argc, char **argv)
     const char *path = argv[1];
     const long size = atol(argv[2]) << 20;
     const int populate = strcmp(argv[3], "populate") == 0;
-    unlink(path);
-    const int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 || ftruncate(fd, size) != 0)
+    const int fd = new_file(path, size);
+    if (fd < 0)
     {
-        perror(path);
         return 1;
     }
     long *writer = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

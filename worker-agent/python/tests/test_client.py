@@ -244,7 +244,6 @@ class ClientTest(unittest.TestCase):
 
     def test_stats_come_after_earlier_requests(self):
         agent = self.agent(passed_over="xdp: k=8192 exceeds 358; tofino: down: 100% lost")
-        self.assertIn("passedOver=xdp%3A+k%3D8192+exceeds+358%3B+tofino%3A+down%3A+100%25+lost", agent._reply("STATS"))
         with switchml.Client(agent.socket_path) as client:
             client.all_reduce_async(torch.ones(3))
             client.all_reduce_async(torch.ones(3))

@@ -109,16 +109,8 @@ final class WorkerPlacementTest
     @Test
     void thePythonClientsStatsSayWhatPassedTheJobOver() throws Exception
     {
-        final BridgeContext context = new BridgeContext().worker(worker("python", 1024).elementType(ElementType.FLOAT32))
-            .socketPath(dir.resolve("python.sock")).shmPath(dir.resolve("python.shm")).shmBytes(64 * 1024);
-        final ExecutorService executor = Executors.newSingleThreadExecutor();
-        try (BridgeServer server = BridgeServer.launch(context))
+        final String output = withAgent("python", 1024, socket ->
         {
-            executor.submit(() ->
-            {
-                server.serve();
-                return null;
-            });
             final Path python = Path.of(System.getProperty("basedir", System.getProperty("user.dir")))
                 .resolve("../worker-agent/python").normalize();
             final ProcessBuilder builder = new ProcessBuilder(System.getProperty("switchml.python", "/usr/bin/python3"), "-c",
@@ -126,24 +118,48 @@ final class WorkerPlacementTest
                 "with switchml.Client(sys.argv[1]) as client:\n" +
                 "    stats = client.stats()\n" +
                 "print('PLACEMENT backend=%s passedOver=%s' % (stats['backend'], stats['passedOver']), flush=True)\n",
-                context.socketPath().toString()).redirectErrorStream(true);
+                socket.toString()).redirectErrorStream(true);
             builder.environment().put("PYTHONPATH", python.toString());
             builder.environment().put("PYTHONDONTWRITEBYTECODE", "1");
             final Process process = builder.start();
-            final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertTrue(process.waitFor(60, java.util.concurrent.TimeUnit.SECONDS), output);
-            assertEquals(0, process.exitValue(), "python3 with torch and the switchml package (" + python + "): " + output);
-            assertTrue(output.lines().anyMatch(line ->
-                line.equals("PLACEMENT backend=software passedOver=tofino-model: k=1024 exceeds 256")), output);
-        }
-        finally
-        {
-            executor.shutdownNow();
-        }
+            final String printed = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(process.waitFor(60, java.util.concurrent.TimeUnit.SECONDS), printed);
+            assertEquals(0, process.exitValue(), "python3 with torch and the switchml package (" + python + "): " + printed);
+            return printed;
+        });
+        assertTrue(output.lines().anyMatch(line ->
+            line.equals("PLACEMENT backend=software passedOver=tofino-model: k=1024 exceeds 256")), output);
     }
 
     /** @return backend and passedOver (decoded) from the STATS reply of a one-rank agent of the job. */
     private Map<String, String> placementInStats(final String job, final int lanes) throws Exception
+    {
+        return withAgent(job, lanes, socket ->
+        {
+            try (SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX))
+            {
+                channel.connect(UnixDomainSocketAddress.of(socket));
+                channel.write(ByteBuffer.wrap("STATS\n".getBytes(StandardCharsets.UTF_8)));
+                final String line = new BufferedReader(new InputStreamReader(Channels.newInputStream(channel),
+                    StandardCharsets.UTF_8)).readLine();
+                final Map<String, String> stats = ControlProtocol.parse(line);
+                assertEquals("OK", stats.get(""), line);
+                assertTrue(line.contains(" passedOver=") && !stats.get("passedOver").contains(" "), line);
+                return Map.of("backend", stats.get("backend"),
+                    "passedOver", java.net.URLDecoder.decode(stats.get("passedOver"), StandardCharsets.UTF_8));
+            }
+        });
+    }
+
+    /** What a test does with a one-rank agent's socket. */
+    @FunctionalInterface
+    private interface AgentUse<T>
+    {
+        T apply(Path socket) throws Exception;
+    }
+
+    /** @return what {@code use} made of the socket of a one-rank {@code worker serve} bridge of the job, serving. */
+    private <T> T withAgent(final String job, final int lanes, final AgentUse<T> use) throws Exception
     {
         final BridgeContext context = new BridgeContext().worker(worker(job, lanes).elementType(ElementType.FLOAT32))
             .socketPath(dir.resolve(job + ".sock")).shmPath(dir.resolve(job + ".shm")).shmBytes(64 * 1024);
@@ -155,18 +171,7 @@ final class WorkerPlacementTest
                 server.serve();
                 return null;
             });
-            try (SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX))
-            {
-                channel.connect(UnixDomainSocketAddress.of(context.socketPath()));
-                channel.write(ByteBuffer.wrap("STATS\n".getBytes(StandardCharsets.UTF_8)));
-                final String line = new BufferedReader(new InputStreamReader(Channels.newInputStream(channel),
-                    StandardCharsets.UTF_8)).readLine();
-                final Map<String, String> stats = ControlProtocol.parse(line);
-                assertEquals("OK", stats.get(""), line);
-                assertTrue(line.contains(" passedOver=") && !stats.get("passedOver").contains(" "), line);
-                return Map.of("backend", stats.get("backend"),
-                    "passedOver", java.net.URLDecoder.decode(stats.get("passedOver"), StandardCharsets.UTF_8));
-            }
+            return use.apply(context.socketPath());
         }
         finally
         {
